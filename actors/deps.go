@@ -1,0 +1,91 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// Grain kinds, as registered with the cluster. An identity is "<kind>/<id>"
+// in logs and docs; protoactor takes the two parts separately.
+const (
+	KindWorker    = "worker"
+	KindJob       = "job"
+	KindScheduler = "scheduler"
+	// SchedulerID is the identity of the one scheduler of the default pool.
+	SchedulerID = "default"
+)
+
+// Worker statuses an operator may set (PATCH /workers/{id}).
+const (
+	WorkerActive  = "active"
+	WorkerDrain   = "drain"
+	WorkerStandby = "standby"
+)
+
+// Timing holds every interval the actors use; the hub fills it from config.
+type Timing struct {
+	HeartbeatInterval time.Duration // worker heartbeat (15 s)
+	AliveWindow       time.Duration // heartbeat within this = alive (120 s)
+	AssignGrace       time.Duration // how long a placement may take (8 s)
+	DiskExcludePct    float64       // pick_worker disk filter (90)
+	RedriveInterval   time.Duration // re-drive sweep (3 s)
+	RedriveMinAge     time.Duration // re-drive age gate (90 s)
+	RedriveDisable    bool
+	ReconcileInterval time.Duration // reconciler sweep (90 s)
+	OrphanGrace       time.Duration // running job of a gone worker (300 s)
+	QueuedTimeout     time.Duration // queued and unassigned (180 s)
+	FleetReadTimeout  time.Duration // registry read bound (1.5 s)
+	FleetCache        time.Duration // last-good fleet view reuse (60 s)
+	LogBatchLines     int           // 50
+	LogBatchWait      time.Duration // 100 ms
+	LogBudgetLines    int64         // log lines in memory before readers block
+	GrainTimeout      time.Duration // grain request timeout
+	IdlePassivate     time.Duration // idle final job grains stop after this
+}
+
+// Deps is what every actor of a hub shares: fixed after the hub starts.
+type Deps struct {
+	HubID    string
+	Timing   Timing
+	Jobs     persistence.JobStore
+	Logs     persistence.LogStore
+	Workers  persistence.WorkerRegistry
+	Hubs     persistence.HubRegistry
+	Log      *slog.Logger
+	Metrics  *Metrics
+	Cluster  func() *cluster.Cluster // set once the member starts
+	LogRoute func() *LogRouter       // the hub's log router (local)
+	Now      func() time.Time
+}
+
+func (d *Deps) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+// EnsureMessage is the message that activates a job grain.
+func EnsureMessage() interface{} { return &messages.JobEnsure{} }
+
+// Wake activates a job grain without waiting: it loads the job, arms its
+// timers and, when queued, enqueues itself.
+func Wake(cl *cluster.Cluster, jobID string) error {
+	pid := cl.Get(jobID, KindJob)
+	if pid == nil {
+		return fmt.Errorf("wake job %s: no activation", jobID)
+	}
+	cl.ActorSystem.Root.Send(pid, &messages.JobEnsure{})
+	return nil
+}
+
+// Call is a request to a grain with a bounded timeout and retry backoff.
+func Call(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
+	return requestGrain(cl, identity, kind, msg, timeout)
+}

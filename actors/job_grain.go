@@ -1,0 +1,345 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// jobGrain is `job/<id>`: the job's state machine. Every transition is a
+// conditional write to the job store first and a change of memory second,
+// so a restart (or a move to another hub) resumes from the store. The
+// attempt number is the fencing epoch: a report from an older attempt — a
+// worker declared lost that came back, a hub that was cut off — is refused.
+type jobGrain struct {
+	// fixed after construction
+	deps *Deps
+
+	// actor-confined state
+	id       string
+	cl       *cluster.Cluster
+	log      *slog.Logger
+	job      persistence.Job
+	loaded   bool
+	timers   *scheduler.TimerScheduler
+	deadline scheduler.CancelFunc
+	queuedTO scheduler.CancelFunc
+}
+
+type deadlineTick struct{}
+type queuedTimeoutTick struct{}
+
+// NewJobKind registers the job grain.
+func NewJobKind(d *Deps) *cluster.Kind {
+	props := actor.PropsFromProducer(func() actor.Actor { return &jobGrain{deps: d} },
+		actor.WithReceiverMiddleware(recoverMiddleware(KindJob, d)))
+	return cluster.NewKind(KindJob, props)
+}
+
+func (g *jobGrain) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *cluster.ClusterInit:
+		g.id = msg.Identity.Identity
+		g.cl = msg.Cluster
+		g.log = g.deps.Log.With(slog.String("job_id", g.id), slog.String("hub_id", g.deps.HubID))
+		g.timers = scheduler.NewTimerScheduler(ctx)
+		g.load(ctx)
+		return
+	case *actor.Stopping:
+		g.stopTimers()
+		return
+	case *actor.ReceiveTimeout:
+		if g.job.Status.Final() || !g.loaded {
+			ctx.Stop(ctx.Self()) // idle and final: passivate
+		}
+		return
+	}
+	if !g.loaded && !g.load(ctx) {
+		g.refuse(ctx)
+		return
+	}
+	switch msg := ctx.Message().(type) {
+	case *messages.JobEnsure:
+		reply(ctx, ok(g.jobJSON()))
+	case *messages.JobPlace:
+		g.place(ctx, msg)
+	case *messages.JobStarted:
+		reply(ctx, g.started(msg))
+	case *messages.JobFinished:
+		reply(ctx, g.finished(ctx, msg))
+	case *messages.JobCancel:
+		reply(ctx, g.cancel(ctx))
+	case *messages.JobWorkerLost:
+		g.workerLost(ctx, msg)
+	case *deadlineTick:
+		g.deadline = nil
+		if !g.job.Status.Final() {
+			g.log.Warn("job passed its deadline; forcing it closed", slog.Int("timeout_s", g.job.TimeoutS))
+			g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonDeadlineExceeded,
+				Error: fmt.Sprintf("not done within timeout_s=%d", g.job.TimeoutS)})
+		}
+	case *queuedTimeoutTick:
+		g.queuedTO = nil
+		if g.job.Status == persistence.StatusQueued {
+			g.log.Warn("job waited too long for a worker", slog.Duration("queued_timeout", g.deps.Timing.QueuedTimeout))
+			g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonQueuedTimeout,
+				Error: fmt.Sprintf("no worker took it within %s", g.deps.Timing.QueuedTimeout)})
+		}
+	}
+}
+
+// refuse answers a request while the store cannot give the job.
+func (g *jobGrain) refuse(ctx actor.Context) {
+	if _, isPlace := ctx.Message().(*messages.JobPlace); isPlace {
+		g.sched(ctx, &messages.SchedPlaceFailed{JobId: g.id, WorkerId: ctx.Message().(*messages.JobPlace).WorkerId})
+	}
+	reply(ctx, fail("unavailable", "job %s could not be loaded", g.id))
+}
+
+// load reads the job and arms what its state needs. False when the store
+// failed (the next message retries) or the job does not exist.
+func (g *jobGrain) load(ctx actor.Context) bool {
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	defer cancel()
+	j, err := g.deps.Jobs.Get(rctx, g.id)
+	if err != nil {
+		if !errors.Is(err, persistence.ErrNotFound) {
+			g.log.Warn("job grain: load failed", slog.Any("err", err))
+		}
+		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+		return false
+	}
+	g.job, g.loaded = j, true
+	g.arm(ctx)
+	return true
+}
+
+// arm sets the timers of the current state: a queued or running job always
+// has its hard deadline (forced close), a queued one its queued timeout; a
+// final one passivates when idle.
+func (g *jobGrain) arm(ctx actor.Context) {
+	g.stopTimers()
+	now := g.deps.now()
+	if g.job.Status.Final() {
+		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+		return
+	}
+	ctx.CancelReceiveTimeout()
+	g.deadline = g.timers.SendOnce(max(g.job.Deadline().Sub(now), 0), ctx.Self(), &deadlineTick{})
+	if g.job.Status == persistence.StatusQueued {
+		due := g.job.CreatedAt.Add(g.deps.Timing.QueuedTimeout)
+		g.queuedTO = g.timers.SendOnce(max(due.Sub(now), 0), ctx.Self(), &queuedTimeoutTick{})
+		g.sched(ctx, &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode})
+	}
+}
+
+func (g *jobGrain) stopTimers() {
+	if g.deadline != nil {
+		g.deadline()
+		g.deadline = nil
+	}
+	if g.queuedTO != nil {
+		g.queuedTO()
+		g.queuedTO = nil
+	}
+}
+
+func (g *jobGrain) sched(ctx actor.Context, msg interface{}) {
+	sendGrain(ctx, g.cl, SchedulerID, KindScheduler, msg)
+}
+
+// place runs the claim of record for the scheduler's choice, then asks the
+// worker grain to reserve the slot and send the job; a refused send rolls the
+// claim back so the job is placed again.
+func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
+	failed := &messages.SchedPlaceFailed{JobId: g.id, WorkerId: msg.WorkerId}
+	if g.job.Status != persistence.StatusQueued || g.job.WorkerID != "" {
+		g.sched(ctx, failed) // placed already (a duplicate), or final
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	claimed, err := g.deps.Jobs.Claim(rctx, g.id, msg.WorkerId, g.deps.now())
+	cancel()
+	if err != nil {
+		g.deps.Metrics.Inc("paprika_claims_lost_total")
+		g.log.Info("claim lost or failed", slog.String("worker_id", msg.WorkerId), slog.Any("err", err))
+		if !errors.Is(err, persistence.ErrConflict) {
+			failed.Requeue = true // store trouble: try again later
+		} else {
+			g.load(ctx) // someone else moved it: take the stored truth
+		}
+		g.sched(ctx, failed)
+		return
+	}
+	frame, err := messages.Frame{Type: messages.TypeAssignJob, JobID: g.id, Attempt: claimed.Attempts,
+		Mode: claimed.Mode, Params: claimed.Params, Deadline: claimed.Deadline().UnixMilli()}.Encode()
+	var res *messages.Reply
+	if err == nil {
+		res, err = requestGrain(g.cl, msg.WorkerId, KindWorker,
+			&messages.WorkerAssign{JobId: g.id, Attempt: int32(claimed.Attempts), Frame: frame}, g.deps.Timing.AssignGrace)
+	}
+	if err != nil || !res.Ok {
+		cause := errString(err, res)
+		g.log.Info("worker refused the job; rolling the claim back", slog.String("worker_id", msg.WorkerId), slog.String("cause", cause))
+		rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+		uerr := g.deps.Jobs.Unclaim(rctx, g.id, msg.WorkerId, claimed.Attempts)
+		cancel()
+		if uerr != nil {
+			g.log.Error("roll back claim", slog.Any("err", uerr))
+		}
+		g.load(ctx)
+		failed.Requeue = g.job.Status == persistence.StatusQueued
+		g.sched(ctx, failed)
+		return
+	}
+	g.job = claimed
+	g.arm(ctx)
+	g.log.Debug("job placed", slog.String("worker_id", msg.WorkerId), slog.Int("attempt", claimed.Attempts))
+	g.sched(ctx, &messages.SchedPlaced{JobId: g.id, WorkerId: msg.WorkerId})
+}
+
+func errString(err error, r *messages.Reply) string {
+	if err != nil {
+		return err.Error()
+	}
+	if r != nil {
+		return r.Code + ": " + r.Message
+	}
+	return "no reply"
+}
+
+// current reports whether a worker's report belongs to the live attempt.
+func (g *jobGrain) current(workerID string, attempt int32) bool {
+	return g.job.Status == persistence.StatusRunning && g.job.WorkerID == workerID && int32(g.job.Attempts) == attempt
+}
+
+func (g *jobGrain) started(m *messages.JobStarted) *messages.Reply {
+	if !g.current(m.WorkerId, m.Attempt) {
+		g.deps.Metrics.Inc("paprika_fenced_reports_total", "kind=started")
+		return fail("stale", "attempt %d on %s is not current", m.Attempt, m.WorkerId)
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	defer cancel()
+	if err := g.deps.Jobs.SetLane(rctx, g.id, int(m.Attempt), m.Lane); err != nil {
+		return fail("store", "set lane: %v", err)
+	}
+	g.job.Lane = m.Lane
+	return ok(nil)
+}
+
+func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *messages.Reply {
+	if !g.current(m.WorkerId, m.Attempt) {
+		if g.job.Status.Final() && g.job.WorkerID == m.WorkerId && int32(g.job.Attempts) == m.Attempt {
+			return ok(g.jobJSON()) // a re-sent report of what is stored: ack again
+		}
+		g.deps.Metrics.Inc("paprika_fenced_reports_total", "kind=finished")
+		g.log.Warn("stale report refused", slog.String("worker_id", m.WorkerId), slog.Int("attempt", int(m.Attempt)),
+			slog.String("status", string(g.job.Status)), slog.Int("current_attempt", g.job.Attempts))
+		return fail("stale", "attempt %d on %s is not current", m.Attempt, m.WorkerId)
+	}
+	f := persistence.Finish{Status: persistence.StatusSucceeded, Result: m.Result, Assets: m.Assets}
+	if !m.Succeeded {
+		f = persistence.Finish{Status: persistence.StatusFailed, Reason: m.Reason, Error: m.Error, Result: m.Result, Assets: m.Assets}
+		if m.Reason == persistence.ReasonCanceled {
+			f.Status = persistence.StatusCanceled
+		}
+	}
+	if err := g.finish(ctx, int(m.Attempt), f); err != nil {
+		return fail("store", "%v", err)
+	}
+	return ok(g.jobJSON())
+}
+
+// finish writes a final state fenced by attempt and frees the slot.
+func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) error {
+	if f.At.IsZero() {
+		f.At = g.deps.now()
+	}
+	prev := g.job
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	j, err := g.deps.Jobs.Finish(rctx, g.id, attempt, f)
+	cancel()
+	if err != nil {
+		if errors.Is(err, persistence.ErrConflict) {
+			g.load(ctx)
+		}
+		return fmt.Errorf("finish job %s: %w", g.id, err)
+	}
+	g.job = j
+	g.arm(ctx)
+	g.deps.Metrics.Inc("paprika_jobs_finished_total", "status="+string(j.Status), "reason="+j.Reason)
+	g.log.Debug("job final", slog.String("status", string(j.Status)), slog.String("reason", j.Reason))
+	switch prev.Status {
+	case persistence.StatusRunning:
+		sendGrain(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts)})
+	case persistence.StatusQueued:
+		g.sched(ctx, &messages.SchedRemove{JobId: g.id})
+	}
+	return nil
+}
+
+// end is the hub's own decision (cancel, deadline, lost worker): it ends the
+// current attempt whatever it is, tells the worker to stop, and closes the
+// log so followers are not left waiting for a worker that will not report.
+func (g *jobGrain) end(ctx actor.Context, f persistence.Finish) {
+	prev := g.job
+	if err := g.finish(ctx, persistence.AnyAttempt, f); err != nil {
+		g.log.Warn("could not end job", slog.Any("err", err))
+		return
+	}
+	if prev.Status == persistence.StatusRunning {
+		sendGrain(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerCancelJob{JobId: g.id, Attempt: int32(prev.Attempts)})
+	}
+	if lr := g.deps.LogRoute; lr != nil {
+		lr().CloseLog(g.id)
+	}
+}
+
+func (g *jobGrain) cancel(ctx actor.Context) *messages.Reply {
+	if g.job.Status.Final() {
+		return &messages.Reply{Ok: false, Code: "conflict", Message: fmt.Sprintf("job %s is already %s", g.id, g.job.Status), Json: g.jobJSON()}
+	}
+	g.end(ctx, persistence.Finish{Status: persistence.StatusCanceled, Reason: persistence.ReasonCanceled, Error: "canceled by request"})
+	if !g.job.Status.Final() {
+		return fail("unavailable", "job %s could not be canceled now", g.id)
+	}
+	return ok(g.jobJSON())
+}
+
+// workerLost: the worker stayed away past the grace. Retry while attempts
+// remain (ours; the source only fails the job), else fail it.
+func (g *jobGrain) workerLost(ctx actor.Context, m *messages.JobWorkerLost) {
+	if g.job.Status != persistence.StatusRunning || g.job.WorkerID != m.WorkerId ||
+		(m.Attempt != 0 && int32(g.job.Attempts) != m.Attempt) {
+		return
+	}
+	if g.job.Attempts < g.job.MaxAttempts {
+		rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+		err := g.deps.Jobs.Requeue(rctx, g.id, g.job.Attempts)
+		cancel()
+		if err == nil {
+			g.log.Warn("worker lost; job queued again", slog.String("worker_id", m.WorkerId), slog.Int("attempt", g.job.Attempts))
+			sendGrain(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(g.job.Attempts)})
+			g.load(ctx)
+			return
+		}
+		g.log.Warn("requeue after worker loss failed", slog.Any("err", err))
+	}
+	g.log.Warn("worker lost; job failed", slog.String("worker_id", m.WorkerId))
+	g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonWorkerLost,
+		Error: fmt.Sprintf("worker %s gone for over %s", m.WorkerId, g.deps.Timing.OrphanGrace)})
+}
+
+func (g *jobGrain) jobJSON() []byte {
+	b, _ := json.Marshal(g.job)
+	return b
+}

@@ -1,0 +1,137 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// logFlusher writes the batches of every LogStream of this hub. One write is
+// in flight at a time and carries everything that arrived meanwhile, so
+// round trips to the log store follow its latency, not the number of jobs
+// (group commit). A failed write is retried with backoff, never dropped; the
+// budget tokens of its lines stay taken, so socket readers slow down instead
+// of memory growing.
+type logFlusher struct {
+	// fixed after construction
+	deps   *Deps
+	budget *lineBudget
+
+	// actor-confined state
+	queue   []*flushReq
+	writing bool
+	backoff time.Duration
+	drains  []*actor.PID // callers of drainLogs waiting for an empty queue
+	writes  sync.WaitGroup
+	timers  *scheduler.TimerScheduler
+}
+
+// flushReq is one batch (or only a notification) for the flusher.
+type flushReq struct {
+	batch    persistence.LogBatch
+	hasBatch bool
+	notify   *actor.PID
+	payload  interface{}
+}
+
+// logsPersisted tells a WorkerConn that a job's log, done sentinel included,
+// is stored: it may now report the job's end.
+type logsPersisted struct {
+	jobID   string
+	payload interface{}
+}
+
+type writeDone struct {
+	reqs []*flushReq
+	err  error
+}
+
+type retryWrite struct{}
+
+// drainLogs asks the flusher to reply once nothing is queued or in flight.
+type drainLogs struct{}
+
+func (f *logFlusher) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		f.timers = scheduler.NewTimerScheduler(ctx)
+	case *flushReq:
+		f.queue = append(f.queue, msg)
+		f.start(ctx)
+	case *writeDone:
+		f.writing = false
+		if msg.err != nil {
+			f.deps.Metrics.Inc("paprika_log_write_errors_total")
+			f.backoff = min(max(2*f.backoff, 100*time.Millisecond), 2*time.Second)
+			f.deps.Log.Warn("log write failed; retrying", slog.Any("err", msg.err), slog.Duration("backoff", f.backoff),
+				slog.Int("batches", len(msg.reqs)))
+			f.queue = append(msg.reqs, f.queue...)
+			f.timers.SendOnce(f.backoff, ctx.Self(), &retryWrite{})
+			return
+		}
+		f.backoff = 0
+		lines := 0
+		for _, r := range msg.reqs {
+			lines += len(r.batch.Lines)
+			if r.notify != nil {
+				ctx.Send(r.notify, &logsPersisted{jobID: r.batch.JobID, payload: r.payload})
+			}
+		}
+		f.budget.Release(int64(lines))
+		f.deps.Metrics.Add("paprika_log_lines_stored_total", int64(lines))
+		f.deps.Metrics.Inc("paprika_log_writes_total")
+		f.start(ctx)
+	case *retryWrite:
+		f.start(ctx)
+	case *drainLogs:
+		f.drains = append(f.drains, ctx.Sender())
+		f.start(ctx)
+	case *actor.Stopping:
+		f.writes.Wait()
+	}
+}
+
+// start launches the next write when none is in flight.
+func (f *logFlusher) start(ctx actor.Context) {
+	if f.writing {
+		return
+	}
+	if len(f.queue) == 0 {
+		for _, p := range f.drains {
+			ctx.Send(p, true)
+		}
+		f.drains = nil
+		return
+	}
+	reqs := f.queue
+	f.queue = nil
+	batches := make([]persistence.LogBatch, 0, len(reqs))
+	for _, r := range reqs {
+		if r.hasBatch {
+			batches = append(batches, r.batch)
+		}
+	}
+	f.writing = true
+	self := ctx.Self()
+	root := ctx.ActorSystem().Root
+	timeout := f.deps.Timing.GrainTimeout
+	f.writes.Add(1)
+	// The write runs off the mailbox so batches keep arriving meanwhile; the
+	// flusher owns this goroutine and waits for it when stopping.
+	go func() {
+		defer f.writes.Done()
+		var err error
+		if len(batches) > 0 {
+			wctx, cancel := context.WithTimeout(context.Background(), timeout)
+			err = f.deps.Logs.Write(wctx, batches)
+			cancel()
+		}
+		root.Send(self, &writeDone{reqs: reqs, err: err})
+	}()
+}

@@ -1,0 +1,151 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// logStream batches one job's log on the hub receiving its lines: a batch
+// leaves at 50 lines or 100 ms, whichever comes first, and the done sentinel
+// sends at once. Lines carry the worker's sequence number, so a re-send
+// after a reconnect is recognised and dropped: no line twice, none lost.
+type logStream struct {
+	// fixed after construction
+	deps    *Deps
+	jobID   string
+	flusher *actor.PID
+	budget  *lineBudget
+
+	// actor-confined state
+	log     *slog.Logger
+	next    int64 // index of the next line to store
+	pending []string
+	from    int64 // index of pending[0]
+	done     bool // no line is accepted any more
+	doneSent bool // the done sentinel went to the flusher
+	armed    bool
+	timers  *scheduler.TimerScheduler
+}
+
+// logLine is one job_log frame; the reader took one budget token for it.
+type logLine struct {
+	seq  int64
+	line string
+}
+
+// logEnd ends the log (job_done/job_failed). When the batch is stored, the
+// flusher sends notify the payload: the WorkerConn then reports the result.
+type logEnd struct {
+	notify  *actor.PID
+	payload interface{}
+}
+
+// closeLog ends the log on the hub's own decision (cancel, deadline, lost).
+type closeLog struct{}
+
+// flushNow hands any pending lines to the flusher (shutdown); it replies.
+type flushNow struct{}
+
+type logFlushTick struct{}
+
+func (s *logStream) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		s.start(ctx)
+	case *logLine:
+		s.add(ctx, msg)
+	case *logFlushTick:
+		s.armed = false
+		s.flush(ctx, nil, nil)
+	case *logEnd:
+		if s.done {
+			// Already stored (a re-sent final frame): confirm at once.
+			ctx.Send(s.flusher, &flushReq{notify: msg.notify, payload: msg.payload})
+			return
+		}
+		s.done = true
+		s.flush(ctx, msg.notify, msg.payload)
+	case *closeLog:
+		if !s.done {
+			s.done = true
+			s.flush(ctx, nil, nil)
+		}
+	case *flushNow:
+		s.flush(ctx, nil, nil)
+		if ctx.Sender() != nil {
+			ctx.Respond(true)
+		}
+	case *actor.ReceiveTimeout:
+		if len(s.pending) == 0 {
+			ctx.Stop(ctx.Self())
+		}
+	}
+}
+
+func (s *logStream) start(ctx actor.Context) {
+	s.log = s.deps.Log.With(slog.String("job_id", s.jobID), slog.String("hub_id", s.deps.HubID))
+	s.timers = scheduler.NewTimerScheduler(ctx)
+	ctx.SetReceiveTimeout(s.deps.Timing.IdlePassivate)
+	// Resume where the store is: this may be a new hub for a job whose
+	// first lines another hub stored before it died.
+	rctx, cancel := context.WithTimeout(context.Background(), s.deps.Timing.GrainTimeout)
+	defer cancel()
+	n, err := s.deps.Logs.Len(rctx, s.jobID)
+	if err != nil {
+		s.log.Warn("log length unknown; trusting the worker's sequence", slog.Any("err", err))
+		n = -1
+	}
+	s.next, s.from = n, n
+	if n >= 0 {
+		if _, done, err := s.deps.Logs.Read(rctx, s.jobID, n, 1); err == nil {
+			s.done = done
+		}
+	}
+}
+
+func (s *logStream) add(ctx actor.Context, m *logLine) {
+	if s.next < 0 { // length unknown: the first line sets it
+		s.next, s.from = m.seq, m.seq
+	}
+	if s.done || m.seq < s.next {
+		s.deps.Metrics.Inc("paprika_log_lines_duplicate_total")
+		s.budget.Release(1)
+		return
+	}
+	if m.seq > s.next {
+		s.deps.Metrics.Inc("paprika_log_gaps_total")
+		s.log.Warn("log line sequence gap", slog.Int64("want", s.next), slog.Int64("got", m.seq))
+	}
+	if len(s.pending) == 0 {
+		s.from = s.next
+	}
+	s.pending = append(s.pending, m.line)
+	s.next++
+	if len(s.pending) >= s.deps.Timing.LogBatchLines {
+		s.flush(ctx, nil, nil)
+		return
+	}
+	if !s.armed {
+		s.armed = true
+		s.timers.SendOnce(s.deps.Timing.LogBatchWait, ctx.Self(), &logFlushTick{})
+	}
+}
+
+func (s *logStream) flush(ctx actor.Context, notify *actor.PID, payload interface{}) {
+	final := s.done && !s.doneSent
+	if len(s.pending) == 0 && !final && notify == nil {
+		return
+	}
+	if final {
+		s.doneSent = true
+	}
+	b := persistence.LogBatch{JobID: s.jobID, From: max(s.from, 0), Lines: s.pending, Done: final}
+	s.pending = nil
+	s.from = s.next
+	ctx.Send(s.flusher, &flushReq{batch: b, notify: notify, payload: payload, hasBatch: true})
+}

@@ -1,0 +1,98 @@
+package actors
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Candidate is the scheduler's view of one worker, as pick_worker reads it.
+type Candidate struct {
+	ID            string
+	Status        string // active, drain, standby
+	Connected     bool
+	LastSeen      time.Time
+	MaxConcurrent int
+	InFlight      int
+	Lanes         int  // lane URLs reported
+	HasBrowser    bool // a single-browser URL reported
+	DiskPct       float64
+	Drivers       []string
+
+	// scheduler bookkeeping: InFlight = reported + placing
+	reported int // in_flight as the worker grain last reported it
+	placing  int // placements sent but not yet settled
+}
+
+// PickRule holds the thresholds of pick_worker (DESIGN.md, "Scheduling").
+type PickRule struct {
+	AliveWindow    time.Duration // heartbeat within this window (120 s)
+	DiskExcludePct float64       // refuse workers at or above this disk use (90)
+}
+
+// Eligible reports whether c may take a job of the given mode now. Each
+// filter prevents an incident the source recorded: workers without lanes
+// answered three 502s in a row; full disks refused jobs after a wasted round
+// trip; stale heartbeats hid dead machines.
+func (r PickRule) Eligible(c *Candidate, mode string, now time.Time) bool {
+	if !c.Connected || now.Sub(c.LastSeen) > r.AliveWindow {
+		return false
+	}
+	if c.Status != WorkerActive {
+		return false
+	}
+	if c.InFlight >= c.MaxConcurrent {
+		return false
+	}
+	if c.Lanes < 1 && !c.HasBrowser {
+		return false
+	}
+	if c.DiskPct >= r.DiskExcludePct {
+		return false
+	}
+	return supportsMode(c.Drivers, mode)
+}
+
+// supportsMode: noop runs on any lane; browser modes need a chromium lane.
+func supportsMode(drivers []string, mode string) bool {
+	if mode == "noop" || mode == "" {
+		return true
+	}
+	for _, d := range drivers {
+		if d == "chromium" {
+			return true
+		}
+	}
+	return false
+}
+
+// better orders candidates by (in_flight, -max_concurrent): the least loaded
+// first, and among equals the one with more capacity.
+func better(a, b *Candidate) bool {
+	if a.InFlight != b.InFlight {
+		return a.InFlight < b.InFlight
+	}
+	return a.MaxConcurrent > b.MaxConcurrent
+}
+
+// PickWorker returns the best eligible candidate or nil. Ties are broken at
+// random (reservoir sampling over the tied best), because a deterministic
+// order piles every idle job onto the first worker. One pass, no allocation.
+func (r PickRule) PickWorker(cands []*Candidate, mode string, now time.Time, rng *rand.Rand) *Candidate {
+	var best *Candidate
+	ties := 0
+	for _, c := range cands {
+		if !r.Eligible(c, mode, now) {
+			continue
+		}
+		switch {
+		case best == nil || better(c, best):
+			best, ties = c, 1
+		case !better(best, c): // equal rank
+			ties++
+			if rng.IntN(ties) == 0 {
+				best = c
+			}
+		}
+	}
+	return best
+}

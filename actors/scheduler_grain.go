@@ -1,0 +1,252 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// schedulerGrain is `scheduler/default`: it owns pick_worker and the queue
+// of jobs waiting for a lane. Because the queue lives here, a lane that
+// frees is filled the moment the worker grain reports it, not on the next
+// 3 s sweep; the job store's conditional claim still decides every race.
+// After a restart or a move it rebuilds its view from the registry (asking
+// each worker grain to report) and its queue from the job store.
+type schedulerGrain struct {
+	// fixed after construction
+	deps *Deps
+
+	// actor-confined state
+	cl      *cluster.Cluster
+	log     *slog.Logger
+	rule    PickRule
+	rng     *rand.Rand
+	workers map[string]*Candidate
+	cands   []*Candidate // the same candidates, for a cheap scan
+	queue   []queuedJob  // FIFO by arrival
+	queued  map[string]bool
+	pending map[string]string // job id → worker id, placement in flight
+	timers  *scheduler.TimerScheduler
+}
+
+type queuedJob struct {
+	id      string
+	mode    string
+	created time.Time
+}
+
+// placeTimeout fires when a placement got no answer (the job grain moved or
+// died): the slot is returned and the job placed again.
+type placeTimeout struct{ jobID, workerID string }
+
+// schedRebuild reloads the queue from the store (start, and each re-drive).
+type schedRebuild struct{}
+
+// SchedStats is the scheduler's state in numbers (SchedGetStats reply).
+type SchedStats struct {
+	Queued  int `json:"queued"`
+	Pending int `json:"pending"`
+	Workers int `json:"workers"`
+}
+
+// NewSchedulerKind registers the scheduler grain.
+func NewSchedulerKind(d *Deps) *cluster.Kind {
+	props := actor.PropsFromProducer(func() actor.Actor { return &schedulerGrain{deps: d} },
+		actor.WithReceiverMiddleware(recoverMiddleware(KindScheduler, d)))
+	return cluster.NewKind(KindScheduler, props)
+}
+
+func (s *schedulerGrain) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *cluster.ClusterInit:
+		s.init(ctx, msg)
+	case *schedRebuild:
+		s.rebuild(ctx)
+		s.place(ctx)
+	case *messages.SchedWorkerState:
+		s.workerState(msg)
+		s.place(ctx)
+	case *messages.SchedEnqueue:
+		s.enqueue(msg.JobId, msg.Mode, time.UnixMilli(msg.CreatedUnixMs))
+		s.place(ctx)
+	case *messages.SchedPlaced:
+		s.settle(msg.JobId, msg.WorkerId)
+	case *messages.SchedPlaceFailed:
+		s.placeFailed(msg)
+		s.place(ctx)
+	case *placeTimeout:
+		if w, ok := s.pending[msg.jobID]; ok && w == msg.workerID {
+			s.deps.Metrics.Inc("paprika_sched_place_timeouts_total")
+			s.placeFailed(&messages.SchedPlaceFailed{JobId: msg.jobID, WorkerId: msg.workerID, Requeue: true})
+			s.place(ctx)
+		}
+	case *messages.SchedRemove:
+		s.remove(msg.JobId)
+	case *messages.SchedGetStats:
+		b, _ := json.Marshal(SchedStats{Queued: len(s.queue), Pending: len(s.pending), Workers: len(s.workers)})
+		reply(ctx, ok(b))
+	}
+}
+
+func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
+	s.cl = msg.Cluster
+	s.log = s.deps.Log.With(slog.String("hub_id", s.deps.HubID), slog.String("actor", "scheduler"))
+	s.rule = PickRule{AliveWindow: s.deps.Timing.AliveWindow, DiskExcludePct: s.deps.Timing.DiskExcludePct}
+	s.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	s.workers = map[string]*Candidate{}
+	s.queued = map[string]bool{}
+	s.pending = map[string]string{}
+	s.timers = scheduler.NewTimerScheduler(ctx)
+	ctx.Send(ctx.Self(), &schedRebuild{})
+}
+
+// rebuild asks every known worker grain for its state and queues every
+// queued job of the store: what a fresh activation cannot remember.
+func (s *schedulerGrain) rebuild(ctx actor.Context) {
+	rctx, cancel := context.WithTimeout(context.Background(), s.deps.Timing.FleetReadTimeout)
+	ws, err := s.deps.Workers.List(rctx)
+	cancel()
+	if err != nil {
+		s.log.Warn("scheduler rebuild: registry read failed; waiting for worker reports", slog.Any("err", err))
+	}
+	for _, w := range ws {
+		if w.Connected {
+			sendGrain(ctx, s.cl, w.ID, KindWorker, &messages.WorkerSync{})
+		}
+	}
+	n := s.loadQueued()
+	s.log.Info("scheduler view rebuilt", slog.Int("workers", len(ws)), slog.Int("queued", n))
+}
+
+func (s *schedulerGrain) loadQueued() int {
+	n, cursor := 0, ""
+	for page := 0; page < 100; page++ {
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		jobs, next, err := s.deps.Jobs.List(rctx, persistence.ListQuery{Status: persistence.StatusQueued, Limit: 500, Cursor: cursor, OldestFirst: true})
+		cancel()
+		if err != nil {
+			s.log.Warn("scheduler: queued jobs read failed; re-drive will retry", slog.Any("err", err))
+			return n
+		}
+		for _, j := range jobs {
+			if j.WorkerID == "" {
+				s.enqueue(j.ID, j.Mode, j.CreatedAt)
+				n++
+			}
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	return n
+}
+
+func (s *schedulerGrain) workerState(m *messages.SchedWorkerState) {
+	c, ok := s.workers[m.WorkerId]
+	if !ok {
+		c = &Candidate{ID: m.WorkerId}
+		s.workers[m.WorkerId] = c
+		s.cands = append(s.cands, c)
+	}
+	c.Status = m.Status
+	c.Connected = m.Connected
+	c.LastSeen = time.UnixMilli(m.LastSeenUnixMs)
+	c.MaxConcurrent = int(m.MaxConcurrent)
+	c.Lanes = int(m.Lanes)
+	c.HasBrowser = m.HasBrowser
+	c.DiskPct = m.DiskPct
+	c.Drivers = m.Drivers
+	// The grain's count is authoritative, but placements it has not seen yet
+	// are still on their way to it: keep them counted.
+	c.reported = int(m.InFlight)
+	c.InFlight = c.reported + c.placing
+}
+
+func (s *schedulerGrain) enqueue(id, mode string, created time.Time) {
+	if s.queued[id] || s.pending[id] != "" {
+		return
+	}
+	s.queued[id] = true
+	s.queue = append(s.queue, queuedJob{id: id, mode: mode, created: created})
+}
+
+func (s *schedulerGrain) remove(id string) {
+	if !s.queued[id] {
+		return
+	}
+	delete(s.queued, id)
+	for i, q := range s.queue {
+		if q.id == id {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			break
+		}
+	}
+}
+
+func (s *schedulerGrain) placeFailed(m *messages.SchedPlaceFailed) {
+	s.settle(m.JobId, m.WorkerId)
+	if m.Requeue && !s.queued[m.JobId] {
+		// Back to the front: it waited longest.
+		s.queued[m.JobId] = true
+		s.queue = append([]queuedJob{{id: m.JobId}}, s.queue...)
+	}
+}
+
+// settle ends a placement in flight: the worker grain's next report counts
+// it (or not, when it failed).
+func (s *schedulerGrain) settle(jobID, workerID string) {
+	if w, ok := s.pending[jobID]; !ok || w != workerID {
+		return
+	}
+	delete(s.pending, jobID)
+	if c := s.workers[workerID]; c != nil && c.placing > 0 {
+		c.placing--
+		c.InFlight = c.reported + c.placing
+	}
+}
+
+// place assigns queued jobs, oldest first, while some worker is eligible.
+func (s *schedulerGrain) place(ctx actor.Context) {
+	if len(s.queue) == 0 {
+		return
+	}
+	now := s.deps.now()
+	kept := s.queue[:0]
+	noopFull := false
+	for i, q := range s.queue {
+		if noopFull && (q.mode == "noop" || q.mode == "") {
+			kept = append(kept, q)
+			continue
+		}
+		c := s.rule.PickWorker(s.cands, q.mode, now, s.rng)
+		if c == nil {
+			if q.mode == "noop" || q.mode == "" {
+				noopFull = true
+				// No lane anywhere: nothing later in the queue can go either,
+				// except browser jobs, which are rare; stop scanning.
+				kept = append(kept, s.queue[i:]...)
+				break
+			}
+			kept = append(kept, q)
+			continue
+		}
+		c.placing++ // at once, so the next pick of this pass sees it
+		c.InFlight = c.reported + c.placing
+		delete(s.queued, q.id)
+		s.pending[q.id] = c.ID
+		s.deps.Metrics.Inc("paprika_sched_placements_total")
+		sendGrain(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})
+		s.timers.SendOnce(2*s.deps.Timing.AssignGrace, ctx.Self(), &placeTimeout{jobID: q.id, workerID: c.ID})
+	}
+	s.queue = kept
+}

@@ -1,0 +1,95 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/paprika-hub/paprika/messages"
+)
+
+// Restart policy of every parent in the hub: one-for-one, up to 10 restarts
+// in 10 s, then the child is stopped (a grain is re-activated by its next
+// message; a WorkerConn's worker reconnects). Restarting rebuilds the actor
+// from its store, so a panic costs the failing message, never owned state.
+const (
+	maxRestarts    = 10
+	restartsWithin = 10 * time.Second
+)
+
+// Strategy is the supervisor strategy of the hub's parents.
+func Strategy() actor.SupervisorStrategy {
+	return actor.NewOneForOneStrategy(maxRestarts, restartsWithin, actor.DefaultDecider)
+}
+
+// recoverMiddleware logs a panic with its stack, counts it, answers the
+// caller with an error Reply (a panicking grain otherwise never replies and
+// its caller waits out its whole timeout), then re-panics so the supervisor
+// restarts the actor with fresh state.
+func recoverMiddleware(kind string, d *Deps) actor.ReceiverMiddleware {
+	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			defer func() {
+				r := recover()
+				if r == nil {
+					return
+				}
+				d.Metrics.Inc("paprika_actor_panics_total", "kind="+kind)
+				d.Log.Error("actor panicked; restarting it", slog.String("kind", kind),
+					slog.String("pid", c.Self().Id), slog.String("message", fmt.Sprintf("%T", env.Message)),
+					slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+				if env.Sender != nil {
+					c.ActorSystem().Root.Send(env.Sender, &messages.Reply{Ok: false, Code: "internal", Message: fmt.Sprintf("%s actor failed: %v", kind, r)})
+				}
+				panic(r)
+			}()
+			next(c, env)
+		}
+	}
+}
+
+// countRestarts subscribes to supervision events and counts them by reason.
+func countRestarts(system *actor.ActorSystem, m *Metrics) {
+	system.EventStream.Subscribe(func(evt interface{}) {
+		if e, ok := evt.(*actor.SupervisorEvent); ok {
+			m.Inc("paprika_actor_supervision_total", "directive="+e.Directive.String())
+		}
+	})
+}
+
+// CountRestarts is exported for the hub's assembly.
+func CountRestarts(system *actor.ActorSystem, m *Metrics) { countRestarts(system, m) }
+
+// reply answers a request; a no-op when there is no sender (a plain Send).
+func reply(ctx actor.Context, r *messages.Reply) {
+	if ctx.Sender() != nil {
+		ctx.Respond(r)
+	}
+}
+
+func ok(json []byte) *messages.Reply { return &messages.Reply{Ok: true, Json: json} }
+
+func fail(code, format string, args ...any) *messages.Reply {
+	return &messages.Reply{Ok: false, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func refOf(pid *actor.PID) *messages.Ref {
+	if pid == nil {
+		return nil
+	}
+	return &messages.Ref{Address: pid.Address, Id: pid.Id}
+}
+
+func pidOf(r *messages.Ref) *actor.PID {
+	if r == nil || r.Id == "" {
+		return nil
+	}
+	return actor.NewPID(r.Address, r.Id)
+}
+
+func samePID(a, b *actor.PID) bool {
+	return a != nil && b != nil && a.Address == b.Address && a.Id == b.Id
+}

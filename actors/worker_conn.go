@@ -1,0 +1,360 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+	"github.com/gorilla/websocket"
+
+	"github.com/paprika-hub/paprika/messages"
+)
+
+// Link limits. A worker that does not read its socket for writeWait is cut
+// off with a typed reason rather than allowed to block anyone else.
+const (
+	writeWait     = 10 * time.Second
+	helloWait     = 10 * time.Second
+	pingEvery     = 20 * time.Second
+	outQueueLen   = 1024
+	finishRetries = 5
+)
+
+// workerConn owns one worker's WebSocket on this hub: one reader goroutine
+// turns frames into messages (log lines go straight to the job's LogStream,
+// the rest to this actor, in order), one writer goroutine drains a bounded
+// queue. It forwards to the worker grain, which is where the worker's state
+// lives; this actor holds only the socket.
+type workerConn struct {
+	// fixed after construction
+	deps     *Deps
+	ws       *websocket.Conn
+	workerID string
+	logs     *LogRouter
+
+	// actor-confined state
+	log       *slog.Logger
+	out       chan []byte
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	helloDone bool
+	closing   bool
+	timers    *scheduler.TimerScheduler
+}
+
+type inFrame struct {
+	f   messages.Frame
+	raw []byte
+}
+type badFrame struct{ err error }
+type connClosed struct{ err error }
+type helloTimeout struct{}
+type closeNow struct{}
+type retryFinish struct {
+	payload *inFrame
+	try     int
+}
+
+// NewWorkerConnProps builds the props of a WorkerConn for an upgraded socket.
+func NewWorkerConnProps(d *Deps, ws *websocket.Conn, workerID string, logs *LogRouter) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &workerConn{deps: d, ws: ws, workerID: workerID, logs: logs}
+	}, actor.WithReceiverMiddleware(recoverMiddleware("worker_conn", d)))
+}
+
+func (c *workerConn) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		c.start(ctx)
+	case *actor.Restarting:
+		c.shutdownIO() // a fresh actor cannot adopt the goroutines: drop the link, the worker reconnects
+	case *actor.Stopping:
+		c.shutdownIO()
+	case *inFrame:
+		c.frame(ctx, msg)
+	case *badFrame:
+		c.deps.Metrics.Inc("paprika_link_bad_frames_total")
+		c.log.Warn("bad frame from worker", slog.Any("err", msg.err))
+		c.sendFrame(ctx, messages.Frame{Type: messages.TypeError, Code: "bad_frame", Message: msg.err.Error()})
+	case *connClosed:
+		c.closed(ctx, msg.err)
+	case *helloTimeout:
+		if !c.helloDone {
+			c.closeWith(ctx, "hello_timeout", "no hello within "+helloWait.String())
+		}
+	case *messages.ConnSend:
+		c.enqueue(ctx, msg.Frame)
+	case *messages.ConnClose:
+		c.closeWith(ctx, msg.Code, msg.Message)
+	case *closeNow:
+		_ = c.ws.Close() // the reader fails and reports connClosed
+	case *logsPersisted:
+		c.reportFinish(ctx, msg.payload.(*inFrame), 0)
+	case *retryFinish:
+		c.reportFinish(ctx, msg.payload, msg.try)
+	}
+}
+
+func (c *workerConn) start(ctx actor.Context) {
+	c.log = c.deps.Log.With(slog.String("worker_id", c.workerID), slog.String("hub_id", c.deps.HubID))
+	c.out = make(chan []byte, outQueueLen)
+	c.stop = make(chan struct{})
+	c.timers = scheduler.NewTimerScheduler(ctx)
+	c.timers.SendOnce(helloWait, ctx.Self(), &helloTimeout{})
+	c.deps.Metrics.Inc("paprika_links_opened_total")
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	c.wg.Add(2)
+	go c.writeLoop(root, self)
+	go c.readLoop(root, self)
+}
+
+// readLoop is owned by this actor: it ends when the socket fails or is
+// closed by shutdownIO. Log lines take a budget token and go straight to
+// their LogStream; a full budget blocks here, which is the backpressure.
+func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
+	defer c.wg.Done()
+	streams := map[string]*actor.PID{} // reader-confined cache
+	c.ws.SetReadLimit(messages.MaxFrameBytes)
+	deadline := c.deps.Timing.AliveWindow
+	_ = c.ws.SetReadDeadline(time.Now().Add(deadline))
+	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(deadline)) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // unblocks a budget wait when the link is being torn down
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		typ, data, err := c.ws.ReadMessage()
+		if err != nil {
+			root.Send(self, &connClosed{err: err})
+			return
+		}
+		_ = c.ws.SetReadDeadline(time.Now().Add(deadline))
+		if typ != websocket.TextMessage {
+			root.Send(self, &badFrame{err: errors.New("binary frames are not part of the link")})
+			continue
+		}
+		f, err := messages.DecodeFrame(data)
+		if err != nil {
+			root.Send(self, &badFrame{err: err})
+			continue
+		}
+		if f.Type == messages.TypeJobLog {
+			pid := streams[f.JobID]
+			if pid == nil {
+				if pid, err = c.logs.Stream(f.JobID); err != nil {
+					root.Send(self, &connClosed{err: err})
+					return
+				}
+				streams[f.JobID] = pid
+			}
+			if err := c.logs.budget.Acquire(ctx, 1); err != nil {
+				root.Send(self, &connClosed{err: err})
+				return
+			}
+			root.Send(pid, &logLine{seq: f.Seq, line: f.Line})
+			continue
+		}
+		if f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed {
+			delete(streams, f.JobID)
+		}
+		root.Send(self, &inFrame{f: f, raw: data})
+	}
+}
+
+func (c *workerConn) writeLoop(root *actor.RootContext, self *actor.PID) {
+	defer c.wg.Done()
+	ping := time.NewTicker(pingEvery)
+	defer ping.Stop()
+	for {
+		var err error
+		select {
+		case <-c.stop:
+			return
+		case b := <-c.out:
+			_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+			err = c.ws.WriteMessage(websocket.TextMessage, b)
+		case <-ping.C:
+			err = c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait))
+		}
+		if err != nil {
+			root.Send(self, &connClosed{err: fmt.Errorf("write: %w", err)})
+			_ = c.ws.Close() // the reader fails and returns too
+			return
+		}
+	}
+}
+
+func (c *workerConn) shutdownIO() {
+	if c.stop == nil {
+		return
+	}
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	_ = c.ws.Close()
+	c.wg.Wait()
+}
+
+func (c *workerConn) enqueue(ctx actor.Context, b []byte) {
+	if c.closing {
+		return
+	}
+	select {
+	case c.out <- b:
+	default:
+		// A worker that does not read must not hold up the hub.
+		c.deps.Metrics.Inc("paprika_link_slow_consumer_total")
+		c.log.Warn("worker is not reading its link; closing it", slog.Int("queued", len(c.out)))
+		c.closing = true
+		_ = c.ws.Close()
+	}
+}
+
+func (c *workerConn) sendFrame(ctx actor.Context, f messages.Frame) {
+	b, err := f.Encode()
+	if err != nil {
+		c.log.Error("encode frame", slog.Any("err", err))
+		return
+	}
+	c.enqueue(ctx, b)
+}
+
+// closeWith tells the worker why in an error frame, then closes the socket
+// a moment later so the writer can deliver it.
+func (c *workerConn) closeWith(ctx actor.Context, code, message string) {
+	if c.closing {
+		return
+	}
+	c.log.Info("closing worker link", slog.String("code", code), slog.String("reason", message))
+	c.sendFrame(ctx, messages.Frame{Type: messages.TypeError, Code: code, Message: message})
+	c.closing = true
+	c.timers.SendOnce(200*time.Millisecond, ctx.Self(), &closeNow{})
+}
+
+func (c *workerConn) closed(ctx actor.Context, err error) {
+	if c.helloDone {
+		sendGrain(ctx, c.deps.Cluster(), c.workerID, KindWorker, &messages.WorkerDisconnected{Conn: refOf(ctx.Self())})
+		c.helloDone = false
+		c.deps.Metrics.Inc("paprika_links_closed_total")
+	}
+	c.log.Debug("worker link closed", slog.Any("err", err))
+	ctx.Stop(ctx.Self())
+}
+
+func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
+	f := in.f
+	if f.Type == messages.TypeHello {
+		c.hello(ctx, in)
+		return
+	}
+	if !c.helloDone {
+		c.closeWith(ctx, "hello_first", "the first frame must be hello")
+		return
+	}
+	cl := c.deps.Cluster()
+	switch f.Type {
+	case messages.TypeHeartbeat:
+		sendGrain(ctx, cl, c.workerID, KindWorker, &messages.WorkerHeartbeat{Conn: refOf(ctx.Self()), Frame: in.raw})
+	case messages.TypeJobStarted:
+		sendGrain(ctx, cl, f.JobID, KindJob, &messages.JobStarted{WorkerId: c.workerID, Attempt: int32(f.Attempt), Lane: f.Lane})
+	case messages.TypeJobDone, messages.TypeJobFailed:
+		// The result is reported only once the log, done sentinel included,
+		// is stored: a follower never sees "done" before the last line.
+		pid, err := c.logs.Stream(f.JobID)
+		if err != nil {
+			c.log.Warn("no log stream for finished job; reporting anyway", slog.String("job_id", f.JobID), slog.Any("err", err))
+			c.reportFinish(ctx, in, 0)
+			return
+		}
+		ctx.Send(pid, &logEnd{notify: ctx.Self(), payload: in})
+	case messages.TypeSessionResult:
+		c.deps.Metrics.Inc("paprika_link_unhandled_frames_total", "type="+f.Type)
+	default:
+		c.deps.Metrics.Inc("paprika_link_bad_frames_total")
+		c.sendFrame(ctx, messages.Frame{Type: messages.TypeError, Code: "unexpected_type",
+			Message: fmt.Sprintf("a worker does not send %q", f.Type)})
+	}
+}
+
+func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
+	f := in.f
+	if c.helloDone {
+		c.sendFrame(ctx, messages.Frame{Type: messages.TypeError, Code: "duplicate_hello", Message: "hello was already accepted"})
+		return
+	}
+	if f.WorkerID != "" && f.WorkerID != c.workerID {
+		c.closeWith(ctx, "id_mismatch", fmt.Sprintf("hello names %q on the link of %q", f.WorkerID, c.workerID))
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), c.deps.Timing.GrainTimeout)
+	holder, err := c.deps.Workers.ClaimID(rctx, c.workerID, f.LanIP)
+	cancel()
+	if err != nil {
+		c.closeWith(ctx, "unavailable", "worker registry unreachable: "+err.Error())
+		return
+	}
+	if holder != "" && holder != f.LanIP {
+		c.closeWith(ctx, "id_taken", fmt.Sprintf("worker id %s belongs to %s", c.workerID, holder))
+		return
+	}
+	res, err := requestGrain(c.deps.Cluster(), c.workerID, KindWorker,
+		&messages.WorkerConnected{HubId: c.deps.HubID, Conn: refOf(ctx.Self()), Hello: in.raw}, c.deps.Timing.GrainTimeout)
+	if err != nil || !res.Ok {
+		c.closeWith(ctx, "rejected", errString(err, res))
+		return
+	}
+	c.helloDone = true
+	c.sendFrame(ctx, messages.Frame{Type: messages.TypeWelcome, WorkerID: c.workerID, HubID: c.deps.HubID,
+		HeartbeatIntervalMS: c.deps.Timing.HeartbeatInterval.Milliseconds(), AliveWindowMS: c.deps.Timing.AliveWindow.Milliseconds()})
+}
+
+// reportFinish tells the job grain how the attempt ended and acks the worker
+// once the grain has decided (stored, or refused as stale). Store trouble is
+// retried; if it persists the link is dropped so the worker re-sends later.
+func (c *workerConn) reportFinish(ctx actor.Context, in *inFrame, try int) {
+	f := in.f
+	msg := &messages.JobFinished{WorkerId: c.workerID, Attempt: int32(f.Attempt), Succeeded: f.Type == messages.TypeJobDone,
+		Reason: f.Reason, Error: f.Error, Result: f.Result, Assets: f.Assets}
+	cl := c.deps.Cluster()
+	pid, ok := cl.PidCache.Get(f.JobID, KindJob)
+	if !ok {
+		if pid = cl.Get(f.JobID, KindJob); pid == nil {
+			c.retryFinish(ctx, in, try, errors.New("job grain unreachable"))
+			return
+		}
+		cl.PidCache.Set(f.JobID, KindJob, pid)
+	}
+	fut := ctx.RequestFuture(pid, msg, c.deps.Timing.GrainTimeout)
+	ctx.ReenterAfter(fut, func(res interface{}, err error) {
+		r, _ := res.(*messages.Reply)
+		if err != nil || r == nil || (!r.Ok && r.Code != "stale") {
+			cl.PidCache.Remove(f.JobID, KindJob)
+			c.retryFinish(ctx, in, try, fmt.Errorf("%s", errString(err, r)))
+			return
+		}
+		c.sendFrame(ctx, messages.Frame{Type: messages.TypeJobAck, JobID: f.JobID, Attempt: f.Attempt})
+	})
+}
+
+func (c *workerConn) retryFinish(ctx actor.Context, in *inFrame, try int, err error) {
+	if try+1 >= finishRetries {
+		c.log.Error("could not report a job's end; dropping the link so the worker re-sends it",
+			slog.String("job_id", in.f.JobID), slog.Any("err", err))
+		c.closeWith(ctx, "unavailable", "job store unavailable")
+		return
+	}
+	backoff := time.Duration(100<<try) * time.Millisecond
+	c.timers.SendOnce(backoff, ctx.Self(), &retryFinish{payload: in, try: try + 1})
+}

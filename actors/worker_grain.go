@@ -1,0 +1,331 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// workerGrain is `worker/<id>`: the authority on one worker's slots. It holds
+// the worker's capabilities, status, last heartbeat, the jobs it reserved
+// slots for, and the PID of the WorkerConn that holds its socket (on
+// whichever hub). Its state is rebuilt from the registry and the worker's
+// next hello/heartbeat after a restart or a move.
+type workerGrain struct {
+	// fixed after construction
+	deps *Deps
+
+	// actor-confined state
+	id       string
+	cl       *cluster.Cluster
+	log      *slog.Logger
+	info     persistence.WorkerInfo
+	conn     *actor.PID
+	running  map[string]int32 // job id → attempt holding a slot
+	lostStop scheduler.CancelFunc
+	timers   *scheduler.TimerScheduler
+}
+
+// workerLostTick fires orphan_grace after the socket closed.
+type workerLostTick struct{ conn *actor.PID }
+
+// NewWorkerKind registers the worker grain.
+func NewWorkerKind(d *Deps) *cluster.Kind {
+	props := actor.PropsFromProducer(func() actor.Actor { return &workerGrain{deps: d} },
+		actor.WithReceiverMiddleware(recoverMiddleware(KindWorker, d)))
+	return cluster.NewKind(KindWorker, props)
+}
+
+func (g *workerGrain) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *cluster.ClusterInit:
+		g.init(ctx, msg)
+	case *actor.Stopping:
+		g.cancelLost()
+	case *messages.WorkerConnected:
+		reply(ctx, g.connected(ctx, msg))
+	case *messages.WorkerHeartbeat:
+		g.heartbeat(ctx, msg)
+	case *messages.WorkerDisconnected:
+		g.disconnected(ctx, msg)
+	case *messages.WorkerAssign:
+		reply(ctx, g.assign(ctx, msg))
+	case *messages.WorkerRelease:
+		if att, ok := g.running[msg.JobId]; ok && (msg.Attempt == 0 || att == msg.Attempt || att == 0) {
+			delete(g.running, msg.JobId)
+			g.info.InFlight = len(g.running)
+			g.publish(ctx)
+		}
+	case *messages.WorkerCancelJob:
+		g.send(ctx, messages.Frame{Type: messages.TypeCancelJob, JobID: msg.JobId, Attempt: int(msg.Attempt)})
+	case *messages.WorkerSetStatus:
+		reply(ctx, g.setStatus(ctx, msg.Status))
+	case *messages.WorkerGetInfo:
+		reply(ctx, ok(g.infoJSON()))
+	case *messages.WorkerSync:
+		g.pushScheduler(ctx)
+	case *workerLostTick:
+		g.lost(ctx, msg)
+	}
+}
+
+func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
+	g.id = msg.Identity.Identity
+	g.cl = msg.Cluster
+	g.log = g.deps.Log.With(slog.String("worker_id", g.id), slog.String("hub_id", g.deps.HubID))
+	g.running = map[string]int32{}
+	g.timers = scheduler.NewTimerScheduler(ctx)
+	g.info = persistence.WorkerInfo{ID: g.id, Status: WorkerActive}
+	// The registry keeps what must outlive this activation: the operator's
+	// status (a drained worker stays drained) and the jobs it was running.
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.FleetReadTimeout)
+	defer cancel()
+	if w, err := g.deps.Workers.Get(rctx, g.id); err == nil {
+		g.info = w
+		g.info.Connected = false
+		g.info.Alive = false
+		for _, j := range w.Running {
+			g.running[j] = 0
+		}
+	} else if !errors.Is(err, persistence.ErrNotFound) {
+		g.log.Warn("worker grain: registry read failed; starting from the next hello", slog.Any("err", err))
+	}
+}
+
+func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected) *messages.Reply {
+	hello, err := messages.DecodeFrame(msg.Hello)
+	if err != nil || hello.Type != messages.TypeHello {
+		return fail("bad_hello", "hello frame: %v", err)
+	}
+	newConn := pidOf(msg.Conn)
+	if g.conn != nil && !samePID(g.conn, newConn) {
+		// The worker reconnected (maybe to another hub) before the old socket
+		// noticed: the newest socket wins, the old one is told to close.
+		ctx.Send(g.conn, &messages.ConnClose{Code: "replaced", Message: "worker reconnected on another link"})
+	}
+	g.cancelLost()
+	g.conn = newConn
+	g.info.Hub = msg.HubId
+	g.info.Connected = true
+	g.info.LanIP = hello.LanIP
+	g.info.Version = hello.Version
+	caps := hello.Capabilities
+	g.info.MaxConcurrent = caps.MaxConcurrent
+	g.info.Lanes = caps.LaneURLs
+	g.info.BrowserURL = caps.BrowserURL
+	g.info.Drivers = caps.Drivers
+	if hello.Stats != nil {
+		g.applyStats(hello.Stats)
+	}
+	g.adoptRunning(hello.Running)
+	g.info.LastSeen = g.deps.now()
+	g.log.Info("worker connected", slog.String("lan_ip", hello.LanIP), slog.Int("max_concurrent", caps.MaxConcurrent),
+		slog.Int("running", len(g.running)))
+	g.publish(ctx)
+	return ok(g.infoJSON())
+}
+
+func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat) {
+	if !samePID(g.conn, pidOf(msg.Conn)) {
+		return // a stale socket's last words
+	}
+	f, err := messages.DecodeFrame(msg.Frame)
+	if err != nil || f.Stats == nil {
+		return
+	}
+	g.applyStats(f.Stats)
+	g.adoptRunning(f.Running)
+	g.info.LastSeen = g.deps.now()
+	g.publish(ctx)
+}
+
+// adoptRunning learns jobs the worker reports that this activation did not
+// reserve (it restarted, or the job was assigned through an earlier one):
+// the slot is taken whatever this grain remembers.
+func (g *workerGrain) adoptRunning(ids []string) {
+	for _, id := range ids {
+		if _, ok := g.running[id]; !ok {
+			g.running[id] = 0
+		}
+	}
+	g.info.InFlight = len(g.running)
+}
+
+func (g *workerGrain) applyStats(s *messages.Stats) {
+	g.info.CPUPct, g.info.MemPct, g.info.DiskPct = s.CPUPct, s.MemPct, s.DiskPct
+}
+
+func (g *workerGrain) disconnected(ctx actor.Context, msg *messages.WorkerDisconnected) {
+	if !samePID(g.conn, pidOf(msg.Conn)) {
+		return
+	}
+	g.conn = nil
+	g.info.Connected = false
+	g.log.Info("worker disconnected", slog.Int("running", len(g.running)))
+	g.publish(ctx)
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.FleetReadTimeout)
+	defer cancel()
+	if err := g.deps.Workers.ReleaseOwner(rctx, g.id, g.deps.HubID); err != nil {
+		g.log.Warn("release worker owner", slog.Any("err", err))
+	}
+	if len(g.running) > 0 {
+		// Jobs keep running on the worker across a reconnect; only when it
+		// stays away past the grace are its jobs declared lost.
+		g.lostStop = g.timers.SendOnce(g.deps.Timing.OrphanGrace, ctx.Self(), &workerLostTick{})
+	}
+}
+
+func (g *workerGrain) lost(ctx actor.Context, _ *workerLostTick) {
+	g.lostStop = nil
+	if g.conn != nil {
+		return
+	}
+	g.log.Warn("worker gone past the grace; its jobs are lost", slog.Int("jobs", len(g.running)),
+		slog.Duration("grace", g.deps.Timing.OrphanGrace))
+	for jobID, att := range g.running {
+		g.deps.Metrics.Inc("paprika_worker_lost_jobs_total")
+		sendGrain(ctx, g.cl, jobID, KindJob, &messages.JobWorkerLost{WorkerId: g.id, Attempt: att})
+		delete(g.running, jobID)
+	}
+	g.info.InFlight = 0
+	g.publish(ctx)
+}
+
+func (g *workerGrain) cancelLost() {
+	if g.lostStop != nil {
+		g.lostStop()
+		g.lostStop = nil
+	}
+}
+
+func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) *messages.Reply {
+	switch {
+	case g.conn == nil:
+		return fail("not_connected", "worker %s has no link", g.id)
+	case g.info.Status != WorkerActive:
+		return fail("not_active", "worker %s is %s", g.id, g.info.Status)
+	case len(g.running) >= g.info.MaxConcurrent:
+		g.publish(ctx) // the scheduler's view was stale: correct it
+		return fail("full", "worker %s has %d of %d slots taken", g.id, len(g.running), g.info.MaxConcurrent)
+	}
+	g.running[msg.JobId] = msg.Attempt
+	g.info.InFlight = len(g.running)
+	ctx.Send(g.conn, &messages.ConnSend{Frame: msg.Frame})
+	g.publish(ctx)
+	return ok(nil)
+}
+
+func (g *workerGrain) setStatus(ctx actor.Context, status string) *messages.Reply {
+	switch status {
+	case WorkerActive, WorkerDrain, WorkerStandby:
+	default:
+		return fail("bad_status", "status %q is not one of active, drain, standby", status)
+	}
+	if g.info.MaxConcurrent == 0 && g.info.LastSeen.IsZero() {
+		return fail("not_found", "worker %s is not known", g.id)
+	}
+	g.info.Status = status
+	g.log.Info("worker status set", slog.String("status", status))
+	g.publish(ctx)
+	return ok(g.infoJSON())
+}
+
+func (g *workerGrain) send(ctx actor.Context, f messages.Frame) {
+	if g.conn == nil {
+		return
+	}
+	b, err := f.Encode()
+	if err != nil {
+		g.log.Error("encode frame", slog.Any("err", err))
+		return
+	}
+	ctx.Send(g.conn, &messages.ConnSend{Frame: b})
+}
+
+// publish pushes the state to the scheduler and the fleet registry.
+func (g *workerGrain) publish(ctx actor.Context) {
+	g.pushScheduler(ctx)
+	g.info.Running = make([]string, 0, len(g.running))
+	for id := range g.running {
+		g.info.Running = append(g.info.Running, id)
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.FleetReadTimeout)
+	defer cancel()
+	ttl := g.deps.Timing.AliveWindow + g.deps.Timing.OrphanGrace
+	if err := g.deps.Workers.Put(rctx, g.info, ttl); err != nil {
+		g.deps.Metrics.Inc("paprika_registry_errors_total")
+		g.log.Warn("registry write failed; the scheduler still has the state", slog.Any("err", err))
+	}
+}
+
+func (g *workerGrain) pushScheduler(ctx actor.Context) {
+	st := &messages.SchedWorkerState{
+		WorkerId:       g.id,
+		Status:         g.info.Status,
+		Connected:      g.conn != nil,
+		LastSeenUnixMs: g.info.LastSeen.UnixMilli(),
+		MaxConcurrent:  int32(g.info.MaxConcurrent),
+		InFlight:       int32(len(g.running)),
+		Lanes:          int32(len(g.info.Lanes)),
+		HasBrowser:     g.info.BrowserURL != "",
+		DiskPct:        g.info.DiskPct,
+		Drivers:        g.info.Drivers,
+	}
+	sendGrain(ctx, g.cl, SchedulerID, KindScheduler, st)
+}
+
+func (g *workerGrain) infoJSON() []byte {
+	w := g.info
+	w.Connected = g.conn != nil
+	w.Alive = w.Connected && g.deps.now().Sub(w.LastSeen) <= g.deps.Timing.AliveWindow
+	w.InFlight = len(g.running)
+	b, _ := json.Marshal(w)
+	return b
+}
+
+// sendGrain delivers msg to a grain without waiting. The PID comes from the
+// cluster's cache (an activation on first use); a message to a grain that
+// has just moved is lost, so callers use it only where a later message or a
+// sweep repairs the loss (state pushes, cancels), and requests elsewhere.
+func sendGrain(ctx actor.SenderContext, cl *cluster.Cluster, identity, kind string, msg interface{}) {
+	if pid, ok := cl.PidCache.Get(identity, kind); ok {
+		ctx.Send(pid, msg)
+		return
+	}
+	pid := cl.Get(identity, kind)
+	if pid == nil {
+		return
+	}
+	cl.PidCache.Set(identity, kind, pid)
+	ctx.Send(pid, msg)
+}
+
+// requestGrain calls a grain with a bounded timeout and a real retry backoff
+// (protoactor's default backoff is nanoseconds).
+func requestGrain(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
+	res, err := cl.Request(identity, kind, msg,
+		cluster.WithTimeout(timeout),
+		cluster.WithRetryCount(4),
+		cluster.WithRetryAction(func(i int) int {
+			i++
+			time.Sleep(time.Duration(i*i) * 20 * time.Millisecond)
+			return i
+		}))
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*messages.Reply)
+	if !ok {
+		return nil, errors.New("unexpected reply type")
+	}
+	return r, nil
+}

@@ -1,0 +1,175 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// SubmitRequest is the body of POST /jobs.
+type SubmitRequest struct {
+	Mode        string            `json:"mode"`
+	Params      json.RawMessage   `json:"params"`
+	TimeoutS    int               `json:"timeout_s"`
+	MaxAttempts int               `json:"max_attempts"`
+	Labels      map[string]string `json:"labels"`
+}
+
+// Limits of a submission.
+const (
+	maxTimeoutS     = 7 * 24 * 3600
+	maxAttemptsCap  = 10
+	maxIdemKeyLen   = 200
+	maxLabels       = 32
+	maxListLimit    = 1000
+	defaultListSize = 50
+)
+
+func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeSubmit(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > maxIdemKeyLen {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_idempotency_key", "Idempotency-Key is longer than %d bytes", maxIdemKeyLen))
+		return
+	}
+	timeout := req.TimeoutS
+	if timeout == 0 {
+		timeout = int(s.opts.DefaultTimeout / time.Second)
+	}
+	attempts := req.MaxAttempts
+	if attempts == 0 {
+		attempts = max(s.opts.MaxAttempts, 1)
+	}
+	job, created, err := s.b.Submit(r.Context(), persistence.Job{
+		Mode: req.Mode, Params: req.Params, TimeoutS: timeout, MaxAttempts: attempts,
+		Labels: req.Labels, IdempotencyKey: key,
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	w.Header().Set("Location", "/jobs/"+job.ID)
+	writeJSON(w, status, job)
+}
+
+// decodeSubmit reads and validates a submission, with a 4xx for each fault.
+func decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitRequest, error) {
+	var req SubmitRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return req, Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "the body is over %d bytes", maxBodyBytes)
+		}
+		return req, Errorf(http.StatusBadRequest, "bad_body", "read body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, Errorf(http.StatusBadRequest, "bad_json", "the body is not a valid job: %v", err)
+	}
+	if req.TimeoutS < 0 || req.TimeoutS > maxTimeoutS {
+		return req, Errorf(http.StatusBadRequest, "bad_timeout", "timeout_s %d is out of range 1..%d", req.TimeoutS, maxTimeoutS)
+	}
+	if req.MaxAttempts < 0 || req.MaxAttempts > maxAttemptsCap {
+		return req, Errorf(http.StatusBadRequest, "bad_max_attempts", "max_attempts %d is out of range 1..%d", req.MaxAttempts, maxAttemptsCap)
+	}
+	if len(req.Labels) > maxLabels {
+		return req, Errorf(http.StatusBadRequest, "bad_labels", "at most %d labels", maxLabels)
+	}
+	if len(req.Params) == 0 || string(req.Params) == "null" {
+		req.Params = json.RawMessage("{}")
+	}
+	if err := ValidateParams(req.Mode, req.Params); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	job, err := s.b.Job(r.Context(), id)
+	if err != nil {
+		writeError(w, notFound(err, "job", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, job)
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	lq := persistence.ListQuery{Status: persistence.Status(q.Get("status")), Cursor: q.Get("cursor"), Limit: defaultListSize}
+	if lq.Status != "" && !lq.Status.Valid() {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_status", "status %q is not one of queued, running, succeeded, failed, canceled", lq.Status))
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListLimit {
+			writeError(w, Errorf(http.StatusBadRequest, "bad_limit", "limit %q is not an integer in 1..%d", v, maxListLimit))
+			return
+		}
+		lq.Limit = n
+	}
+	jobs, next, err := s.b.Jobs(r.Context(), lq)
+	if err != nil {
+		if errors.Is(err, persistence.ErrConflict) || errors.Is(err, errBadCursor) {
+			err = Errorf(http.StatusBadRequest, "bad_cursor", "cursor %q is not one this hub handed out", lq.Cursor)
+		}
+		writeError(w, err)
+		return
+	}
+	if jobs == nil {
+		jobs = []persistence.Job{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next_cursor": next})
+}
+
+var errBadCursor = errors.New("bad cursor")
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	job, err := s.b.Cancel(r.Context(), id)
+	if err != nil {
+		writeError(w, notFound(err, "job", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, job)
+}
+
+func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if !validID(id) {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_id", "id %q: use 1-64 of A-Z a-z 0-9 _ -", id))
+		return "", false
+	}
+	return id, true
+}
+
+func notFound(err error, what, id string) error {
+	if errors.Is(err, persistence.ErrNotFound) {
+		return Errorf(http.StatusNotFound, "not_found", "no %s %s", what, id)
+	}
+	return fmt.Errorf("%s %s: %w", what, id, err)
+}

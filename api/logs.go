@@ -1,0 +1,189 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// followPoll re-reads the stored log while following, in case the live feed
+// was dropped (Redis closes slow subscribers) or a batch was missed.
+const followPoll = 2 * time.Second
+
+func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	if _, err := s.b.Job(r.Context(), id); err != nil {
+		writeError(w, notFound(err, "job", id))
+		return
+	}
+	from, err := startIndex(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if f := r.URL.Query().Get("follow"); f == "1" || f == "true" {
+		s.follow(w, r, id, from)
+		return
+	}
+	lines, _, err := s.b.Logs().Read(r.Context(), id, from, 0)
+	if err != nil {
+		writeError(w, fmt.Errorf("read log of job %s: %w", id, err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// startIndex reads ?from=N, or the SSE Last-Event-ID (the index of the last
+// line received) so a reconnecting follower resumes without gap or duplicate.
+func startIndex(r *http.Request) (int64, error) {
+	if v := r.URL.Query().Get("from"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, Errorf(http.StatusBadRequest, "bad_from", "from %q is not a line index >= 0", v)
+		}
+		return n, nil
+	}
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, Errorf(http.StatusBadRequest, "bad_last_event_id", "Last-Event-ID %q is not a line index", v)
+		}
+		return n + 1, nil
+	}
+	return 0, nil
+}
+
+// follow streams a log as server-sent events: subscribe first, then read the
+// backlog, then take live batches, skipping indexes already sent. Each line
+// is one event whose id is its index; the stream ends with "event: done".
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, next int64) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, Errorf(http.StatusInternalServerError, "no_streaming", "this connection cannot stream"))
+		return
+	}
+	ctx := r.Context()
+	store := s.b.Logs()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+
+	send := func(lines []string, from int64) {
+		for i, l := range lines {
+			idx := from + int64(i)
+			if idx < next {
+				continue
+			}
+			fmt.Fprintf(w, "id: %d\n", idx)
+			for _, part := range strings.Split(l, "\n") {
+				fmt.Fprintf(w, "data: %s\n", part)
+			}
+			fmt.Fprint(w, "\n")
+			next = idx + 1
+		}
+	}
+	// catchUp reads the store from next; true when the log is done.
+	catchUp := func() (bool, error) {
+		lines, done, err := store.Read(ctx, id, next, 0)
+		if err != nil {
+			return false, err
+		}
+		send(lines, next)
+		flusher.Flush()
+		return done, nil
+	}
+	for ctx.Err() == nil {
+		sub, err := store.Subscribe(ctx, id)
+		if err != nil {
+			s.waitOrEnd(ctx, followPoll)
+			continue
+		}
+		done, err := catchUp()
+		if err == nil && done {
+			_ = sub.Close()
+			fmt.Fprint(w, "event: done\ndata: \n\n")
+			flusher.Flush()
+			return
+		}
+		if s.stream(ctx, sub, send, catchUp, flusher) {
+			fmt.Fprint(w, "event: done\ndata: \n\n")
+			flusher.Flush()
+			return
+		}
+		// the feed ended (dropped as a slow subscriber): resume by index
+	}
+}
+
+// stream relays live batches until the log is done (true) or the feed ends.
+func (s *Server) stream(ctx context.Context, sub persistence.LogSubscription, send func([]string, int64),
+	catchUp func() (bool, error), flusher http.Flusher) bool {
+	defer sub.Close()
+	tick := time.NewTicker(followPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case ev, ok := <-sub.C():
+			if !ok {
+				return false
+			}
+			send(ev.Lines, ev.From)
+			flusher.Flush()
+			if ev.Done {
+				done, err := catchUp() // anything a gap held back
+				return err == nil && done || err != nil
+			}
+		case <-tick.C:
+			if done, err := catchUp(); err == nil && done {
+				return true
+			}
+		}
+	}
+}
+
+func (s *Server) waitOrEnd(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (s *Server) asset(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	name := r.PathValue("name")
+	rc, info, err := s.b.Assets().Get(r.Context(), id, name)
+	if err != nil {
+		writeError(w, notFound(err, "asset", id+"/"+name))
+		return
+	}
+	defer rc.Close()
+	if info.ContentType != "" {
+		w.Header().Set("Content-Type", info.ContentType)
+	}
+	if info.Size >= 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(info.Size, 10))
+	}
+	_, _ = ioCopy(w, rc)
+}

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+)
+
+// NoopParams are the parameters of mode noop (API.md, "Job modes").
+type NoopParams struct {
+	Lines      int  `json:"lines"`
+	IntervalMS int  `json:"interval_ms"`
+	SleepMS    int  `json:"sleep_ms"`
+	Fail       bool `json:"fail"`
+}
+
+// FetchParams are the parameters of mode fetch.
+type FetchParams struct {
+	URL        string `json:"url"`
+	WaitFor    string `json:"wait_for"`
+	Screenshot *bool  `json:"screenshot"`
+}
+
+// MacroParams are the parameters of mode macro.
+type MacroParams struct {
+	Steps []map[string]any `json:"steps"`
+}
+
+// Bounds of noop parameters: enough for load tests, not enough to wedge a lane.
+const (
+	maxNoopLines = 1_000_000
+	maxNoopMS    = 24 * 3600 * 1000
+)
+
+var macroOps = map[string]bool{"navigate": true, "click": true, "type": true, "wait": true, "screenshot": true, "text": true, "eval": true}
+
+// ValidateParams checks a job's params against its mode, with a 400 naming
+// the field at fault.
+func ValidateParams(mode string, raw json.RawMessage) error {
+	bad := func(format string, args ...any) error {
+		return Errorf(http.StatusBadRequest, "bad_params", format, args...)
+	}
+	strict := func(v any) error {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			return bad("params of mode %s: %v", mode, err)
+		}
+		return nil
+	}
+	switch mode {
+	case "noop":
+		var p NoopParams
+		if err := strict(&p); err != nil {
+			return err
+		}
+		if p.Lines < 0 || p.Lines > maxNoopLines {
+			return bad("params.lines %d is out of range 0..%d", p.Lines, maxNoopLines)
+		}
+		if p.IntervalMS < 0 || p.IntervalMS > maxNoopMS || p.SleepMS < 0 || p.SleepMS > maxNoopMS {
+			return bad("params.interval_ms and params.sleep_ms must be in 0..%d", maxNoopMS)
+		}
+	case "fetch":
+		var p FetchParams
+		if err := strict(&p); err != nil {
+			return err
+		}
+		u, err := url.Parse(p.URL)
+		if p.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("params.url %q must be an absolute http(s) URL", p.URL)
+		}
+	case "macro":
+		var p MacroParams
+		if err := strict(&p); err != nil {
+			return err
+		}
+		if len(p.Steps) == 0 {
+			return bad("params.steps must be a non-empty list")
+		}
+		for i, st := range p.Steps {
+			op, _ := st["op"].(string)
+			if !macroOps[op] {
+				return bad("params.steps[%d].op %q is not one of navigate, click, type, wait, screenshot, text, eval", i, op)
+			}
+		}
+	case "":
+		return Errorf(http.StatusBadRequest, "bad_mode", "mode is required: noop, fetch or macro")
+	default:
+		return Errorf(http.StatusBadRequest, "bad_mode", "mode %q is not one of noop, fetch, macro", mode)
+	}
+	return nil
+}
+

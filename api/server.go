@@ -1,0 +1,158 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// Backend is what the API needs from the hub.
+type Backend interface {
+	Submit(ctx context.Context, j persistence.Job) (job persistence.Job, created bool, err error)
+	Job(ctx context.Context, id string) (persistence.Job, error)
+	Jobs(ctx context.Context, q persistence.ListQuery) ([]persistence.Job, string, error)
+	Cancel(ctx context.Context, id string) (persistence.Job, error)
+	Logs() persistence.LogStore
+	Assets() persistence.AssetStore
+	Workers(ctx context.Context) ([]persistence.WorkerInfo, error)
+	SetWorkerStatus(ctx context.Context, id, status string) (persistence.WorkerInfo, error)
+	Hubs(ctx context.Context) ([]persistence.HubInfo, error)
+	// Link takes over an authenticated worker-link request (WebSocket).
+	Link(w http.ResponseWriter, r *http.Request, workerID string)
+	// Ready reports each store's reachability (nil = reachable).
+	Ready(ctx context.Context) map[string]error
+	WriteMetrics(w io.Writer) error
+}
+
+// Options configure the API.
+type Options struct {
+	APIToken    string // bearer token for the API; "" = open
+	WorkerToken string // bearer token for worker links; "" = open
+	DefaultTimeout time.Duration
+	MaxAttempts    int
+	Logger         *slog.Logger
+}
+
+// Server routes the HTTP API to a Backend.
+type Server struct {
+	b    Backend
+	opts Options
+	mux  *http.ServeMux
+	log  *slog.Logger
+}
+
+// maxBodyBytes bounds a request body (a job's params included).
+const maxBodyBytes = 1 << 20
+
+// New builds the handler.
+func New(b Backend, o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	s := &Server{b: b, opts: o, mux: http.NewServeMux(), log: o.Logger}
+	api := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, s.auth(o.APIToken, h)) }
+	api("POST /jobs", s.submit)
+	api("GET /jobs", s.list)
+	api("GET /jobs/{id}", s.get)
+	api("POST /jobs/{id}/cancel", s.cancel)
+	api("GET /jobs/{id}/logs", s.logs)
+	api("GET /jobs/{id}/assets/{name}", s.asset)
+	api("GET /workers", s.workers)
+	api("PATCH /workers/{id}", s.patchWorker)
+	api("GET /hubs", s.hubs)
+	api("POST /sessions", s.sessionsPending)
+	api("GET /sessions/{id}", s.sessionsPending)
+	api("DELETE /sessions/{id}", s.sessionsPending)
+	api("POST /sessions/{id}/commands", s.sessionsPending)
+	api("GET /metrics", s.metrics)
+	s.mux.Handle("GET /workers/{id}/link", s.auth(o.WorkerToken, s.link))
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.mux.HandleFunc("GET /readyz", s.ready)
+	s.mux.HandleFunc("GET /ui/", s.ui)
+	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/", http.StatusFound)
+	})
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, Errorf(http.StatusNotFound, "no_route", "no route for %s %s", r.Method, r.URL.Path))
+	})
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// auth checks a bearer token in constant time; an empty token means open
+// (the embedded default on 127.0.0.1; the README says so).
+func (s *Server) auth(token string, next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				writeError(w, Errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
+				return
+			}
+		}
+		next(w, r)
+	})
+}
+
+func (s *Server) link(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !validID(id) {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_id", "worker id %q: use 1-64 of A-Z a-z 0-9 _ -", id))
+		return
+	}
+	s.b.Link(w, r, id)
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	res := s.b.Ready(ctx)
+	body := map[string]any{}
+	status, overall := http.StatusOK, "ready"
+	for name, err := range res {
+		if err != nil {
+			body[name] = err.Error()
+			status, overall = http.StatusServiceUnavailable, "not_ready"
+		} else {
+			body[name] = "ok"
+		}
+	}
+	if status != http.StatusOK {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
+	writeJSON(w, status, map[string]any{"status": overall, "checks": body})
+}
+
+func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	if err := s.b.WriteMetrics(w); err != nil {
+		s.log.Warn("write metrics", slog.Any("err", err))
+	}
+}
+
+func (s *Server) sessionsPending(w http.ResponseWriter, _ *http.Request) {
+	writeError(w, Errorf(http.StatusNotImplemented, "not_implemented",
+		"interactive sessions need the chromium lane driver, which this hub does not have yet"))
+}
+
+// validID accepts the ids the hub hands out and worker ids: short, URL-safe.
+func validID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

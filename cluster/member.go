@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+)
+
+// Providers accepted by cluster.provider.
+const (
+	ProviderLocal       = "local"       // one process; what "redis" means without a Redis URL
+	ProviderRedis       = "redis"       // hub heartbeats in Redis (the multi-hub issue)
+	ProviderAutomanaged = "automanaged" // protoactor's static host list
+	ProviderTest        = "test"        // protoactor's in-memory agent, several members in one process
+)
+
+// Options configure a member.
+type Options struct {
+	Name           string // cluster name; members with another name never meet
+	Provider       string
+	Host           string
+	Port           int // 0 picks a free port
+	Peers          []string
+	Kinds          []*pcluster.Kind
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+	// Agent shares one in-memory membership between members of one process
+	// (provider "test"); nil makes a private one.
+	Agent *test.InMemAgent
+}
+
+// Member is a started cluster member and its actor system.
+type Member struct {
+	System  *actor.ActorSystem
+	Cluster *pcluster.Cluster
+	stop    sync.Once
+	log     *slog.Logger
+}
+
+// ErrUnsupportedProvider is returned for a provider this build cannot start.
+var ErrUnsupportedProvider = errors.New("unsupported cluster provider")
+
+// Start creates the actor system and joins the cluster.
+func Start(o Options) (m *Member, err error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Name == "" {
+		o.Name = "paprika"
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 10 * time.Second
+	}
+	var provider pcluster.ClusterProvider
+	switch o.Provider {
+	case ProviderLocal, ProviderTest, "":
+		agent := o.Agent
+		if agent == nil {
+			agent = test.NewInMemAgent()
+		}
+		provider = test.NewTestProvider(agent)
+	case ProviderAutomanaged:
+		provider = automanaged.NewWithConfig(2*time.Second, 6330, o.Peers...)
+	default:
+		return nil, fmt.Errorf("%w: %q", ErrUnsupportedProvider, o.Provider)
+	}
+	if o.Port != 0 {
+		// protoactor panics on a taken port: check first for a clear error.
+		l, lerr := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+		if lerr != nil {
+			return nil, fmt.Errorf("cluster port: %w", lerr)
+		}
+		_ = l.Close()
+	}
+	logger := o.Logger.With(slog.String("component", "protoactor"))
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	cfg := pcluster.Configure(o.Name, provider, disthash.New(), remote.Configure(o.Host, o.Port),
+		pcluster.WithKinds(o.Kinds...), pcluster.WithRequestTimeout(o.RequestTimeout))
+	c := pcluster.New(system, cfg)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("start cluster member: %v", r)
+			system.Shutdown()
+		}
+	}()
+	c.StartMember()
+	return &Member{System: system, Cluster: c, log: o.Logger}, nil
+}
+
+// Address is the member's remote address (host:port).
+func (m *Member) Address() string { return m.System.Address() }
+
+// Stop leaves the cluster; safe to call twice. graceful hands grains over.
+func (m *Member) Stop(graceful bool) {
+	m.stop.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				m.log.Warn("cluster shutdown panicked", slog.Any("panic", r))
+			}
+		}()
+		m.Cluster.Shutdown(graceful)
+	})
+}

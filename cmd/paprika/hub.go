@@ -1,0 +1,4 @@
+package main
+
+// runHub is `paprika hub`; written by the hub owner.
+func runHub(args []string) int { return 2 }

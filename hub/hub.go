@@ -1,0 +1,262 @@
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/paprika-hub/paprika/actors"
+	"github.com/paprika-hub/paprika/api"
+	"github.com/paprika-hub/paprika/cluster"
+	"github.com/paprika-hub/paprika/config"
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// Hub is one hub process.
+type Hub struct {
+	// fixed after New
+	cfg    *config.Config
+	log    *slog.Logger
+	id     string
+	stores *Stores
+	deps   *actors.Deps
+
+	// set by Start, read-only afterwards
+	member     *cluster.Member
+	logs       *actors.LogRouter
+	links      *actor.PID
+	reconciler *actor.PID
+	beat       *actor.PID
+	server     *http.Server
+	listener   net.Listener
+	started    time.Time
+	serveDone  chan struct{}
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New opens the stores and prepares a hub; Start runs it.
+func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	id := cfg.Hub.ID
+	if id == "" {
+		id = "hub-" + randomHex(3)
+	}
+	log = log.With(slog.String("hub_id", id))
+	stores, err := OpenStores(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := &Hub{cfg: cfg, log: log, id: id, stores: stores}
+	h.deps = &actors.Deps{
+		HubID:   id,
+		Timing:  TimingFrom(cfg),
+		Jobs:    stores.Jobs,
+		Logs:    stores.Logs,
+		Workers: stores.Workers,
+		Hubs:    stores.Hubs,
+		Log:     log,
+		Metrics: actors.NewMetrics(),
+	}
+	h.deps.Cluster = func() *pcluster.Cluster { return h.member.Cluster }
+	h.deps.LogRoute = func() *actors.LogRouter { return h.logs }
+	return h, nil
+}
+
+// TimingFrom maps the config onto the actors' timings.
+func TimingFrom(cfg *config.Config) actors.Timing {
+	return actors.Timing{
+		HeartbeatInterval: cfg.Worker.HeartbeatInterval,
+		AliveWindow:       cfg.Worker.AliveWindow,
+		AssignGrace:       cfg.Scheduler.AssignGrace,
+		DiskExcludePct:    float64(cfg.Scheduler.DiskExcludePct),
+		RedriveInterval:   cfg.Redrive.Interval,
+		RedriveMinAge:     cfg.Redrive.MinAge,
+		RedriveDisable:    cfg.Redrive.Disable,
+		ReconcileInterval: cfg.Reconciler.Interval,
+		OrphanGrace:       cfg.Reconciler.OrphanGrace,
+		QueuedTimeout:     cfg.Reconciler.QueuedTimeout,
+		FleetReadTimeout:  cfg.Reconciler.FleetReadTimeout,
+		FleetCache:        cfg.Reconciler.FleetCache,
+		LogBatchLines:     cfg.Logs.BatchLines,
+		LogBatchWait:      cfg.Logs.BatchWait,
+		LogBudgetLines:    200_000,
+		GrainTimeout:      10 * time.Second,
+		IdlePassivate:     30 * time.Second,
+	}
+}
+
+// ID is the hub's cluster id.
+func (h *Hub) ID() string { return h.id }
+
+// Metrics exposes the hub's counters (tests, views).
+func (h *Hub) Metrics() *actors.Metrics { return h.deps.Metrics }
+
+// URL is the base URL of the API once Start returned.
+func (h *Hub) URL() string {
+	if h.cfg.Hub.AdvertiseURL != "" {
+		return h.cfg.Hub.AdvertiseURL
+	}
+	return "http://" + h.listener.Addr().String()
+}
+
+// Start joins the cluster, starts the actors, re-arms stored jobs and
+// serves HTTP. On error everything started is stopped again.
+func (h *Hub) Start(ctx context.Context) (err error) {
+	h.started = time.Now()
+	ln, err := net.Listen("tcp", h.cfg.Hub.Listen)
+	if err != nil {
+		_ = h.stores.Close()
+		return fmt.Errorf("listen on hub.listen %s: %w", h.cfg.Hub.Listen, err)
+	}
+	h.listener = ln
+	provider := h.cfg.Cluster.Provider
+	if provider == cluster.ProviderRedis && h.cfg.Redis.URL == "" {
+		provider = cluster.ProviderLocal // embedded: a one-member cluster
+	}
+	d := h.deps
+	h.member, err = cluster.Start(cluster.Options{
+		Provider: provider, Host: h.cfg.Cluster.Host, Port: h.cfg.Cluster.Port, Logger: h.log,
+		Kinds:          []*pcluster.Kind{actors.NewWorkerKind(d), actors.NewJobKind(d), actors.NewSchedulerKind(d)},
+		RequestTimeout: d.Timing.GrainTimeout,
+	})
+	if err != nil {
+		_ = ln.Close()
+		_ = h.stores.Close()
+		return fmt.Errorf("start cluster member: %w", err)
+	}
+	system := h.member.System
+	actors.CountRestarts(system, d.Metrics)
+	h.logs = actors.StartLogRouter(system, d)
+	h.links, _ = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &linksActor{} },
+		actor.WithSupervisor(actors.Strategy())), "links")
+	h.reconciler, _ = system.Root.SpawnNamed(actors.NewReconcilerProps(d).Configure(actor.WithSupervisor(actors.Strategy())), "reconciler")
+	h.beat, _ = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &hubBeat{h: h} }), "hub-beat")
+	h.registerGauges()
+	h.recover(ctx)
+
+	h.server = &http.Server{
+		Handler: api.New(h, api.Options{
+			APIToken: h.cfg.Auth.APIToken, WorkerToken: h.cfg.Auth.WorkerToken,
+			DefaultTimeout: h.cfg.Jobs.DefaultTimeout, MaxAttempts: h.cfg.Jobs.MaxAttempts, Logger: h.log,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+	}
+	h.serveDone = make(chan struct{})
+	go func() {
+		defer close(h.serveDone)
+		if err := h.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			h.log.Error("http server stopped", slog.Any("err", err))
+		}
+	}()
+	h.log.Info("hub started", slog.String("url", h.URL()), slog.String("cluster_address", h.member.Address()),
+		slog.Any("stores", h.stores.Kinds))
+	return nil
+}
+
+// recover re-arms what the store holds: every queued job is enqueued and
+// every running job gets its deadline back. Running jobs are not failed
+// here: their workers keep them running and report after reconnecting; the
+// reconciler fails those whose worker stays away past the grace — which
+// also keeps a new hub from failing jobs its live peers own.
+func (h *Hub) recover(ctx context.Context) {
+	cl := h.member.Cluster
+	// Activate the scheduler now so it rebuilds its view before the first job.
+	if pid := cl.Get(actors.SchedulerID, actors.KindScheduler); pid != nil {
+		cl.ActorSystem.Root.Send(pid, &messages.SchedGetStats{})
+	}
+	n := 0
+	for _, st := range []persistence.Status{persistence.StatusRunning} {
+		cursor := ""
+		for {
+			jobs, next, err := h.stores.Jobs.List(ctx, persistence.ListQuery{Status: st, Limit: 500, Cursor: cursor, OldestFirst: true})
+			if err != nil {
+				h.log.Warn("recovery read failed; the reconciler will catch up", slog.Any("err", err))
+				break
+			}
+			for _, j := range jobs {
+				if pid := cl.Get(j.ID, actors.KindJob); pid != nil {
+					cl.ActorSystem.Root.Send(pid, actors.EnsureMessage())
+					n++
+				}
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+	}
+	if n > 0 {
+		h.log.Info("re-armed running jobs from the store", slog.Int("jobs", n))
+	}
+}
+
+// Stop shuts the hub down in order; safe to call twice and before Start.
+// Order: stop taking requests and links → close the links (workers will
+// reconnect elsewhere or later; their jobs keep running) → flush the log
+// streams → stop the timers → leave the cluster → close the stores.
+func (h *Hub) Stop(ctx context.Context) error {
+	h.stopOnce.Do(func() {
+		if h.member == nil {
+			h.stopErr = h.stores.Close()
+			return
+		}
+		root := h.member.System.Root
+		if h.server != nil {
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_ = h.server.Shutdown(sctx) // hijacked links are not waited for
+			cancel()
+			<-h.serveDone
+		}
+		_ = root.PoisonFuture(h.links).Wait()
+		if err := h.logs.Drain(15 * time.Second); err != nil {
+			h.log.Warn("log drain incomplete", slog.Any("err", err))
+		}
+		_ = root.PoisonFuture(h.reconciler).Wait()
+		_ = root.PoisonFuture(h.beat).Wait()
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_ = h.stores.Hubs.Remove(rctx, h.id)
+		cancel()
+		h.member.Stop(true)
+		h.stopErr = h.stores.Close()
+		h.log.Info("hub stopped")
+	})
+	return h.stopErr
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// WriteMetrics implements api.Backend.
+func (h *Hub) WriteMetrics(w io.Writer) error { return h.deps.Metrics.WritePrometheus(w) }
+
+func (h *Hub) registerGauges() {
+	m := h.deps.Metrics
+	m.Help("paprika_jobs_finished_total", "Jobs that reached a final state, by status and reason.")
+	m.Help("paprika_fenced_reports_total", "Worker reports refused because their attempt was not current.")
+	m.Help("paprika_actor_panics_total", "Actor panics, by actor kind; each is followed by a restart.")
+	m.Help("paprika_log_lines_stored_total", "Log lines written to the log store.")
+	m.Help("paprika_log_writes_total", "Log store writes (one round trip each).")
+	m.Gauge("paprika_hub_uptime_seconds", "Seconds since this hub started.", func() int64 {
+		return int64(time.Since(h.started).Seconds())
+	})
+}

@@ -1,0 +1,171 @@
+package messages
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Frame types of the worker link (API.md, "Worker link"). Every frame is a
+// JSON text message with a "type" field; the other fields depend on it.
+const (
+	// Worker → hub.
+	TypeHello         = "hello"
+	TypeHeartbeat     = "heartbeat"
+	TypeJobStarted    = "job_started"
+	TypeJobLog        = "job_log"
+	TypeJobDone       = "job_done"
+	TypeJobFailed     = "job_failed"
+	TypeSessionResult = "session_result"
+
+	// Hub → worker.
+	TypeWelcome        = "welcome"
+	TypeAssignJob      = "assign_job"
+	TypeCancelJob      = "cancel_job"
+	TypeSessionCommand = "session_command"
+	TypeDrain          = "drain"
+	// TypeJobAck confirms that the hub stored a job's final frame; until it
+	// arrives the worker keeps the job's frames and re-sends them after a
+	// reconnect, so a result is never lost with a socket.
+	TypeJobAck = "job_ack"
+	// TypeError answers a malformed or unknown frame; the link stays open.
+	TypeError = "error"
+)
+
+// MaxFrameBytes bounds one frame; a longer one is refused by the reader.
+const MaxFrameBytes = 1 << 20
+
+// Frame is the union of every worker-link frame. Only the fields of its Type
+// are set; encoding omits the rest, so each frame on the wire carries just
+// what API.md lists for it.
+type Frame struct {
+	Type string `json:"type"`
+
+	// hello
+	WorkerID     string        `json:"worker_id,omitempty"`
+	LanIP        string        `json:"lan_ip,omitempty"`
+	Version      string        `json:"version,omitempty"`
+	Capabilities *Capabilities `json:"capabilities,omitempty"`
+
+	// heartbeat (and hello, so a reconnecting worker reports at once)
+	Stats   *Stats   `json:"stats,omitempty"`
+	Running []string `json:"running,omitempty"`
+
+	// job frames
+	JobID    string          `json:"job_id,omitempty"`
+	Attempt  int             `json:"attempt,omitempty"`
+	Lane     string          `json:"lane,omitempty"`
+	Seq      int64           `json:"seq,omitempty"`
+	Line     string          `json:"line,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Assets   []string        `json:"assets,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Mode     string          `json:"mode,omitempty"`
+	Params   json.RawMessage `json:"params,omitempty"`
+	Deadline int64           `json:"deadline_unix_ms,omitempty"`
+
+	// sessions
+	SessionID string          `json:"session_id,omitempty"`
+	CommandID string          `json:"command_id,omitempty"`
+	Command   json.RawMessage `json:"command,omitempty"`
+	OK        bool            `json:"ok,omitempty"`
+
+	// welcome
+	HeartbeatIntervalMS int64 `json:"heartbeat_interval_ms,omitempty"`
+	AliveWindowMS       int64 `json:"alive_window_ms,omitempty"`
+	HubID               string `json:"hub_id,omitempty"`
+
+	// error
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Capabilities is what a worker announces in hello.
+type Capabilities struct {
+	MaxConcurrent int      `json:"max_concurrent"`
+	LaneURLs      []string `json:"lane_urls,omitempty"`
+	BrowserURL    string   `json:"browser_url,omitempty"`
+	Drivers       []string `json:"drivers,omitempty"`
+}
+
+// Stats is a worker's host reading, sent with every heartbeat.
+type Stats struct {
+	InFlight int     `json:"in_flight"`
+	CPUPct   float64 `json:"cpu_pct"`
+	MemPct   float64 `json:"mem_pct"`
+	DiskPct  float64 `json:"disk_pct"`
+}
+
+// Errors returned by DecodeFrame; callers answer them with an error frame.
+var (
+	ErrMalformed   = errors.New("malformed frame")
+	ErrUnknownType = errors.New("unknown frame type")
+)
+
+var knownTypes = map[string]bool{
+	TypeHello: true, TypeHeartbeat: true, TypeJobStarted: true, TypeJobLog: true,
+	TypeJobDone: true, TypeJobFailed: true, TypeSessionResult: true,
+	TypeWelcome: true, TypeAssignJob: true, TypeCancelJob: true,
+	TypeSessionCommand: true, TypeDrain: true, TypeJobAck: true, TypeError: true,
+}
+
+// DecodeFrame parses one frame and checks the fields its type needs. It never
+// panics, whatever the input (fuzzed in link_fuzz_test.go).
+func DecodeFrame(data []byte) (Frame, error) {
+	var f Frame
+	if len(data) > MaxFrameBytes {
+		return f, fmt.Errorf("%w: %d bytes, limit %d", ErrMalformed, len(data), MaxFrameBytes)
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return Frame{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if !knownTypes[f.Type] {
+		return f, fmt.Errorf("%w: %q", ErrUnknownType, f.Type)
+	}
+	if err := f.validate(); err != nil {
+		return f, fmt.Errorf("%w: %s: %v", ErrMalformed, f.Type, err)
+	}
+	return f, nil
+}
+
+func (f *Frame) validate() error {
+	switch f.Type {
+	case TypeHello:
+		if f.Capabilities == nil {
+			return errors.New("capabilities missing")
+		}
+		if f.Capabilities.MaxConcurrent < 0 || f.Capabilities.MaxConcurrent > 10000 {
+			return fmt.Errorf("max_concurrent %d out of range 0..10000", f.Capabilities.MaxConcurrent)
+		}
+	case TypeHeartbeat:
+		if f.Stats == nil {
+			return errors.New("stats missing")
+		}
+	case TypeJobStarted, TypeJobDone, TypeJobFailed, TypeAssignJob, TypeCancelJob, TypeJobAck:
+		if f.JobID == "" {
+			return errors.New("job_id missing")
+		}
+	case TypeJobLog:
+		if f.JobID == "" {
+			return errors.New("job_id missing")
+		}
+		if f.Seq < 0 {
+			return fmt.Errorf("seq %d is negative", f.Seq)
+		}
+	case TypeSessionResult, TypeSessionCommand:
+		if f.SessionID == "" {
+			return errors.New("session_id missing")
+		}
+	}
+	return nil
+}
+
+// Encode renders a frame for the wire.
+func (f Frame) Encode() ([]byte, error) {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s frame: %w", f.Type, err)
+	}
+	return b, nil
+}

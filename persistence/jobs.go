@@ -1,0 +1,135 @@
+package persistence
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Status is a job's place in its state machine.
+type Status string
+
+// Job statuses (API.md, "Job object").
+const (
+	StatusQueued    Status = "queued"
+	StatusRunning   Status = "running"
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+	StatusCanceled  Status = "canceled"
+)
+
+// Final reports whether no transition leaves s.
+func (s Status) Final() bool {
+	return s == StatusSucceeded || s == StatusFailed || s == StatusCanceled
+}
+
+// Valid reports whether s is one of the five statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCanceled:
+		return true
+	}
+	return false
+}
+
+// Reasons a job failed or was canceled (API.md).
+const (
+	ReasonQueuedTimeout    = "queued_timeout"
+	ReasonWorkerLost       = "worker_lost"
+	ReasonDeadlineExceeded = "deadline_exceeded"
+	ReasonCanceled         = "canceled"
+	ReasonLaneError        = "lane_error"
+	ReasonJobError         = "job_error"
+	ReasonRejected         = "rejected"
+)
+
+// Job is one stored job. Zero times mean "not yet".
+type Job struct {
+	ID             string            `json:"id"`
+	Mode           string            `json:"mode"`
+	Params         json.RawMessage   `json:"params"`
+	Status         Status            `json:"status"`
+	Reason         string            `json:"reason,omitempty"`
+	Error          string            `json:"error,omitempty"`
+	WorkerID       string            `json:"worker_id,omitempty"`
+	Lane           string            `json:"lane,omitempty"`
+	Attempts       int               `json:"attempts"`
+	MaxAttempts    int               `json:"max_attempts"`
+	TimeoutS       int               `json:"timeout_s"`
+	CreatedAt      time.Time         `json:"created_at"`
+	StartedAt      time.Time         `json:"started_at,omitzero"`
+	FinishedAt     time.Time         `json:"finished_at,omitzero"`
+	Result         json.RawMessage   `json:"result,omitempty"`
+	Assets         []string          `json:"assets,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+}
+
+// Deadline is when the job must be final: created_at + timeout_s. It is
+// counted from creation, not from start, so a job cannot outlive its caller's
+// budget by waiting in the queue.
+func (j *Job) Deadline() time.Time {
+	return j.CreatedAt.Add(time.Duration(j.TimeoutS) * time.Second)
+}
+
+// Errors that callers branch on.
+var (
+	// ErrNotFound: no job (or object) with that id.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a conditional write lost (the job was not in the state the
+	// caller expected: claimed by someone else, already final, stale attempt).
+	ErrConflict = errors.New("conflict")
+	// ErrUnavailable: the store cannot be reached; the caller may retry later.
+	ErrUnavailable = errors.New("store unavailable")
+)
+
+// ListQuery selects jobs for JobStore.List.
+type ListQuery struct {
+	Status Status // empty = any
+	Limit  int    // 1..1000; 0 means 50
+	Cursor string // from a previous page's next cursor
+	// OldestFirst orders by creation ascending (re-drive, recovery); the
+	// default is newest first (the API's listing).
+	OldestFirst bool
+}
+
+// Finish describes a transition to a final state.
+type Finish struct {
+	Status Status // succeeded, failed or canceled
+	Reason string
+	Error  string
+	Result json.RawMessage
+	Assets []string
+	At     time.Time
+}
+
+// AnyAttempt disables the attempt fence of Finish: the hub's own decisions
+// (cancel, deadline, reconciliation) end whichever attempt is current.
+const AnyAttempt = -1
+
+// JobStore keeps jobs. Every transition is a conditional write, so two hubs
+// (or a hub and a stale worker) racing on one job cannot both win.
+type JobStore interface {
+	// Create stores a new queued job. With a non-empty IdempotencyKey that
+	// already exists, it returns the existing job and created=false.
+	Create(ctx context.Context, j Job) (stored Job, created bool, err error)
+	Get(ctx context.Context, id string) (Job, error)
+	// List returns a page and the cursor of the next one ("" at the end).
+	List(ctx context.Context, q ListQuery) (jobs []Job, next string, err error)
+	// Claim is the claim of record: queued and unassigned → running on
+	// workerID, attempts+1, started_at=at. ErrConflict when it lost.
+	Claim(ctx context.Context, id, workerID string, at time.Time) (Job, error)
+	// Unclaim rolls back a claim whose send failed: running on workerID at
+	// attempt → queued, unassigned, attempts-1. ErrConflict if anything moved.
+	Unclaim(ctx context.Context, id, workerID string, attempt int) error
+	// SetLane records the lane a running attempt got.
+	SetLane(ctx context.Context, id string, attempt int, lane string) error
+	// Requeue puts a running attempt back in the queue (a lost worker with
+	// attempts left). ErrConflict if the attempt is not current.
+	Requeue(ctx context.Context, id string, attempt int) error
+	// Finish ends a non-final job. attempt fences stale writers (AnyAttempt
+	// for the hub's own decisions). ErrConflict if already final or stale.
+	Finish(ctx context.Context, id string, attempt int, f Finish) (Job, error)
+	Close() error
+}

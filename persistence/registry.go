@@ -1,0 +1,64 @@
+package persistence
+
+import (
+	"context"
+	"time"
+)
+
+// WorkerInfo is one worker as the fleet sees it (API.md, GET /workers).
+type WorkerInfo struct {
+	ID            string    `json:"id"`
+	Hub           string    `json:"hub"`
+	Status        string    `json:"status"`
+	Alive         bool      `json:"alive"`
+	Connected     bool      `json:"connected"`
+	InFlight      int       `json:"in_flight"`
+	MaxConcurrent int       `json:"max_concurrent"`
+	Lanes         []string  `json:"lanes"`
+	BrowserURL    string    `json:"browser_url,omitempty"`
+	Drivers       []string  `json:"drivers,omitempty"`
+	CPUPct        float64   `json:"cpu_pct"`
+	MemPct        float64   `json:"mem_pct"`
+	DiskPct       float64   `json:"disk_pct"`
+	LanIP         string    `json:"lan_ip,omitempty"`
+	Version       string    `json:"version,omitempty"`
+	Running       []string  `json:"running,omitempty"`
+	LastSeen      time.Time `json:"last_seen"`
+}
+
+// WorkerRegistry is the fleet-wide view of workers: every hub writes the
+// workers whose socket it holds; any hub reads all of them.
+type WorkerRegistry interface {
+	// Put records a worker's state, owned by hubID, expiring after ttl
+	// unless refreshed.
+	Put(ctx context.Context, w WorkerInfo, ttl time.Duration) error
+	// List returns every worker still recorded.
+	List(ctx context.Context) ([]WorkerInfo, error)
+	// Get returns one worker; ErrNotFound when absent.
+	Get(ctx context.Context, id string) (WorkerInfo, error)
+	// ClaimID binds a worker id to a LAN IP so two machines cannot share a
+	// short id; it returns the IP already bound when another holds it.
+	ClaimID(ctx context.Context, id, lanIP string) (holder string, err error)
+	// ReleaseOwner clears hubID's ownership of the worker's socket, only if
+	// hubID still owns it (compare-and-delete: a late release on one hub
+	// must not erase another hub's fresh ownership).
+	ReleaseOwner(ctx context.Context, workerID, hubID string) error
+}
+
+// HubInfo is one hub as the fleet sees it (API.md, GET /hubs).
+type HubInfo struct {
+	ID        string    `json:"id"`
+	Address   string    `json:"address"`
+	Alive     bool      `json:"alive"`
+	Local     bool      `json:"local"`
+	StartedAt time.Time `json:"started_at"`
+	LastSeen  time.Time `json:"last_seen"`
+}
+
+// HubRegistry records hub heartbeats.
+type HubRegistry interface {
+	Beat(ctx context.Context, h HubInfo, ttl time.Duration) error
+	// List returns known hubs; those whose heartbeat expired show Alive=false.
+	List(ctx context.Context) ([]HubInfo, error)
+	Remove(ctx context.Context, id string) error
+}

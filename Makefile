@@ -1,0 +1,42 @@
+# Paprika — make help lists the targets.
+GO       ?= go
+BIN      ?= bin/paprika
+PKGS     ?= ./...
+PROTOC_GEN_GO_VERSION ?= v1.36.12
+
+.PHONY: help build run test test-short bench chaos lint fuzz generate verify services clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build bin/paprika
+	$(GO) build -o $(BIN) ./cmd/paprika
+
+run: build ## a hub plus two local workers on embedded defaults
+	./$(BIN) up
+
+test: ## the full test suite with the race detector (what CI runs)
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+test-short: ## unit tests only, fast
+	$(GO) test -short -count=1 $(PKGS)
+
+bench: ## benchmarks (pick_worker, log path, ...)
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+fuzz: ## fuzz the worker-link frame decoder for 30 s
+	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 30s ./messages/
+
+lint: ## go vet + gofmt check
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt wants:"; echo "$$out"; exit 1; fi
+
+generate: ## regenerate protobuf code (needs protoc and protoc-gen-go)
+	protoc -I messages --go_out=messages --go_opt=paths=source_relative messages/*.proto
+
+verify: generate ## regenerate and fail on a diff
+	git diff --exit-code -- messages/
+
+clean: ## remove build output and embedded data
+	rm -rf bin data

@@ -1,0 +1,86 @@
+package messages
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDecodeFrame(t *testing.T) {
+	cases := []struct {
+		in   string
+		want error
+	}{
+		{`{"type":"hello","worker_id":"w1","capabilities":{"max_concurrent":4}}`, nil},
+		{`{"type":"hello"}`, ErrMalformed},
+		{`{"type":"hello","capabilities":{"max_concurrent":-1}}`, ErrMalformed},
+		{`{"type":"heartbeat","stats":{"in_flight":1}}`, nil},
+		{`{"type":"heartbeat"}`, ErrMalformed},
+		{`{"type":"job_log","job_id":"j","seq":3,"line":"x"}`, nil},
+		{`{"type":"job_log","seq":3}`, ErrMalformed},
+		{`{"type":"job_log","job_id":"j","seq":-1}`, ErrMalformed},
+		{`{"type":"job_done","job_id":"j","result":{"lines":2}}`, nil},
+		{`{"type":"session_result"}`, ErrMalformed},
+		{`{"type":"teleport"}`, ErrUnknownType},
+		{`{"type":`, ErrMalformed},
+		{`[]`, ErrMalformed},
+		{``, ErrMalformed},
+	}
+	for _, tc := range cases {
+		_, err := DecodeFrame([]byte(tc.in))
+		if tc.want == nil {
+			require.NoError(t, err, tc.in)
+		} else {
+			require.True(t, errors.Is(err, tc.want), "%s: got %v", tc.in, err)
+		}
+	}
+	_, err := DecodeFrame([]byte(`{"type":"job_log","line":"` + strings.Repeat("a", MaxFrameBytes) + `"}`))
+	require.ErrorIs(t, err, ErrMalformed)
+}
+
+func TestFrameRoundTrip(t *testing.T) {
+	f := Frame{Type: TypeAssignJob, JobID: "j1", Attempt: 2, Mode: "noop", Params: []byte(`{"lines":3}`), Deadline: 1234}
+	b, err := f.Encode()
+	require.NoError(t, err)
+	g, err := DecodeFrame(b)
+	require.NoError(t, err)
+	require.Equal(t, f.JobID, g.JobID)
+	require.Equal(t, f.Attempt, g.Attempt)
+	require.JSONEq(t, string(f.Params), string(g.Params))
+	require.Equal(t, f.Deadline, g.Deadline)
+}
+
+// FuzzDecodeFrame: whatever bytes a worker sends, the decoder returns a
+// frame or an error, never panics, and an accepted frame re-encodes and
+// decodes to the same type.
+func FuzzDecodeFrame(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"hello","worker_id":"w1","lan_ip":"10.0.0.1","capabilities":{"max_concurrent":4,"lane_urls":["a"]}}`,
+		`{"type":"heartbeat","stats":{"in_flight":1,"cpu_pct":3.5},"running":["j1"]}`,
+		`{"type":"job_log","job_id":"j","attempt":1,"seq":7,"line":"hello"}`,
+		`{"type":"job_failed","job_id":"j","reason":"job_error","error":"boom"}`,
+		`{"type":"job_done","job_id":"j","result":{"lines":2},"assets":["a.png"]}`,
+		`{"type":"x"}`, `{}`, `null`, `"s"`, `{"type":"job_log","seq":1e99}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fr, err := DecodeFrame(data)
+		if err != nil {
+			return
+		}
+		b, err := fr.Encode()
+		if err != nil {
+			t.Fatalf("accepted frame does not encode: %v", err)
+		}
+		g, err := DecodeFrame(b)
+		if err != nil {
+			t.Fatalf("re-decode of %s: %v", b, err)
+		}
+		if g.Type != fr.Type || g.JobID != fr.JobID || g.Seq != fr.Seq {
+			t.Fatalf("round trip changed the frame: %+v vs %+v", fr, g)
+		}
+	})
+}

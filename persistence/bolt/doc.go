@@ -1,0 +1,17 @@
+// Package bolt is the embedded JobStore: jobs in one bbolt file (by default
+// ./data/jobs.db), so a single hub runs without MariaDB and keeps its jobs
+// across restarts.
+//
+// Layout (all keys are bytes; ts is created_at as big-endian Unix
+// nanoseconds with the sign bit flipped, so byte order is time order):
+//
+//	jobs        id                   → job JSON
+//	by_created  ts ‖ id              → empty   (every job, listing order)
+//	by_status   status ‖ 0 ‖ ts ‖ id  → empty   (the same, per status)
+//	idempotency key                  → id
+//
+// Every transition reads, checks and writes inside one bbolt Update
+// transaction; bbolt runs one writer at a time, so a conditional transition
+// cannot interleave with another. The state machine itself is shared with
+// the in-memory store (memory.Apply*).
+package bolt

@@ -1,0 +1,361 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
+
+	"github.com/paprika-hub/paprika/persistence"
+	"github.com/paprika-hub/paprika/persistence/memory"
+)
+
+var _ persistence.JobStore = (*JobStore)(nil)
+
+// DefaultPath is where the embedded hub keeps its jobs.
+const DefaultPath = "./data/jobs.db"
+
+// DefaultLockTimeout is how long Open waits for the file lock that another
+// process (a second hub on the same data directory) may hold.
+const DefaultLockTimeout = time.Second
+
+// JobStore is a persistence.JobStore in a bbolt file. It is safe for
+// concurrent use; writes are serialized by bbolt.
+type JobStore struct {
+	db   *bbolt.DB
+	path string
+}
+
+// Option configures Open.
+type Option func(*bbolt.Options)
+
+// WithLockTimeout sets how long Open waits for the file lock (default
+// DefaultLockTimeout).
+func WithLockTimeout(d time.Duration) Option {
+	return func(o *bbolt.Options) { o.Timeout = d }
+}
+
+// Open opens (creating it and its directory if needed) the job store file
+// at path.
+func Open(path string, opts ...Option) (*JobStore, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("open job store %s: %w", path, err)
+		}
+	}
+	bo := &bbolt.Options{Timeout: DefaultLockTimeout}
+	for _, o := range opts {
+		o(bo)
+	}
+	db, err := bbolt.Open(path, 0o600, bo)
+	if errors.Is(err, bberrors.ErrTimeout) {
+		return nil, fmt.Errorf("open job store %s: file is locked (another hub on the same data directory?): %w", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open job store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range [][]byte{bucketJobs, bucketByCreated, bucketByStatus, bucketIdempotency} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open job store %s: %w", path, err)
+	}
+	return &JobStore{db: db, path: path}, nil
+}
+
+// Create stores a new queued job (see memory.PrepareNew), or returns the
+// job already stored under j.IdempotencyKey with created=false. A duplicate
+// id is persistence.ErrConflict.
+func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.Job, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return persistence.Job{}, false, fmt.Errorf("create job: %w", err)
+	}
+	j, err := memory.PrepareNew(j, time.Now())
+	if err != nil {
+		return persistence.Job{}, false, err
+	}
+	data, err := json.Marshal(j)
+	if err != nil {
+		return persistence.Job{}, false, fmt.Errorf("create job %s: encode: %w", j.ID, err)
+	}
+	var (
+		out     = j
+		created bool
+	)
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		jobs := tx.Bucket(bucketJobs)
+		idem := tx.Bucket(bucketIdempotency)
+		if j.IdempotencyKey != "" {
+			if id := idem.Get([]byte(j.IdempotencyKey)); id != nil {
+				existing, err := loadJob(jobs, id)
+				if err != nil {
+					return fmt.Errorf("idempotency key %q: %w", j.IdempotencyKey, err)
+				}
+				out = existing
+				return nil
+			}
+		}
+		id := []byte(j.ID)
+		if jobs.Get(id) != nil {
+			return fmt.Errorf("id exists: %w", persistence.ErrConflict)
+		}
+		if err := jobs.Put(id, data); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketByCreated).Put(orderKey(j.CreatedAt, j.ID), []byte{}); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketByStatus).Put(statusKey(&j), []byte{}); err != nil {
+			return err
+		}
+		if j.IdempotencyKey != "" {
+			if err := idem.Put([]byte(j.IdempotencyKey), id); err != nil {
+				return err
+			}
+		}
+		created = true
+		return nil
+	})
+	if err != nil {
+		return persistence.Job{}, false, s.wrap(err, "create job %s", j.ID)
+	}
+	return out, created, nil
+}
+
+// Get returns the job with id, or persistence.ErrNotFound.
+func (s *JobStore) Get(ctx context.Context, id string) (persistence.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return persistence.Job{}, fmt.Errorf("get job %s: %w", id, err)
+	}
+	var j persistence.Job
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		j, err = loadJob(tx.Bucket(bucketJobs), []byte(id))
+		return err
+	})
+	if err != nil {
+		return persistence.Job{}, s.wrap(err, "get job %s", id)
+	}
+	return j, nil
+}
+
+// List returns one page of jobs in (created_at, id) order, newest first
+// unless q.OldestFirst, and the cursor of the next page ("" when none).
+// With q.Status it walks only that status's index.
+func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persistence.Job, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", fmt.Errorf("list jobs: %w", err)
+	}
+	limit, err := memory.ListLimit(q)
+	if err != nil {
+		return nil, "", err
+	}
+	var after []byte
+	if q.Cursor != "" {
+		if after, err = decodeCursor(q.Cursor); err != nil {
+			return nil, "", err
+		}
+	}
+	var (
+		page []persistence.Job
+		next string
+	)
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		index, prefix := tx.Bucket(bucketByCreated), []byte(nil)
+		if q.Status != "" {
+			index, prefix = tx.Bucket(bucketByStatus), statusPrefix(q.Status)
+		}
+		jobs := tx.Bucket(bucketJobs)
+		c := index.Cursor()
+		step := c.Prev
+		if q.OldestFirst {
+			step = c.Next
+		}
+		var last []byte // order key of the page's last job
+		for k := seek(c, prefix, after, q.OldestFirst); hasPrefix(k, prefix); k = stepKey(step) {
+			ord := k[len(prefix):]
+			if len(page) == limit {
+				// A further job exists, so there is a next page.
+				next = encodeCursor(last)
+				return nil
+			}
+			j, err := loadJob(jobs, ord[tsLen:])
+			if err != nil {
+				return fmt.Errorf("index entry %x: %w", k, err)
+			}
+			page = append(page, j)
+			last = bytes.Clone(ord)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", s.wrap(err, "list jobs")
+	}
+	return page, next, nil
+}
+
+func stepKey(step func() ([]byte, []byte)) []byte {
+	k, _ := step()
+	return k
+}
+
+// seek positions c on the first key to list: within prefix, strictly after
+// the order key after (nil: from the start) in the listing direction.
+func seek(c *bbolt.Cursor, prefix, after []byte, ascending bool) []byte {
+	switch {
+	case ascending && after == nil:
+		k, _ := c.Seek(prefix) // Seek(nil) is First
+		return k
+	case ascending:
+		target := append(bytes.Clone(prefix), after...)
+		k, _ := c.Seek(target)
+		if bytes.Equal(k, target) {
+			k, _ = c.Next()
+		}
+		return k
+	}
+	// Descending: find the first key at or past the bound, then step back.
+	var bound []byte
+	if after != nil {
+		bound = append(bytes.Clone(prefix), after...)
+	} else if prefix != nil {
+		bound = bytes.Clone(prefix)
+		bound[len(bound)-1]++ // status‖0 → status‖1: past every key of status
+	}
+	if bound == nil {
+		k, _ := c.Last()
+		return k
+	}
+	if k, _ := c.Seek(bound); k == nil {
+		k, _ = c.Last()
+		return k
+	}
+	k, _ := c.Prev()
+	return k
+}
+
+// Claim is the conditional claim (memory.ApplyClaim).
+func (s *JobStore) Claim(ctx context.Context, id, workerID string, at time.Time) (persistence.Job, error) {
+	return s.update(ctx, id, "claim", func(j *persistence.Job) error { return memory.ApplyClaim(j, workerID, at) })
+}
+
+// Unclaim rolls a claim back (memory.ApplyUnclaim).
+func (s *JobStore) Unclaim(ctx context.Context, id, workerID string, attempt int) error {
+	_, err := s.update(ctx, id, "unclaim", func(j *persistence.Job) error { return memory.ApplyUnclaim(j, workerID, attempt) })
+	return err
+}
+
+// SetLane records a running attempt's lane (memory.ApplySetLane).
+func (s *JobStore) SetLane(ctx context.Context, id string, attempt int, lane string) error {
+	_, err := s.update(ctx, id, "set lane of", func(j *persistence.Job) error { return memory.ApplySetLane(j, attempt, lane) })
+	return err
+}
+
+// Requeue puts a running attempt back in the queue (memory.ApplyRequeue).
+func (s *JobStore) Requeue(ctx context.Context, id string, attempt int) error {
+	_, err := s.update(ctx, id, "requeue", func(j *persistence.Job) error { return memory.ApplyRequeue(j, attempt) })
+	return err
+}
+
+// Finish ends a non-final job (memory.ApplyFinish).
+func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persistence.Finish) (persistence.Job, error) {
+	return s.update(ctx, id, "finish", func(j *persistence.Job) error { return memory.ApplyFinish(j, attempt, f) })
+}
+
+// Close closes the file; later calls fail with persistence.ErrUnavailable.
+// It waits for running transactions and is safe to call twice.
+func (s *JobStore) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close job store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// update loads job id, applies fn and, when fn accepts, writes the job and
+// moves its status index entry: read, check and write in one transaction.
+func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persistence.Job) error) (persistence.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return persistence.Job{}, fmt.Errorf("%s job %s: %w", op, id, err)
+	}
+	var (
+		out   persistence.Job
+		fnErr error // the transition's own verdict, already in context
+	)
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		jobs := tx.Bucket(bucketJobs)
+		j, err := loadJob(jobs, []byte(id))
+		if err != nil {
+			return err
+		}
+		oldKey := statusKey(&j)
+		if fnErr = fn(&j); fnErr != nil {
+			return fnErr
+		}
+		if newKey := statusKey(&j); !bytes.Equal(oldKey, newKey) {
+			byStatus := tx.Bucket(bucketByStatus)
+			if err := byStatus.Delete(oldKey); err != nil {
+				return err
+			}
+			if err := byStatus.Put(newKey, []byte{}); err != nil {
+				return err
+			}
+		}
+		data, err := json.Marshal(j)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		if err := jobs.Put([]byte(id), data); err != nil {
+			return err
+		}
+		out = j
+		return nil
+	})
+	switch {
+	case fnErr != nil:
+		return persistence.Job{}, fnErr
+	case err != nil:
+		return persistence.Job{}, s.wrap(err, "%s job %s", op, id)
+	}
+	return out, nil
+}
+
+// wrap puts err in context, and marks a closed database as
+// persistence.ErrUnavailable.
+func (s *JobStore) wrap(err error, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	if errors.Is(err, bberrors.ErrDatabaseNotOpen) {
+		return fmt.Errorf("%s: job store %s: %w: %w", what, s.path, persistence.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// loadJob decodes job id from the jobs bucket; persistence.ErrNotFound
+// when absent.
+func loadJob(jobs *bbolt.Bucket, id []byte) (persistence.Job, error) {
+	data := jobs.Get(id)
+	if data == nil {
+		return persistence.Job{}, persistence.ErrNotFound
+	}
+	var j persistence.Job
+	if err := json.Unmarshal(data, &j); err != nil {
+		return persistence.Job{}, fmt.Errorf("decode job %s: %w", id, err)
+	}
+	// json.RawMessage keeps a literal null; the job was stored without one.
+	if string(j.Params) == "null" {
+		j.Params = nil
+	}
+	return j, nil
+}

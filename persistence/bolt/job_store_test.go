@@ -1,0 +1,119 @@
+package bolt_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/persistence"
+	"github.com/paprika-hub/paprika/persistence/bolt"
+	"github.com/paprika-hub/paprika/persistence/storetest"
+)
+
+// open opens a store in a new file under t's temporary directory, in a
+// directory Open must create, and closes it at the end of the test.
+func open(t *testing.T, opts ...bolt.Option) (*bolt.JobStore, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "data", "jobs.db")
+	s, err := bolt.Open(path, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s, path
+}
+
+func TestJobStore(t *testing.T) {
+	t.Parallel()
+	storetest.RunJobStore(t, func(t *testing.T) persistence.JobStore {
+		s, _ := open(t)
+		return s
+	})
+}
+
+// TestReopen closes and reopens the file: every job, its state, the
+// indexes and the idempotency keys survive.
+func TestReopen(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "data", "jobs.db")
+	s, err := bolt.Open(path)
+	require.NoError(t, err)
+
+	var ids []string
+	base := time.Now().Add(-time.Hour)
+	for i := range 5 {
+		j, _, err := s.Create(ctx, persistence.Job{
+			Mode:           "noop",
+			Params:         json.RawMessage(`{"lines":1}`),
+			CreatedAt:      base.Add(time.Duration(i) * time.Second),
+			IdempotencyKey: "key-" + string(rune('a'+i)),
+		})
+		require.NoError(t, err)
+		ids = append(ids, j.ID)
+	}
+	_, err = s.Claim(ctx, ids[1], "w1", time.Now())
+	require.NoError(t, err)
+	require.NoError(t, s.SetLane(ctx, ids[1], 1, "lane-1"))
+	_, err = s.Claim(ctx, ids[2], "w1", time.Now())
+	require.NoError(t, err)
+	done, err := s.Finish(ctx, ids[2], 1, persistence.Finish{Status: persistence.StatusSucceeded, Result: json.RawMessage(`{"ok":true}`)})
+	require.NoError(t, err)
+	before, _, err := s.List(ctx, persistence.ListQuery{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	s, err = bolt.Open(path)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+
+	after, _, err := s.List(ctx, persistence.ListQuery{})
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+
+	running, _, err := s.List(ctx, persistence.ListQuery{Status: persistence.StatusRunning})
+	require.NoError(t, err)
+	require.Len(t, running, 1)
+	require.Equal(t, ids[1], running[0].ID)
+	require.Equal(t, "lane-1", running[0].Lane)
+
+	got, err := s.Get(ctx, ids[2])
+	require.NoError(t, err)
+	require.Equal(t, done, got)
+
+	again, created, err := s.Create(ctx, persistence.Job{Mode: "noop", IdempotencyKey: "key-a"})
+	require.NoError(t, err)
+	require.False(t, created, "idempotency keys survive a restart")
+	require.Equal(t, ids[0], again.ID)
+
+	// Transitions still fence after the restart.
+	_, err = s.Claim(ctx, ids[1], "w2", time.Now())
+	require.ErrorIs(t, err, persistence.ErrConflict)
+}
+
+// TestLocked: a second Open of the same file (a second hub on the same data
+// directory) fails clearly instead of waiting forever.
+func TestLocked(t *testing.T) {
+	t.Parallel()
+	_, path := open(t)
+	_, err := bolt.Open(path, bolt.WithLockTimeout(50*time.Millisecond))
+	require.ErrorContains(t, err, "locked")
+}
+
+func TestClosedIsUnavailable(t *testing.T) {
+	t.Parallel()
+	s, err := bolt.Open(filepath.Join(t.TempDir(), "jobs.db"))
+	require.NoError(t, err)
+	j, _, err := s.Create(context.Background(), persistence.Job{Mode: "noop"})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	_, err = s.Get(context.Background(), j.ID)
+	require.ErrorIs(t, err, persistence.ErrUnavailable)
+	_, err = s.Claim(context.Background(), j.ID, "w1", time.Now())
+	require.ErrorIs(t, err, persistence.ErrUnavailable)
+	_, _, err = s.List(context.Background(), persistence.ListQuery{})
+	require.ErrorIs(t, err, persistence.ErrUnavailable)
+}

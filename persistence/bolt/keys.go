@@ -1,0 +1,61 @@
+package bolt
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+var (
+	bucketJobs        = []byte("jobs")
+	bucketByCreated   = []byte("by_created")
+	bucketByStatus    = []byte("by_status")
+	bucketIdempotency = []byte("idempotency")
+)
+
+// tsLen is the length of the encoded created_at.
+const tsLen = 8
+
+// orderKey is ts ‖ id: a job's position in listing order.
+func orderKey(createdAt time.Time, id string) []byte {
+	k := make([]byte, tsLen, tsLen+len(id))
+	// Flipping the sign bit makes unsigned byte order match signed time
+	// order, for the (unlikely) created_at before 1970.
+	binary.BigEndian.PutUint64(k, uint64(createdAt.UnixNano())^(1<<63))
+	return append(k, id...)
+}
+
+// statusPrefix is the by_status prefix of every key of status s.
+func statusPrefix(s persistence.Status) []byte {
+	return append([]byte(s), 0)
+}
+
+// statusKey is status ‖ 0 ‖ ts ‖ id.
+func statusKey(j *persistence.Job) []byte {
+	return append(statusPrefix(j.Status), orderKey(j.CreatedAt, j.ID)...)
+}
+
+// encodeCursor makes the opaque cursor that resumes listing after the
+// position ord (an orderKey). It names a position, not an offset, so jobs
+// created between page reads shift nothing.
+func encodeCursor(ord []byte) string {
+	return base64.RawURLEncoding.EncodeToString(ord)
+}
+
+// decodeCursor returns the orderKey named by c.
+func decodeCursor(c string) ([]byte, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) <= tsLen {
+		return nil, fmt.Errorf("list jobs: malformed cursor %q", c)
+	}
+	return b, nil
+}
+
+// hasPrefix reports whether k is non-nil and starts with p.
+func hasPrefix(k, p []byte) bool {
+	return k != nil && bytes.HasPrefix(k, p)
+}

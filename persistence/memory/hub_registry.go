@@ -1,0 +1,87 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+var _ persistence.HubRegistry = (*HubRegistry)(nil)
+
+// HubRegistry is an in-memory persistence.HubRegistry. A hub whose
+// heartbeat expired stays listed with Alive=false until Remove, like the
+// index of the Redis registry ("recently dead" hubs for the admin UI).
+type HubRegistry struct {
+	mu   sync.Mutex
+	hubs map[string]hubEntry
+}
+
+type hubEntry struct {
+	info    persistence.HubInfo
+	expires time.Time
+}
+
+// NewHubRegistry returns an empty HubRegistry.
+func NewHubRegistry() *HubRegistry {
+	return &HubRegistry{hubs: make(map[string]hubEntry)}
+}
+
+// Beat records h as alive for ttl. A zero LastSeen is set to now. Alive and
+// Local are not stored: List computes Alive, and Local depends on who asks.
+func (r *HubRegistry) Beat(ctx context.Context, h persistence.HubInfo, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("beat hub %s: %w", h.ID, err)
+	}
+	if h.ID == "" {
+		return fmt.Errorf("beat hub: empty id")
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("beat hub %s: ttl %s is not positive", h.ID, ttl)
+	}
+	now := time.Now()
+	if h.LastSeen.IsZero() {
+		h.LastSeen = now
+	}
+	h.LastSeen = UTC(h.LastSeen)
+	h.StartedAt = UTC(h.StartedAt)
+	h.Alive, h.Local = false, false
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hubs[h.ID] = hubEntry{info: h, expires: now.Add(ttl)}
+	return nil
+}
+
+// List returns every hub not removed, by id; Alive is whether its last
+// heartbeat is younger than its ttl. Local is always false.
+func (r *HubRegistry) List(ctx context.Context) ([]persistence.HubInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list hubs: %w", err)
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]persistence.HubInfo, 0, len(r.hubs))
+	for _, e := range r.hubs {
+		h := e.info
+		h.Alive = now.Before(e.expires)
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b persistence.HubInfo) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// Remove forgets hub id; removing an unknown hub is not an error.
+func (r *HubRegistry) Remove(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("remove hub %s: %w", id, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.hubs, id)
+	return nil
+}

@@ -1,0 +1,192 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+var _ persistence.LogStore = (*LogStore)(nil)
+
+// DefaultSubscriberBuffer is how many batches a subscriber may fall behind
+// before LogStore drops it.
+const DefaultSubscriberBuffer = 256
+
+// LogStore is an in-memory persistence.LogStore: each job's lines in a slice
+// and a set of subscribers fed by channels.
+//
+// A writer never waits for a reader: a subscriber whose buffer is full has
+// its channel closed and is forgotten, as Redis drops a pub/sub client over
+// its output-buffer limit; the follower resumes with Read. Subscribers of
+// one job share each event's Lines: treat them as read-only. Lines are kept
+// until the process ends (the embedded mode has no retention).
+type LogStore struct {
+	buffer int // channel capacity of each subscription; fixed
+
+	mu   sync.Mutex
+	logs map[string]*jobLog
+}
+
+// jobLog is one job's log; guarded by LogStore.mu.
+type jobLog struct {
+	lines []string
+	done  bool
+	subs  map[*logSubscription]struct{}
+}
+
+// LogStoreOption configures NewLogStore.
+type LogStoreOption func(*LogStore)
+
+// WithSubscriberBuffer sets how many batches a subscriber may fall behind
+// before it is dropped (default DefaultSubscriberBuffer; minimum 1).
+func WithSubscriberBuffer(n int) LogStoreOption {
+	return func(s *LogStore) { s.buffer = max(n, 1) }
+}
+
+// NewLogStore returns an empty LogStore.
+func NewLogStore(opts ...LogStoreOption) *LogStore {
+	s := &LogStore{buffer: DefaultSubscriberBuffer, logs: make(map[string]*jobLog)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Write appends every batch to its job's log and publishes it to the job's
+// subscribers, all under one lock, so a follower never sees a batch out of
+// order. The stored lines are appended at the end of the log; the published
+// event carries the index they got, which equals the batch's From when the
+// writer is right about the length.
+func (s *LogStore) Write(ctx context.Context, batches []persistence.LogBatch) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("write logs: %w", err)
+	}
+	for _, b := range batches {
+		if b.JobID == "" {
+			return fmt.Errorf("write logs: batch without job id")
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range batches {
+		l := s.log(b.JobID)
+		ev := persistence.LogEvent{
+			JobID: b.JobID,
+			From:  int64(len(l.lines)),
+			Lines: slices.Clone(b.Lines),
+			Done:  b.Done,
+		}
+		l.lines = append(l.lines, b.Lines...)
+		l.done = l.done || b.Done
+		for sub := range l.subs {
+			select {
+			case sub.ch <- ev:
+			default:
+				// Full: drop the slow subscriber rather than block the
+				// writer (and every other job's followers behind it).
+				sub.endLocked()
+			}
+		}
+	}
+	return nil
+}
+
+// Read returns up to max lines of jobID from index from (max <= 0: all) and
+// whether the log is done. An unknown job has no lines and is not done.
+func (s *LogStore) Read(ctx context.Context, jobID string, from int64, max int) ([]string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, fmt.Errorf("read log of job %s: %w", jobID, err)
+	}
+	if from < 0 {
+		return nil, false, fmt.Errorf("read log of job %s: negative index %d", jobID, from)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.logs[jobID]
+	if !ok {
+		return nil, false, nil
+	}
+	if from >= int64(len(l.lines)) {
+		return nil, l.done, nil
+	}
+	lines := l.lines[from:]
+	if max > 0 && len(lines) > max {
+		lines = lines[:max]
+	}
+	return slices.Clone(lines), l.done, nil
+}
+
+// Len returns the number of stored lines of jobID.
+func (s *LogStore) Len(ctx context.Context, jobID string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("length of log of job %s: %w", jobID, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.logs[jobID]; ok {
+		return int64(len(l.lines)), nil
+	}
+	return 0, nil
+}
+
+// Subscribe returns a feed of jobID's batches written from now on. It ends
+// on Close, when ctx is done, or when the subscriber falls behind.
+func (s *LogStore) Subscribe(ctx context.Context, jobID string) (persistence.LogSubscription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("subscribe to log of job %s: %w", jobID, err)
+	}
+	sub := &logSubscription{store: s, jobID: jobID, ch: make(chan persistence.LogEvent, s.buffer)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log(jobID).subs[sub] = struct{}{}
+	// AfterFunc starts no goroutine until ctx is done; stop cancels it.
+	sub.stop = context.AfterFunc(ctx, func() { _ = sub.Close() })
+	return sub, nil
+}
+
+// log returns jobID's log, creating it; s.mu is held.
+func (s *LogStore) log(jobID string) *jobLog {
+	l, ok := s.logs[jobID]
+	if !ok {
+		l = &jobLog{subs: make(map[*logSubscription]struct{})}
+		s.logs[jobID] = l
+	}
+	return l
+}
+
+// logSubscription is one follower's feed. Its fields after construction are
+// guarded by store.mu, which every send and the close of ch also hold.
+type logSubscription struct {
+	store *LogStore
+	jobID string
+	ch    chan persistence.LogEvent
+	stop  func() bool // cancels the context watch
+	ended bool
+}
+
+// C yields the batches; it is closed when the subscription ends.
+func (sub *logSubscription) C() <-chan persistence.LogEvent { return sub.ch }
+
+// Close ends the subscription and closes C. It is safe to call twice.
+func (sub *logSubscription) Close() error {
+	sub.store.mu.Lock()
+	defer sub.store.mu.Unlock()
+	sub.endLocked()
+	return nil
+}
+
+// endLocked unregisters sub and closes its channel once; store.mu is held.
+func (sub *logSubscription) endLocked() {
+	if sub.ended {
+		return
+	}
+	sub.ended = true
+	sub.stop()
+	close(sub.ch)
+	if l, ok := sub.store.logs[sub.jobID]; ok {
+		delete(l.subs, sub)
+	}
+}

@@ -1,0 +1,184 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// These functions are the job state machine of the embedded stores. Each
+// checks the condition of one JobStore transition against the current row
+// and, when it holds, applies the change to j in place; when it does not,
+// it leaves j alone and returns an error wrapping persistence.ErrConflict.
+// The caller runs them inside its own atomic section (a mutex here, a bbolt
+// Update transaction in package bolt). The SQL store expresses the same
+// conditions in its WHERE clauses.
+
+// MaxListLimit and DefaultListLimit bound persistence.ListQuery.Limit.
+const (
+	MaxListLimit     = 1000
+	DefaultListLimit = 50
+)
+
+// ListLimit returns the page size q asks for: DefaultListLimit for 0, an
+// error outside 0..MaxListLimit.
+func ListLimit(q persistence.ListQuery) (int, error) {
+	switch {
+	case q.Limit == 0:
+		return DefaultListLimit, nil
+	case q.Limit < 0 || q.Limit > MaxListLimit:
+		return 0, fmt.Errorf("list jobs: limit %d outside 1..%d", q.Limit, MaxListLimit)
+	}
+	return q.Limit, nil
+}
+
+// PrepareNew validates and completes a job for JobStore.Create: it assigns
+// an id (NewJobID) and created_at (now) when they are empty, sets status
+// queued, converts times to UTC and rejects malformed JSON.
+func PrepareNew(j persistence.Job, now time.Time) (persistence.Job, error) {
+	if j.Status != "" && j.Status != persistence.StatusQueued {
+		return j, fmt.Errorf("create job %s: status %q: a new job is queued", j.ID, j.Status)
+	}
+	if j.WorkerID != "" {
+		return j, fmt.Errorf("create job %s: a new job has no worker", j.ID)
+	}
+	if len(j.Params) > 0 && !json.Valid(j.Params) {
+		return j, fmt.Errorf("create job %s: params are not valid JSON", j.ID)
+	}
+	if len(j.Result) > 0 && !json.Valid(j.Result) {
+		return j, fmt.Errorf("create job %s: result is not valid JSON", j.ID)
+	}
+	if j.ID == "" {
+		j.ID = NewJobID()
+	}
+	j.Status = persistence.StatusQueued
+	if j.CreatedAt.IsZero() {
+		j.CreatedAt = now
+	}
+	j.CreatedAt = UTC(j.CreatedAt)
+	j.StartedAt = UTC(j.StartedAt)
+	j.FinishedAt = UTC(j.FinishedAt)
+	return CloneJob(j), nil
+}
+
+// ApplyClaim applies JobStore.Claim: queued and unassigned → running on
+// workerID, attempts+1, started_at=at (now when zero), lane cleared.
+func ApplyClaim(j *persistence.Job, workerID string, at time.Time) error {
+	if workerID == "" {
+		return fmt.Errorf("claim job %s: empty worker id", j.ID)
+	}
+	if j.Status != persistence.StatusQueued || j.WorkerID != "" {
+		return fmt.Errorf("claim job %s: %s on %q: %w", j.ID, j.Status, j.WorkerID, persistence.ErrConflict)
+	}
+	j.Status = persistence.StatusRunning
+	j.WorkerID = workerID
+	j.Attempts++
+	j.StartedAt = UTC(orNow(at))
+	j.Lane = ""
+	return nil
+}
+
+// ApplyUnclaim applies JobStore.Unclaim: running on workerID at attempt →
+// queued, unassigned, attempts-1, started_at and lane cleared.
+func ApplyUnclaim(j *persistence.Job, workerID string, attempt int) error {
+	if j.Status != persistence.StatusRunning || j.WorkerID != workerID || j.Attempts != attempt {
+		return fmt.Errorf("unclaim job %s (worker %s, attempt %d): %s on %q at attempt %d: %w",
+			j.ID, workerID, attempt, j.Status, j.WorkerID, j.Attempts, persistence.ErrConflict)
+	}
+	j.Status = persistence.StatusQueued
+	j.WorkerID = ""
+	j.Attempts--
+	j.StartedAt = time.Time{}
+	j.Lane = ""
+	return nil
+}
+
+// ApplySetLane applies JobStore.SetLane: running at attempt → lane recorded.
+func ApplySetLane(j *persistence.Job, attempt int, lane string) error {
+	if err := requireRunning(j, "set lane of", attempt); err != nil {
+		return err
+	}
+	j.Lane = lane
+	return nil
+}
+
+// ApplyRequeue applies JobStore.Requeue: running at attempt → queued and
+// unassigned. The attempt stays counted (it was used); started_at and lane
+// are cleared.
+func ApplyRequeue(j *persistence.Job, attempt int) error {
+	if err := requireRunning(j, "requeue", attempt); err != nil {
+		return err
+	}
+	j.Status = persistence.StatusQueued
+	j.WorkerID = ""
+	j.StartedAt = time.Time{}
+	j.Lane = ""
+	return nil
+}
+
+// ApplyFinish applies JobStore.Finish: a non-final job → f.Status. With a real attempt (not
+// persistence.AnyAttempt) the job must be running at that attempt, so a
+// worker whose attempt was requeued cannot finish the next one.
+// finished_at is f.At, or now when zero.
+func ApplyFinish(j *persistence.Job, attempt int, f persistence.Finish) error {
+	if !f.Status.Final() {
+		return fmt.Errorf("finish job %s: status %q is not final", j.ID, f.Status)
+	}
+	if len(f.Result) > 0 && !json.Valid(f.Result) {
+		return fmt.Errorf("finish job %s: result is not valid JSON", j.ID)
+	}
+	if j.Status.Final() {
+		return fmt.Errorf("finish job %s: already %s: %w", j.ID, j.Status, persistence.ErrConflict)
+	}
+	if attempt != persistence.AnyAttempt {
+		if err := requireRunning(j, "finish", attempt); err != nil {
+			return err
+		}
+	}
+	j.Status = f.Status
+	j.Reason = f.Reason
+	j.Error = f.Error
+	j.Result = bytes.Clone(f.Result)
+	j.Assets = slices.Clone(f.Assets)
+	j.FinishedAt = UTC(orNow(f.At))
+	return nil
+}
+
+func requireRunning(j *persistence.Job, op string, attempt int) error {
+	if j.Status != persistence.StatusRunning || j.Attempts != attempt {
+		return fmt.Errorf("%s job %s at attempt %d: %s at attempt %d: %w",
+			op, j.ID, attempt, j.Status, j.Attempts, persistence.ErrConflict)
+	}
+	return nil
+}
+
+// CloneJob returns a deep copy of j, so a stored job shares no slice or map
+// with its caller.
+func CloneJob(j persistence.Job) persistence.Job {
+	j.Params = bytes.Clone(j.Params)
+	j.Result = bytes.Clone(j.Result)
+	j.Assets = slices.Clone(j.Assets)
+	j.Labels = maps.Clone(j.Labels)
+	return j
+}
+
+// UTC returns t in UTC without its monotonic reading; the zero time stays
+// zero.
+func UTC(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func orNow(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Now()
+	}
+	return t
+}

@@ -89,3 +89,8 @@ func Wake(cl *cluster.Cluster, jobID string) error {
 func Call(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
 	return requestGrain(cl, identity, kind, msg, timeout)
 }
+
+// InjectPanic makes the receiving actor panic: fault injection for the
+// supervision tests and the chaos suite. Local only (not protobuf), so no
+// other member — and no client — can send it.
+type InjectPanic struct{}

@@ -54,7 +54,7 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		g.timers = scheduler.NewTimerScheduler(ctx)
 		g.load(ctx)
 		return
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
 		g.stopTimers()
 		return
 	case *actor.ReceiveTimeout:
@@ -87,6 +87,8 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 			g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonDeadlineExceeded,
 				Error: fmt.Sprintf("not done within timeout_s=%d", g.job.TimeoutS)})
 		}
+	case *InjectPanic:
+		panic("injected panic in job grain " + g.id)
 	case *queuedTimeoutTick:
 		g.queuedTO = nil
 		if g.job.Status == persistence.StatusQueued {
@@ -246,6 +248,9 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 			slog.String("status", string(g.job.Status)), slog.Int("current_attempt", g.job.Attempts))
 		return fail("stale", "attempt %d on %s is not current", m.Attempt, m.WorkerId)
 	}
+	if !m.Succeeded && m.Reason == persistence.ReasonRejected {
+		return g.rejected(ctx, m)
+	}
 	f := persistence.Finish{Status: persistence.StatusSucceeded, Result: m.Result, Assets: m.Assets}
 	if !m.Succeeded {
 		f = persistence.Finish{Status: persistence.StatusFailed, Reason: m.Reason, Error: m.Error, Result: m.Result, Assets: m.Assets}
@@ -256,6 +261,23 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 	if err := g.finish(ctx, int(m.Attempt), f); err != nil {
 		return fail("store", "%v", err)
 	}
+	return ok(g.jobJSON())
+}
+
+// rejected: the worker refused the assignment (no free lane after all, or it
+// is draining). The job never ran, so the claim is rolled back — attempt
+// returned — and the job queued again, not failed.
+func (g *jobGrain) rejected(ctx actor.Context, m *messages.JobFinished) *messages.Reply {
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	err := g.deps.Jobs.Unclaim(rctx, g.id, m.WorkerId, int(m.Attempt))
+	cancel()
+	if err != nil {
+		return fail("store", "roll back rejected claim: %v", err)
+	}
+	g.deps.Metrics.Inc("paprika_assignments_rejected_total")
+	g.log.Info("worker rejected the job; queued again", slog.String("worker_id", m.WorkerId), slog.String("error", m.Error))
+	sendGrain(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
+	g.load(ctx)
 	return ok(g.jobJSON())
 }
 

@@ -22,6 +22,9 @@ type logFlusher struct {
 	// fixed after construction
 	deps   *Deps
 	budget *lineBudget
+	// carry hands the queue to the next incarnation after a panic, ahead of
+	// newer batches in the mailbox, so a job's batches keep their order.
+	carry *flusherCarry
 
 	// actor-confined state
 	queue   []*flushReq
@@ -48,11 +51,17 @@ type logsPersisted struct {
 }
 
 type writeDone struct {
+	id   uint64
 	reqs []*flushReq
 	err  error
 }
 
 type retryWrite struct{}
+
+type flusherCarry struct {
+	queue  []*flushReq
+	lastID uint64 // write ids stay unique across incarnations
+}
 
 // drainLogs asks the flusher to reply once nothing is queued or in flight.
 type drainLogs struct{}
@@ -61,11 +70,17 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		f.timers = scheduler.NewTimerScheduler(ctx)
+		if len(f.carry.queue) > 0 {
+			f.queue, f.carry.queue = f.carry.queue, nil
+			f.start(ctx)
+		}
 	case *flushReq:
 		f.queue = append(f.queue, msg)
 		f.start(ctx)
 	case *writeDone:
-		f.writing = false
+		if msg.id == f.carry.lastID {
+			f.writing = false // (a write of an earlier incarnation leaves it be)
+		}
 		if msg.err != nil {
 			f.deps.Metrics.Inc("paprika_log_write_errors_total")
 			f.backoff = min(max(2*f.backoff, 100*time.Millisecond), 2*time.Second)
@@ -92,6 +107,14 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 	case *drainLogs:
 		f.drains = append(f.drains, ctx.Sender())
 		f.start(ctx)
+	case *actor.Restarting:
+		// Let the write in flight land first (its completion reaches the
+		// fresh instance), so no two writes race and reorder a job's lines;
+		// then requeue what this instance holds.
+		f.writes.Wait()
+		f.carry.queue = f.queue
+	case *InjectPanic:
+		panic("injected panic in log flusher")
 	case *actor.Stopping:
 		f.writes.Wait()
 	}
@@ -118,6 +141,8 @@ func (f *logFlusher) start(ctx actor.Context) {
 		}
 	}
 	f.writing = true
+	f.carry.lastID++
+	id := f.carry.lastID
 	self := ctx.Self()
 	root := ctx.ActorSystem().Root
 	timeout := f.deps.Timing.GrainTimeout
@@ -132,6 +157,6 @@ func (f *logFlusher) start(ctx actor.Context) {
 			err = f.deps.Logs.Write(wctx, batches)
 			cancel()
 		}
-		root.Send(self, &writeDone{reqs: reqs, err: err})
+		root.Send(self, &writeDone{id: id, reqs: reqs, err: err})
 	}()
 }

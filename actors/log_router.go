@@ -99,14 +99,16 @@ func (a *logRouterActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		a.streams = map[string]*actor.PID{}
 		a.byPID = map[string]string{}
+		carry := &flusherCarry{}
 		a.flusher = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
-			return &logFlusher{deps: a.deps, budget: a.budget}
+			return &logFlusher{deps: a.deps, budget: a.budget, carry: carry}
 		}, actor.WithReceiverMiddleware(recoverMiddleware("log_flusher", a.deps))))
 	case *streamFor:
 		pid, ok := a.streams[msg.jobID]
 		if !ok {
+			carry := &streamCarry{}
 			pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
-				return &logStream{deps: a.deps, jobID: msg.jobID, flusher: a.flusher, budget: a.budget}
+				return &logStream{deps: a.deps, jobID: msg.jobID, flusher: a.flusher, budget: a.budget, carry: carry}
 			}, actor.WithReceiverMiddleware(recoverMiddleware("log_stream", a.deps))))
 			a.streams[msg.jobID] = pid
 			a.byPID[pid.Id] = msg.jobID

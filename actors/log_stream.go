@@ -20,22 +20,29 @@ type logStream struct {
 	jobID   string
 	flusher *actor.PID
 	budget  *lineBudget
+	// carry hands the position to the next incarnation after a panic: the
+	// store cannot tell it, since the last batch may still be in flight.
+	// Incarnations of one actor never run at once, so no lock is needed.
+	carry *streamCarry
 
 	// actor-confined state
-	log     *slog.Logger
-	next    int64 // index of the next line to store
-	pending []string
-	from    int64 // index of pending[0]
-	done     bool // no line is accepted any more
-	doneSent bool // the done sentinel went to the flusher
+	log      *slog.Logger
+	next     int64 // index of the next line to store
+	attempt  int   // the attempt whose lines are being stored
+	base     int64 // index of that attempt's line 0
+	pending  []string
+	from     int64 // index of pending[0]
+	done     bool  // no line is accepted any more
+	doneSent bool  // the done sentinel went to the flusher
 	armed    bool
-	timers  *scheduler.TimerScheduler
+	timers   *scheduler.TimerScheduler
 }
 
 // logLine is one job_log frame; the reader took one budget token for it.
 type logLine struct {
-	seq  int64
-	line string
+	attempt int
+	seq     int64
+	line    string
 }
 
 // logEnd ends the log (job_done/job_failed). When the batch is stored, the
@@ -53,10 +60,23 @@ type flushNow struct{}
 
 type logFlushTick struct{}
 
+// streamCarry is a LogStream's position, kept across restarts.
+type streamCarry struct {
+	valid          bool
+	next, base     int64
+	attempt        int
+	done, doneSent bool
+}
+
 func (s *logStream) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		s.start(ctx)
+	case *actor.Restarting:
+		s.flush(ctx, nil, nil) // hand pending lines on before this instance goes
+		*s.carry = streamCarry{valid: true, next: s.next, base: s.base, attempt: s.attempt, done: s.done, doneSent: s.doneSent}
+	case *InjectPanic:
+		panic("injected panic in log stream " + s.jobID)
 	case *logLine:
 		s.add(ctx, msg)
 	case *logFlushTick:
@@ -91,6 +111,10 @@ func (s *logStream) start(ctx actor.Context) {
 	s.log = s.deps.Log.With(slog.String("job_id", s.jobID), slog.String("hub_id", s.deps.HubID))
 	s.timers = scheduler.NewTimerScheduler(ctx)
 	ctx.SetReceiveTimeout(s.deps.Timing.IdlePassivate)
+	if c := s.carry; c.valid {
+		s.next, s.from, s.base, s.attempt, s.done, s.doneSent = c.next, c.next, c.base, c.attempt, c.done, c.doneSent
+		return
+	}
 	// Resume where the store is: this may be a new hub for a job whose
 	// first lines another hub stored before it died.
 	rctx, cancel := context.WithTimeout(context.Background(), s.deps.Timing.GrainTimeout)
@@ -112,14 +136,34 @@ func (s *logStream) add(ctx actor.Context, m *logLine) {
 	if s.next < 0 { // length unknown: the first line sets it
 		s.next, s.from = m.seq, m.seq
 	}
-	if s.done || m.seq < s.next {
+	if m.attempt < s.attempt {
+		s.deps.Metrics.Inc("paprika_fenced_reports_total", "kind=log")
+		s.budget.Release(1)
+		return
+	}
+	if m.attempt > s.attempt {
+		// A new attempt appends after what earlier ones wrote. A fresh stream
+		// knows attempt 1 starts at 0; for a later attempt it assumes the
+		// stored lines end where this one's resend begins.
+		switch {
+		case s.attempt > 0:
+			s.base = s.next
+		case m.attempt <= 1:
+			s.base = 0
+		default:
+			s.base = max(s.next-m.seq, 0)
+		}
+		s.attempt = m.attempt
+	}
+	idx := s.base + m.seq
+	if s.done || idx < s.next {
 		s.deps.Metrics.Inc("paprika_log_lines_duplicate_total")
 		s.budget.Release(1)
 		return
 	}
-	if m.seq > s.next {
+	if idx > s.next {
 		s.deps.Metrics.Inc("paprika_log_gaps_total")
-		s.log.Warn("log line sequence gap", slog.Int64("want", s.next), slog.Int64("got", m.seq))
+		s.log.Warn("log line sequence gap", slog.Int64("want", s.next), slog.Int64("got", idx))
 	}
 	if len(s.pending) == 0 {
 		s.from = s.next

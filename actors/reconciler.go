@@ -54,6 +54,12 @@ func (r *reconciler) Receive(ctx actor.Context) {
 		for _, c := range r.cancels {
 			c()
 		}
+	case *actor.Restarting:
+		for _, c := range r.cancels {
+			c()
+		}
+	case *InjectPanic:
+		panic("injected panic in reconciler")
 	case *redriveTick:
 		r.redrive(ctx)
 	case *reconcileTick:

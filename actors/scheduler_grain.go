@@ -89,6 +89,8 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 			s.placeFailed(&messages.SchedPlaceFailed{JobId: msg.jobID, WorkerId: msg.workerID, Requeue: true})
 			s.place(ctx)
 		}
+	case *InjectPanic:
+		panic("injected panic in scheduler")
 	case *messages.SchedRemove:
 		s.remove(msg.JobId)
 	case *messages.SchedGetStats:

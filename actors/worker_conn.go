@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // Link limits. A worker that does not read its socket for writeWait is cut
@@ -72,7 +73,15 @@ func (c *workerConn) Receive(ctx actor.Context) {
 	case *actor.Started:
 		c.start(ctx)
 	case *actor.Restarting:
-		c.shutdownIO() // a fresh actor cannot adopt the goroutines: drop the link, the worker reconnects
+		// A fresh actor cannot adopt the socket's goroutines: drop the link
+		// (the worker reconnects and re-sends what was not acknowledged).
+		if c.helloDone {
+			sendGrain(ctx, c.deps.Cluster(), c.workerID, KindWorker, &messages.WorkerDisconnected{Conn: refOf(ctx.Self())})
+			c.helloDone = false
+		}
+		c.shutdownIO()
+	case *InjectPanic:
+		panic("injected panic in worker connection " + c.workerID)
 	case *actor.Stopping:
 		c.shutdownIO()
 	case *inFrame:
@@ -161,7 +170,7 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 				root.Send(self, &connClosed{err: err})
 				return
 			}
-			root.Send(pid, &logLine{seq: f.Seq, line: f.Line})
+			root.Send(pid, &logLine{attempt: f.Attempt, seq: f.Seq, line: f.Line})
 			continue
 		}
 		if f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed {
@@ -269,7 +278,11 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		sendGrain(ctx, cl, c.workerID, KindWorker, &messages.WorkerHeartbeat{Conn: refOf(ctx.Self()), Frame: in.raw})
 	case messages.TypeJobStarted:
 		sendGrain(ctx, cl, f.JobID, KindJob, &messages.JobStarted{WorkerId: c.workerID, Attempt: int32(f.Attempt), Lane: f.Lane})
-	case messages.TypeJobDone, messages.TypeJobFailed:
+	case messages.TypeJobFailed, messages.TypeJobDone:
+		if f.Reason == persistence.ReasonRejected {
+			c.reportFinish(ctx, in, 0) // never ran: its log stays open
+			return
+		}
 		// The result is reported only once the log, done sentinel included,
 		// is stored: a follower never sees "done" before the last line.
 		pid, err := c.logs.Stream(f.JobID)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -49,7 +50,7 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		g.init(ctx, msg)
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
 		g.cancelLost()
 	case *messages.WorkerConnected:
 		reply(ctx, g.connected(ctx, msg))
@@ -75,6 +76,8 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 		g.pushScheduler(ctx)
 	case *workerLostTick:
 		g.lost(ctx, msg)
+	case *InjectPanic:
+		panic("injected panic in worker grain " + g.id)
 	}
 }
 
@@ -91,10 +94,15 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	defer cancel()
 	if w, err := g.deps.Workers.Get(rctx, g.id); err == nil {
 		g.info = w
-		g.info.Connected = false
 		g.info.Alive = false
 		for _, j := range w.Running {
 			g.running[j] = 0
+		}
+		// A restart (or a move) keeps the socket: its WorkerConn is still
+		// there, recorded by the last activation.
+		if w.Connected && w.Link != "" {
+			addr, id, _ := strings.Cut(w.Link, "/")
+			g.conn = actor.NewPID(addr, id)
 		}
 	} else if !errors.Is(err, persistence.ErrNotFound) {
 		g.log.Warn("worker grain: registry read failed; starting from the next hello", slog.Any("err", err))
@@ -135,6 +143,11 @@ func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected
 }
 
 func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat) {
+	if g.conn == nil && msg.Conn != nil {
+		g.conn = pidOf(msg.Conn) // this activation lost track: the live socket speaks
+		g.info.Connected = true
+		g.cancelLost()
+	}
 	if !samePID(g.conn, pidOf(msg.Conn)) {
 		return // a stale socket's last words
 	}
@@ -254,6 +267,11 @@ func (g *workerGrain) send(ctx actor.Context, f messages.Frame) {
 // publish pushes the state to the scheduler and the fleet registry.
 func (g *workerGrain) publish(ctx actor.Context) {
 	g.pushScheduler(ctx)
+	g.info.Connected = g.conn != nil
+	g.info.Link = ""
+	if g.conn != nil {
+		g.info.Link = g.conn.Address + "/" + g.conn.Id
+	}
 	g.info.Running = make([]string, 0, len(g.running))
 	for id := range g.running {
 		g.info.Running = append(g.info.Running, id)

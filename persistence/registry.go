@@ -24,6 +24,9 @@ type WorkerInfo struct {
 	Version       string    `json:"version,omitempty"`
 	Running       []string  `json:"running,omitempty"`
 	LastSeen      time.Time `json:"last_seen"`
+	// Link is the actor address of the WorkerConn holding the socket
+	// ("address/id"), so a restarted worker grain finds it again.
+	Link string `json:"link,omitempty"`
 }
 
 // WorkerRegistry is the fleet-wide view of workers: every hub writes the

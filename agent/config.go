@@ -1,0 +1,182 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"time"
+)
+
+// Defaults of Config; each applies when its field is left zero.
+const (
+	// DefaultLanes is the number of lanes when Config.Lanes is 0.
+	DefaultLanes = 1
+	// DefaultDriver is the driver used when Config.Driver is empty.
+	DefaultDriver = DriverSimulated
+	// DefaultHeartbeatInterval is API.md's heartbeat period; the hub's
+	// welcome frame may override it.
+	DefaultHeartbeatInterval = 15 * time.Second
+	// DefaultPingInterval is the period of WebSocket pings; a link that
+	// shows no traffic (not even a pong) for three periods is dropped.
+	DefaultPingInterval = 10 * time.Second
+	// DefaultStopTimeout bounds how long Run waits for running jobs after
+	// its context ends before it cancels them.
+	DefaultStopTimeout = 30 * time.Second
+	// DefaultFlushTimeout bounds how long Run waits, after the jobs ended,
+	// for the hub to acknowledge every kept frame before closing the link.
+	DefaultFlushTimeout = 5 * time.Second
+	// DefaultVersion is reported in hello when Config.Version is empty.
+	DefaultVersion = "dev"
+
+	// maxLanes matches the hub's limit on max_concurrent (messages.Frame
+	// validation).
+	maxLanes = 10000
+)
+
+// Config configures an Agent. Only HubURLs is required.
+type Config struct {
+	// HubURLs are the hubs' base URLs (http://host:port or https://…; ws://
+	// and wss:// are accepted too). The link is GET {base}/workers/{id}/link
+	// upgraded to a WebSocket. After every failed dial or lost link the agent
+	// moves on to the next URL, wrapping around. Required.
+	HubURLs []string
+	// ID overrides the worker id derived from the LAN IP (ShortID, or
+	// LongID after an id_taken answer). Default: derived.
+	ID string
+	// LanIP overrides the detected LAN IPv4 address (see LanIP), both for
+	// the derived id and for the lan_ip reported in hello. Default: detected.
+	LanIP string
+	// Lanes is the number of jobs run at once. Default DefaultLanes (1).
+	Lanes int
+	// Driver names the driver that runs jobs: "simulated" (or "chromium",
+	// not built yet). Default "simulated". Ignored when DriverImpl is set.
+	Driver string
+	// DriverImpl, when set, is used instead of looking Driver up by name, so
+	// a driver living in another package can be plugged in. Default nil.
+	DriverImpl Driver
+	// Token is sent as "Authorization: Bearer <token>" on the WebSocket
+	// upgrade. Default: no header.
+	Token string
+	// Version is reported in hello. Default DefaultVersion ("dev").
+	Version string
+	// HeartbeatInterval is the heartbeat period until the hub's welcome
+	// frame sets another one. Default 15s.
+	HeartbeatInterval time.Duration
+	// PingInterval is the WebSocket ping period. Default 10s.
+	PingInterval time.Duration
+	// StopTimeout bounds the wait for running jobs once Run's context ends;
+	// jobs still running then are cancelled and reported as job_failed with
+	// reason worker_lost. Default 30s.
+	StopTimeout time.Duration
+	// FlushTimeout bounds the wait for job_ack of every kept frame after
+	// the jobs ended, before the socket is closed. Default 5s.
+	FlushTimeout time.Duration
+	// WorkDir is the directory whose file system disk_pct reports.
+	// Default ".".
+	WorkDir string
+	// ExecLog, when set, is a file to which the agent appends one line
+	// "job_id attempt" each time it starts executing a job, so tests can
+	// prove that no job ran twice. Default: none.
+	ExecLog string
+	// Logger receives the agent's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate reports every invalid field at once, each error naming the
+// `paprika worker` flag or Config field it is about.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.HubURLs) == 0 {
+		errs = append(errs, errors.New("hub: at least one hub URL is required"))
+	}
+	for _, u := range c.HubURLs {
+		if _, err := linkURL(u, "x"); err != nil {
+			errs = append(errs, fmt.Errorf("hub: %w", err))
+		}
+	}
+	if c.LanIP != "" {
+		if ip := net.ParseIP(c.LanIP); ip == nil || ip.To4() == nil {
+			errs = append(errs, fmt.Errorf("lan_ip: %q is not an IPv4 address", c.LanIP))
+		}
+	}
+	if c.ID != "" && url.PathEscape(c.ID) != c.ID {
+		errs = append(errs, fmt.Errorf("id: %q must be usable in a URL path without escaping", c.ID))
+	}
+	if c.Lanes < 0 || c.Lanes > maxLanes {
+		errs = append(errs, fmt.Errorf("lanes: %d out of range 1..%d", c.Lanes, maxLanes))
+	}
+	if c.DriverImpl == nil && c.Driver != "" && c.Driver != DriverSimulated && c.Driver != DriverChromium {
+		errs = append(errs, fmt.Errorf("driver: %q, allowed values: %s, %s", c.Driver, DriverChromium, DriverSimulated))
+	}
+	for name, d := range map[string]time.Duration{
+		"heartbeat_interval": c.HeartbeatInterval, "ping_interval": c.PingInterval,
+		"stop_timeout": c.StopTimeout, "flush_timeout": c.FlushTimeout,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %s is negative", name, d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Lanes == 0 {
+		c.Lanes = DefaultLanes
+	}
+	if c.Driver == "" {
+		c.Driver = DefaultDriver
+	}
+	if c.Version == "" {
+		c.Version = DefaultVersion
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = DefaultPingInterval
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = DefaultStopTimeout
+	}
+	if c.FlushTimeout == 0 {
+		c.FlushTimeout = DefaultFlushTimeout
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = "."
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// linkURL turns a hub base URL into the WebSocket URL of a worker's link.
+func linkURL(base, id string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("parse hub URL %q: %w", base, err)
+	}
+	switch u.Scheme {
+	case "http", "ws":
+		u.Scheme = "ws"
+	case "https", "wss":
+		u.Scheme = "wss"
+	default:
+		return "", fmt.Errorf("hub URL %q: scheme must be http or https", base)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("hub URL %q: host missing", base)
+	}
+	path := u.Path
+	for len(path) > 0 && path[len(path)-1] == '/' {
+		path = path[:len(path)-1]
+	}
+	u.Path = path + "/workers/" + id + "/link"
+	u.RawPath = ""
+	u.RawQuery = ""
+	u.Fragment = ""
+	return u.String(), nil
+}

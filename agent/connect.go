@@ -1,0 +1,176 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/paprika-hub/paprika/messages"
+)
+
+// Handshake timing.
+const (
+	// dialTimeout bounds the TCP connect plus the WebSocket upgrade.
+	dialTimeout = 10 * time.Second
+	// welcomeTimeout bounds the wait for welcome after hello.
+	welcomeTimeout = 10 * time.Second
+)
+
+// CodeIDTaken is the error frame code with which a hub refuses a hello whose
+// worker id is held by another IP; the agent then retries with LongID.
+const CodeIDTaken = "id_taken"
+
+// errIDTaken marks a session ended by an id_taken answer.
+var errIDTaken = errors.New("worker id taken by another host")
+
+// connectLoop keeps one link up until ctx ends, moving to the next hub URL
+// after every failed dial or lost link, with exponential backoff and jitter.
+func (a *Agent) connectLoop(ctx context.Context) {
+	bo := backoff{min: backoffMin, max: backoffMax}
+	idx := 0
+	for ctx.Err() == nil {
+		base := a.cfg.HubURLs[idx]
+		welcomed, retryNow, err := a.session(ctx, base)
+		if ctx.Err() != nil {
+			return
+		}
+		if retryNow {
+			// Same hub, new id: nothing is wrong with the hub.
+			a.lg().Info("worker id taken; retrying with the long form", "hub_url", base, "err", err)
+			continue
+		}
+		if welcomed {
+			bo.reset()
+		}
+		idx = (idx + 1) % len(a.cfg.HubURLs)
+		delay := bo.next()
+		a.lg().Warn("hub link down; reconnecting", "hub_url", base, "next_hub_url", a.cfg.HubURLs[idx], "retry_in", delay, "err", err)
+		if sleepCtx(ctx, delay) != nil {
+			return
+		}
+	}
+}
+
+// session dials one hub, says hello, waits for welcome, then attaches the
+// outbox and sends heartbeats until the link fails or ctx ends (then it
+// closes the link normally). welcomed reports whether the hub accepted the
+// worker; retryNow asks for an immediate redial (the id changed).
+func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bool, err error) {
+	id := a.ID()
+	u, err := linkURL(base, id)
+	if err != nil {
+		return false, false, err
+	}
+	hdr := http.Header{}
+	if a.cfg.Token != "" {
+		hdr.Set("Authorization", "Bearer "+a.cfg.Token)
+	}
+	dialer := websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: dialTimeout}
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	conn, resp, err := dialer.DialContext(dctx, u, hdr)
+	cancel()
+	if err != nil {
+		if resp != nil {
+			return false, false, fmt.Errorf("dial %s: HTTP %d: %w", u, resp.StatusCode, err)
+		}
+		return false, false, fmt.Errorf("dial %s: %w", u, err)
+	}
+	l := newLink(conn, a.box, a.cfg.PingInterval, a.lg().With("hub_url", base), a.handleFrame)
+	l.start()
+
+	running, stats := a.report()
+	l.send(messages.Frame{
+		Type:     messages.TypeHello,
+		WorkerID: id,
+		LanIP:    a.lanIP.String(),
+		Version:  a.cfg.Version,
+		Capabilities: &messages.Capabilities{
+			MaxConcurrent: a.cfg.Lanes,
+			LaneURLs:      a.laneURLs(),
+			Drivers:       []string{a.driver.Name()},
+		},
+		Stats:   stats,
+		Running: running,
+	})
+
+	wt := time.NewTimer(welcomeTimeout)
+	defer wt.Stop()
+	select {
+	case f := <-l.hs:
+		if f.Type != messages.TypeWelcome {
+			l.closeNormal(closeWait)
+			switched := a.onIDTaken(id)
+			return false, switched, fmt.Errorf("hello as %s: %w: %s", id, errIDTaken, f.Message)
+		}
+	case <-l.done:
+		l.abort()
+		return false, false, fmt.Errorf("waiting for welcome: %w", l.err)
+	case <-wt.C:
+		l.abort()
+		return false, false, fmt.Errorf("no welcome within %s", welcomeTimeout)
+	case <-ctx.Done():
+		l.closeNormal(closeWait)
+		return false, false, ctx.Err()
+	}
+
+	a.lg().Info("linked to hub", "hub_url", base)
+	// From here on job frames flow: every kept frame first (the re-send),
+	// then new ones as jobs emit them.
+	a.box.attach(l.ready)
+	interval := a.heartbeatInterval()
+	hb := time.NewTicker(interval)
+	defer hb.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			l.closeNormal(closeWait)
+			a.box.detach(l.ready)
+			return true, false, nil
+		case <-l.done:
+			l.abort()
+			a.box.detach(l.ready)
+			return true, false, fmt.Errorf("link: %w", l.err)
+		case <-hb.C:
+			running, stats := a.report()
+			l.send(messages.Frame{Type: messages.TypeHeartbeat, Stats: stats, Running: running})
+			if iv := a.heartbeatInterval(); iv != interval {
+				interval = iv
+				hb.Reset(iv)
+			}
+		}
+	}
+}
+
+// onIDTaken switches a derived short id to the long form. It reports false
+// when there is nothing to switch to (id set by Config.ID, or already long);
+// the connect loop then backs off and tries again, in case the other host
+// goes away.
+func (a *Agent) onIDTaken(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	long := LongID(a.lanIP)
+	if a.cfg.ID != "" || a.id != id || id == long {
+		a.lg().Error("worker id taken by another host and no other form to try", "taken_id", id)
+		return false
+	}
+	a.setIDLocked(long)
+	return true
+}
+
+// heartbeatInterval is the current heartbeat period.
+func (a *Agent) heartbeatInterval() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hbInterval
+}
+
+// laneURLs lists the lanes' URLs for hello.
+func (a *Agent) laneURLs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.lanes.urls...)
+}

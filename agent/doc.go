@@ -1,0 +1,29 @@
+// Package agent is the Paprika worker agent: the library behind
+// `paprika worker`.
+//
+// An Agent owns one link to a hub at a time (a WebSocket to
+// GET {hub}/workers/{id}/link, see API.md "Worker link"), a pool of lanes
+// that run jobs through a Driver, and an outbox that keeps every frame of a
+// job until the hub acknowledges the job's final frame with job_ack.
+//
+// What it owns and why:
+//
+//   - The worker id. It is derived from the LAN IP (ShortID, falling back to
+//     LongID when the hub answers hello with the error code id_taken) unless
+//     Config.ID overrides it, so the id survives restarts and self-updates.
+//   - The link: one reader goroutine, one writer goroutine with a bounded
+//     control queue, ping/pong keepalive, heartbeats with real host readings
+//     (package sysstat). A lost link is redialled with exponential backoff
+//     and jitter, rotating through Config.HubURLs.
+//   - The lanes: never more than Config.Lanes jobs at once; an assign_job
+//     with no free lane is answered with job_failed reason "rejected".
+//   - The jobs: they run under the agent, not under the link, so they keep
+//     running across a disconnect. Their frames (job_started, job_log,
+//     job_done/job_failed) are retained and re-sent in order on every new
+//     link until job_ack arrives; the hub de-duplicates log lines by seq.
+//
+// Shutdown order (Run, when its context ends): stop taking jobs → wait for
+// running jobs up to Config.StopTimeout, then cancel the rest → wait up to
+// Config.FlushTimeout for the hub to acknowledge every kept frame → close the
+// socket with a normal close frame.
+package agent

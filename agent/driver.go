@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Driver names accepted in Config.Driver.
+const (
+	// DriverSimulated runs only the noop mode, without a browser; used by
+	// tests, benchmarks and `paprika up`.
+	DriverSimulated = "simulated"
+	// DriverChromium drives headless Chromium lanes; not built yet.
+	DriverChromium = "chromium"
+)
+
+// Failure reasons reported in job_failed (API.md, job object "reason").
+// They belong to the wire contract; they live here until messages/ gains
+// them.
+const (
+	// ReasonRejected: no free lane, or the worker is draining or stopping.
+	ReasonRejected = "rejected"
+	// ReasonCanceled: the hub sent cancel_job.
+	ReasonCanceled = "canceled"
+	// ReasonDeadlineExceeded: the job's deadline_unix_ms passed.
+	ReasonDeadlineExceeded = "deadline_exceeded"
+	// ReasonLaneError: the lane cannot run the job (wrong driver for the
+	// mode, driver crash).
+	ReasonLaneError = "lane_error"
+	// ReasonJobError: the job itself failed (bad params, page error).
+	ReasonJobError = "job_error"
+	// ReasonWorkerLost: the worker stopped before the job finished.
+	ReasonWorkerLost = "worker_lost"
+)
+
+// ErrUnsupportedDriver is returned by New for a driver this build cannot run.
+var ErrUnsupportedDriver = errors.New("unsupported driver")
+
+// Driver runs jobs on lanes. Run is called from one goroutine per job, for
+// up to Config.Lanes jobs at once, each on a distinct lane.
+type Driver interface {
+	// Name is the driver's name, announced in hello's capabilities.drivers.
+	Name() string
+	// LaneURL is the address of lane (0-based) on the worker with the given
+	// id, announced in hello's capabilities.lane_urls and reported as the
+	// lane of job_started.
+	LaneURL(workerID string, lane int) string
+	// Run executes job on lane. ctx ends at the job's deadline, on
+	// cancel_job and when the agent stops; Run must return soon after.
+	// emit sends one log line and fails once ctx is done; it is safe for
+	// concurrent use. A failure is returned as a *JobError naming its
+	// reason; any other error counts as ReasonJobError.
+	Run(ctx context.Context, lane int, job Job, emit func(line string) error) (Result, error)
+}
+
+// Job is what a driver needs to run one assignment.
+type Job struct {
+	// ID is the job id.
+	ID string
+	// Attempt is the attempt number the hub gave the assignment.
+	Attempt int
+	// Mode is the job mode: noop, fetch, macro.
+	Mode string
+	// Params is the job's params object as sent by the hub (may be empty).
+	Params json.RawMessage
+	// Deadline is the job's hard deadline; zero when the hub sent none.
+	Deadline time.Time
+}
+
+// Result is what a successful job reports in job_done.
+type Result struct {
+	// JSON is the result object; nil is sent as {}.
+	JSON json.RawMessage
+	// Assets lists the names of the files the job produced.
+	Assets []string
+}
+
+// JobError is a job failure with the reason reported in job_failed.
+type JobError struct {
+	// Reason is one of the Reason* constants.
+	Reason string
+	// Err is the cause; its text becomes job_failed's error.
+	Err error
+}
+
+// Error implements error.
+func (e *JobError) Error() string { return fmt.Sprintf("%s: %v", e.Reason, e.Err) }
+
+// Unwrap returns the cause.
+func (e *JobError) Unwrap() error { return e.Err }
+
+// Fail builds a *JobError with a formatted cause.
+func Fail(reason, format string, args ...any) error {
+	return &JobError{Reason: reason, Err: fmt.Errorf(format, args...)}
+}
+
+// newDriver returns the driver named in the config.
+func newDriver(cfg Config) (Driver, error) {
+	if cfg.DriverImpl != nil {
+		return cfg.DriverImpl, nil
+	}
+	switch cfg.Driver {
+	case DriverSimulated:
+		return SimulatedDriver{}, nil
+	default:
+		return nil, fmt.Errorf("driver %q: %w", cfg.Driver, ErrUnsupportedDriver)
+	}
+}

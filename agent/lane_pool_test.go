@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestLanePool(t *testing.T) {
+	t.Parallel()
+	p := newLanePool([]string{"sim://w/lane/0", "sim://w/lane/1", "sim://w/lane/2"})
+	l, ok := p.acquire("sim://w/lane/2")
+	require.True(t, ok)
+	require.Equal(t, 2, l, "a free hinted lane is taken")
+	l, ok = p.acquire("2")
+	require.True(t, ok)
+	require.Equal(t, 0, l, "a busy hinted lane falls back to the lowest free")
+	l, ok = p.acquire("1")
+	require.True(t, ok)
+	require.Equal(t, 1, l, "hint by index")
+	_, ok = p.acquire("")
+	require.False(t, ok, "all busy")
+	require.Equal(t, 3, p.inUse())
+	p.release(1)
+	p.release(1) // twice is harmless
+	require.Equal(t, 2, p.inUse())
+	l, ok = p.acquire("bogus")
+	require.True(t, ok)
+	require.Equal(t, 1, l)
+}
+
+func TestBackoffGrowsWithJitterAndCaps(t *testing.T) {
+	t.Parallel()
+	b := backoff{min: backoffMin, max: backoffMax}
+	want := []float64{0.2, 0.4, 0.8, 1.6, 3.2, 5, 5, 5}
+	for i, w := range want {
+		d := b.next().Seconds()
+		require.GreaterOrEqual(t, d, w/2-1e-9, "attempt %d", i)
+		require.LessOrEqual(t, d, w+1e-9, "attempt %d", i)
+	}
+	b.reset()
+	require.LessOrEqual(t, b.next(), backoffMin)
+}
+
+func TestLinkURL(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"http://hub:8080":         "ws://hub:8080/workers/w1/link",
+		"https://hub.example/":    "wss://hub.example/workers/w1/link",
+		"http://hub:8080/paprika": "ws://hub:8080/paprika/workers/w1/link",
+		"ws://10.0.0.1:80":        "ws://10.0.0.1:80/workers/w1/link",
+	}
+	for in, want := range cases {
+		got, err := linkURL(in, "w1")
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"hub:8080", "ftp://hub", "http://", "::"} {
+		_, err := linkURL(bad, "w1")
+		require.Error(t, err, bad)
+	}
+}

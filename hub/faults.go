@@ -1,0 +1,50 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/paprika-hub/paprika/actors"
+)
+
+// InjectPanic makes one actor of this hub panic, to prove supervision: kind
+// is worker, job, scheduler, worker_conn, log_stream or reconciler; id names
+// the worker or job where the kind needs one. Used by tests and the chaos
+// suite; it is not reachable from the HTTP API.
+func (h *Hub) InjectPanic(ctx context.Context, kind, id string) error {
+	root := h.member.System.Root
+	var pid *actor.PID
+	switch kind {
+	case actors.KindWorker, actors.KindJob:
+		pid = h.member.Cluster.Get(id, kind)
+	case actors.KindScheduler:
+		pid = h.member.Cluster.Get(actors.SchedulerID, kind)
+	case "worker_conn":
+		w, err := h.stores.Workers.Get(ctx, id)
+		if err != nil {
+			return fmt.Errorf("inject panic: worker %s: %w", id, err)
+		}
+		addr, pidID, ok := strings.Cut(w.Link, "/")
+		if !ok {
+			return fmt.Errorf("inject panic: worker %s has no link", id)
+		}
+		pid = actor.NewPID(addr, pidID)
+	case "log_stream":
+		var err error
+		if pid, err = h.logs.Stream(id); err != nil {
+			return fmt.Errorf("inject panic: %w", err)
+		}
+	case "reconciler":
+		pid = h.reconciler
+	default:
+		return fmt.Errorf("inject panic: unknown actor kind %q", kind)
+	}
+	if pid == nil {
+		return fmt.Errorf("inject panic: no %s actor %q", kind, id)
+	}
+	root.Send(pid, &actors.InjectPanic{})
+	return nil
+}

@@ -91,4 +91,3 @@ func ValidateParams(mode string, raw json.RawMessage) error {
 	}
 	return nil
 }
-

@@ -32,8 +32,8 @@ type Backend interface {
 
 // Options configure the API.
 type Options struct {
-	APIToken    string // bearer token for the API; "" = open
-	WorkerToken string // bearer token for worker links; "" = open
+	APIToken       string // bearer token for the API; "" = open
+	WorkerToken    string // bearer token for worker links; "" = open
 	DefaultTimeout time.Duration
 	MaxAttempts    int
 	Logger         *slog.Logger

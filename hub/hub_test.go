@@ -127,7 +127,9 @@ func TestHubBadInput(t *testing.T) {
 	for _, tc := range cases {
 		res, err := http.Post(h.URL()+"/jobs", "application/json", strings.NewReader(tc.body))
 		require.NoError(t, err)
-		var e struct{ Error struct{ Code, Message string } }
+		var e struct {
+			Error struct{ Code, Message string }
+		}
 		require.NoError(t, json.NewDecoder(res.Body).Decode(&e))
 		res.Body.Close()
 		require.Equal(t, http.StatusBadRequest, res.StatusCode, tc.body)

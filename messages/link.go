@@ -72,8 +72,8 @@ type Frame struct {
 	OK        bool            `json:"ok,omitempty"`
 
 	// welcome
-	HeartbeatIntervalMS int64 `json:"heartbeat_interval_ms,omitempty"`
-	AliveWindowMS       int64 `json:"alive_window_ms,omitempty"`
+	HeartbeatIntervalMS int64  `json:"heartbeat_interval_ms,omitempty"`
+	AliveWindowMS       int64  `json:"alive_window_ms,omitempty"`
 	HubID               string `json:"hub_id,omitempty"`
 
 	// error

@@ -38,3 +38,47 @@ if ! port_open 3306; then
 fi
 mysql -uroot -h127.0.0.1 -e 'CREATE DATABASE IF NOT EXISTS test' >/dev/null 2>&1 || true
 echo "== services: redis :6379, mariadb :3306"
+
+# MinIO 127.0.0.1:9100 (console 127.0.0.1:9101), user/password minioadmin,
+# data in a throwaway directory. Not a Debian package: built from the Go
+# module proxy into /usr/local/bin when missing. The server is AGPL and runs
+# as its own process; the code only uses the minio-go client.
+# Stop it with: kill "$(cat /tmp/paprika-minio/minio.pid)"
+minio_dir=${PAPRIKA_MINIO_DIR:-/tmp/paprika-minio}
+minio_live() { curl -sf -o /dev/null --max-time 2 http://127.0.0.1:9100/minio/health/live; }
+
+if ! command -v curl >/dev/null; then
+  echo "== installing curl"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq curl >/dev/null
+fi
+
+if ! minio_live; then
+  if ! command -v minio >/dev/null && [ ! -x /usr/local/bin/minio ]; then
+    command -v go >/dev/null || { echo "!! minio is missing and go is not on PATH to build it" >&2; exit 1; }
+    echo "== building minio into /usr/local/bin (takes minutes the first time: ~3-8 min on 2 cores; seconds with a warm Go build cache)"
+    GOBIN=/usr/local/bin go install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
+  fi
+  minio_bin=$(command -v minio || echo /usr/local/bin/minio)
+  echo "== starting minio (data $minio_dir/data, log $minio_dir/minio.log)"
+  mkdir -p "$minio_dir/data"
+  # setsid + nohup: the server outlives this script and its terminal.
+  MINIO_ROOT_USER=minioadmin MINIO_ROOT_PASSWORD=minioadmin MINIO_UPDATE=off \
+    setsid nohup "$minio_bin" server "$minio_dir/data" \
+      --address 127.0.0.1:9100 --console-address 127.0.0.1:9101 \
+      >>"$minio_dir/minio.log" 2>&1 </dev/null &
+  echo $! >"$minio_dir/minio.pid"
+  for _ in $(seq 1 120); do
+    minio_live && break
+    if ! kill -0 "$(cat "$minio_dir/minio.pid")" 2>/dev/null; then
+      break # exited: no use waiting
+    fi
+    sleep 0.5
+  done
+  if ! minio_live; then
+    echo "!! minio did not answer http://127.0.0.1:9100/minio/health/live within 60 s; last log lines:" >&2
+    tail -n 20 "$minio_dir/minio.log" >&2 || true
+    exit 1
+  fi
+fi
+echo "== services: minio :9100 (console :9101)"

@@ -233,7 +233,9 @@ func (h *Hub) Stop(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_ = h.stores.Hubs.Remove(rctx, h.id)
 		cancel()
-		h.member.Stop(true)
+		// Handing grains over only matters when another member can take
+		// them; alone, a graceful leave just sleeps.
+		h.member.Stop(h.member.Cluster.MemberList.Length() > 1)
 		h.stopErr = h.stores.Close()
 		h.log.Info("hub stopped")
 	})

@@ -23,14 +23,14 @@ import (
 )
 
 // testLogger writes to the test log only when -v or on failure.
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("PAPRIKA_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func testConfig(t *testing.T) *config.Config {
+func testConfig(t testing.TB) *config.Config {
 	cfg := config.Default()
 	dir := t.TempDir()
 	require.NoError(t, cfg.Set("hub.listen", "127.0.0.1:0"))
@@ -49,16 +49,23 @@ func startTestHub(t *testing.T, cfg *config.Config) *Hub {
 }
 
 func startAgent(t *testing.T, url, id string, lanes int) (stop func()) {
-	a, err := agent.New(agent.Config{HubURLs: []string{url}, ID: id, Lanes: lanes, Logger: testLogger(t)})
-	require.NoError(t, err)
+	stop = startAgentB(t, url, id, lanes)
+	t.Cleanup(stop)
+	return stop
+}
+
+// startAgentB runs an in-process worker agent until stop is called.
+func startAgentB(t testing.TB, url, id string, lanes int) (stop func()) {
+	a, err := agent.New(agent.Config{HubURLs: []string{url}, ID: id, Lanes: lanes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = a.Run(ctx) }()
 	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(stop)
-	return stop
+	return func() { once.Do(func() { cancel(); wg.Wait() }) }
 }
 
 func submit(t *testing.T, url string, body string) persistence.Job {

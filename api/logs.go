@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -165,6 +166,40 @@ func (s *Server) waitOrEnd(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// maxAssetBytes bounds one uploaded asset.
+const maxAssetBytes = 512 << 20
+
+func (s *Server) putAsset(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	name := r.PathValue("name")
+	if r.ContentLength > maxAssetBytes {
+		writeError(w, Errorf(http.StatusRequestEntityTooLarge, "asset_too_large", "an asset may have at most %d bytes", maxAssetBytes))
+		return
+	}
+	if _, err := s.b.Job(r.Context(), id); err != nil {
+		writeError(w, notFound(err, "job", id))
+		return
+	}
+	ct := r.Header.Get("Content-Type")
+	body := http.MaxBytesReader(w, r.Body, maxAssetBytes)
+	if err := s.b.Assets().Put(r.Context(), id, name, ct, body, r.ContentLength); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, Errorf(http.StatusRequestEntityTooLarge, "asset_too_large", "an asset may have at most %d bytes", maxAssetBytes))
+			return
+		}
+		if !errors.Is(err, persistence.ErrUnavailable) {
+			err = Errorf(http.StatusBadRequest, "bad_asset", "store asset %s/%s: %v", id, name, err)
+		}
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) asset(w http.ResponseWriter, r *http.Request) {

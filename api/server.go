@@ -72,6 +72,9 @@ func New(b Backend, o Options) *Server {
 	api("POST /sessions/{id}/commands", s.sessionsPending)
 	api("GET /metrics", s.metrics)
 	s.mux.Handle("GET /workers/{id}/link", s.auth(o.WorkerToken, s.link))
+	// Workers upload the files a job produced (screenshots, HTML) here, with
+	// the worker token, before they report the job done.
+	s.mux.Handle("PUT /jobs/{id}/assets/{name}", s.auth(o.WorkerToken, s.putAsset))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

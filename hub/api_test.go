@@ -240,3 +240,26 @@ func TestHealthReadyHubs(t *testing.T) {
 	st, _ = do(t, "PATCH", h.URL()+"/workers/nobody", `{"status":"asleep"}`)
 	require.Equal(t, http.StatusBadRequest, st)
 }
+
+func TestAssetUploadAndDownload(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("auth.worker_token", "wt"))
+	h := startTestHub(t, cfg)
+	j := submit(t, h.URL(), `{"mode":"noop"}`)
+	st, _ := do(t, "PUT", h.URL()+"/jobs/"+j.ID+"/assets/page.html", "<html>hi</html>", "Content-Type", "text/html")
+	require.Equal(t, http.StatusUnauthorized, st, "uploads need the worker token")
+	st, b := do(t, "PUT", h.URL()+"/jobs/"+j.ID+"/assets/page.html", "<html>hi</html>", "Content-Type", "text/html",
+		"Authorization", "Bearer wt")
+	require.Equal(t, http.StatusNoContent, st, string(b))
+	res, err := http.Get(h.URL() + "/jobs/" + j.ID + "/assets/page.html")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "text/html", res.Header.Get("Content-Type"))
+	require.Equal(t, "<html>hi</html>", string(body))
+	st, _ = do(t, "GET", h.URL()+"/jobs/"+j.ID+"/assets/nothing.png", "")
+	require.Equal(t, http.StatusNotFound, st)
+	st, _ = do(t, "PUT", h.URL()+"/jobs/"+j.ID+"/assets/..", "x", "Authorization", "Bearer wt")
+	require.NotEqual(t, http.StatusNoContent, st)
+}

@@ -1,0 +1,171 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/persistence"
+	"github.com/paprika-hub/paprika/persistence/mysql"
+)
+
+// recorder is a slog.Handler that keeps the versions of the "migration
+// applied" records, from every store that logs to it.
+type recorder struct {
+	mu       sync.Mutex
+	versions []int64
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *recorder) WithGroup(string) slog.Handler            { return r }
+
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	if rec.Message != "mysql migration applied" {
+		return nil
+	}
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "version" {
+			r.mu.Lock()
+			r.versions = append(r.versions, a.Value.Int64())
+			r.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (r *recorder) applied() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int64(nil), r.versions...)
+}
+
+// schemaVersions reads schema_migrations, in version order.
+func schemaVersions(t *testing.T, db *sql.DB) []int64 {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), "SELECT version FROM schema_migrations ORDER BY version")
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		require.NoError(t, rows.Scan(&v))
+		out = append(out, v)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func allVersions() []int64 {
+	out := make([]int64, mysql.MigrationCount)
+	for i := range out {
+		out[i] = int64(i + 1)
+	}
+	return out
+}
+
+// TestMigrateConcurrent: four hubs starting at once on one fresh database
+// all open it, and each migration is applied exactly once.
+func TestMigrateConcurrent(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	rec := &recorder{}
+
+	const hubs = 4
+	stores := make([]*mysql.JobStore, hubs)
+	errs := make([]error, hubs)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range hubs {
+		wg.Go(func() {
+			<-start
+			stores[i], errs[i] = mysql.Open(t.Context(), db.dsn, mysql.WithLogger(slog.New(rec)))
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range hubs {
+		require.NoError(t, errs[i], "hub %d", i)
+		defer func() { require.NoError(t, stores[i].Close()) }()
+	}
+
+	require.Equal(t, allVersions(), rec.applied(), "each migration applied by exactly one hub")
+	require.Equal(t, allVersions(), schemaVersions(t, db.admin))
+
+	// Every hub works on the shared schema: one creates, the others see it.
+	j, _, err := stores[0].Create(t.Context(), persistence.Job{Mode: "noop"})
+	require.NoError(t, err)
+	for _, s := range stores[1:] {
+		_, err := s.Get(t.Context(), j.ID)
+		require.NoError(t, err)
+	}
+}
+
+// TestMigrateIdempotent: reopening a migrated database applies nothing and
+// keeps the jobs.
+func TestMigrateIdempotent(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := newTestDB(t)
+	rec := &recorder{}
+
+	s, err := mysql.Open(ctx, db.dsn, mysql.WithLogger(slog.New(rec)))
+	require.NoError(t, err)
+	j, _, err := s.Create(ctx, persistence.Job{Mode: "noop", IdempotencyKey: "k"})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.Equal(t, allVersions(), rec.applied())
+
+	s, err = mysql.Open(ctx, db.dsn, mysql.WithLogger(slog.New(rec)))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	require.Equal(t, allVersions(), rec.applied(), "nothing applied twice")
+	require.Equal(t, allVersions(), schemaVersions(t, db.admin))
+	again, created, err := s.Create(ctx, persistence.Job{Mode: "noop", IdempotencyKey: "k"})
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, j, again)
+}
+
+// TestMigrateLockHeld: while another session holds the migration lock (a
+// hub stuck mid-migration), Open gives up after its lock timeout with a
+// clear error instead of migrating alongside it.
+func TestMigrateLockHeld(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := newTestDB(t)
+
+	conn, err := db.admin.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	lock := mysql.MigrateLockName(db.name)
+	var got int
+	require.NoError(t, conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", lock).Scan(&got))
+	require.Equal(t, 1, got)
+
+	began := time.Now()
+	_, err = mysql.Open(ctx, db.dsn, mysql.WithMigrateLockTimeout(time.Second))
+	require.ErrorContains(t, err, "still held by another hub")
+	require.NotErrorIs(t, err, persistence.ErrUnavailable)
+	require.Less(t, time.Since(began), 10*time.Second)
+
+	_, err = conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", lock)
+	require.NoError(t, err)
+	s, err := mysql.Open(ctx, db.dsn)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+}
+
+func TestMigrateLockName(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "paprika_migrate.paprika", mysql.MigrateLockName("paprika"))
+	long := mysql.MigrateLockName("d234567890123456789012345678901234567890123456789012345678901234")
+	require.Len(t, long, len("paprika_migrate.")+40)
+	require.NotEqual(t, long, mysql.MigrateLockName("e234567890123456789012345678901234567890123456789012345678901234"))
+}

@@ -1,0 +1,190 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
+	"github.com/paprika-hub/paprika/persistence/memory"
+)
+
+// The conditional UPDATEs of the transitions. Each WHERE clause is the
+// condition of the memory.Apply* function of the same name; each SET list
+// is its change.
+const (
+	claimSQL = `UPDATE jobs SET status = 'running', worker_id = ?, attempts = attempts + 1,
+		started_at = ?, lane = '', updated_at = UTC_TIMESTAMP(6)
+		WHERE id = ? AND status = 'queued' AND worker_id IS NULL`
+	unclaimSQL = `UPDATE jobs SET status = 'queued', worker_id = NULL, attempts = attempts - 1,
+		started_at = NULL, lane = '', updated_at = UTC_TIMESTAMP(6)
+		WHERE id = ? AND status = 'running' AND worker_id = ? AND attempts = ?`
+	setLaneSQL = `UPDATE jobs SET lane = ?, updated_at = UTC_TIMESTAMP(6)
+		WHERE id = ? AND status = 'running' AND attempts = ?`
+	requeueSQL = `UPDATE jobs SET status = 'queued', worker_id = NULL, started_at = NULL, lane = '',
+		updated_at = UTC_TIMESTAMP(6)
+		WHERE id = ? AND status = 'running' AND attempts = ?`
+	finishSQL = "UPDATE jobs SET status = ?, reason = ?, `error` = ?, result = ?, assets = ?, " +
+		"finished_at = ?, updated_at = UTC_TIMESTAMP(6) WHERE id = ? AND status IN ('queued', 'running')"
+	// finishFence is appended for a worker's Finish (a real attempt).
+	finishFence = " AND status = 'running' AND attempts = ?"
+)
+
+// maxTxTries bounds the runs of a statement or transaction the server
+// rolled back as a deadlock victim.
+const maxTxTries = 3
+
+// Claim is the claim of record: queued and unassigned → running on
+// workerID, attempts+1, started_at=at (now when zero). The UPDATE and the
+// read of the claimed job share one transaction.
+func (s *JobStore) Claim(ctx context.Context, id, workerID string, at time.Time) (persistence.Job, error) {
+	if err := s.usable(); err != nil {
+		return persistence.Job{}, fmt.Errorf("claim job %s: %w", id, err)
+	}
+	// The shared state machine on a queued placeholder checks the
+	// arguments and normalizes at exactly as the embedded stores do.
+	p := persistence.Job{ID: id, Status: persistence.StatusQueued}
+	if err := memory.ApplyClaim(&p, workerID, at); err != nil {
+		return persistence.Job{}, err
+	}
+	if len(workerID) > maxWorkerIDLen {
+		return persistence.Job{}, fmt.Errorf("claim job %s: worker id is %d bytes, at most %d", id, len(workerID), maxWorkerIDLen)
+	}
+	check := func(j *persistence.Job) error { return memory.ApplyClaim(j, workerID, at) }
+	return s.updateAndGet(ctx, "claim", id, check, claimSQL, workerID, micro(p.StartedAt), id)
+}
+
+// Unclaim rolls back a claim whose send failed: running on workerID at
+// attempt → queued, unassigned, attempts-1, started_at and lane cleared.
+func (s *JobStore) Unclaim(ctx context.Context, id, workerID string, attempt int) error {
+	if err := s.usable(); err != nil {
+		return fmt.Errorf("unclaim job %s: %w", id, err)
+	}
+	check := func(j *persistence.Job) error { return memory.ApplyUnclaim(j, workerID, attempt) }
+	return s.update(ctx, s.db, "unclaim", id, check, unclaimSQL, id, workerID, attempt)
+}
+
+// SetLane records the lane of a running attempt.
+func (s *JobStore) SetLane(ctx context.Context, id string, attempt int, lane string) error {
+	if err := s.usable(); err != nil {
+		return fmt.Errorf("set lane of job %s: %w", id, err)
+	}
+	if len(lane) > maxLaneLen {
+		return fmt.Errorf("set lane of job %s: lane is %d bytes, at most %d", id, len(lane), maxLaneLen)
+	}
+	check := func(j *persistence.Job) error { return memory.ApplySetLane(j, attempt, lane) }
+	return s.update(ctx, s.db, "set lane of", id, check, setLaneSQL, lane, id, attempt)
+}
+
+// Requeue puts a running attempt back in the queue; the attempt stays
+// counted.
+func (s *JobStore) Requeue(ctx context.Context, id string, attempt int) error {
+	if err := s.usable(); err != nil {
+		return fmt.Errorf("requeue job %s: %w", id, err)
+	}
+	check := func(j *persistence.Job) error { return memory.ApplyRequeue(j, attempt) }
+	return s.update(ctx, s.db, "requeue", id, check, requeueSQL, id, attempt)
+}
+
+// Finish ends a non-final job. With a real attempt (not
+// persistence.AnyAttempt) the job must be running at that attempt. The
+// UPDATE and the read of the finished job share one transaction.
+func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persistence.Finish) (persistence.Job, error) {
+	if err := s.usable(); err != nil {
+		return persistence.Job{}, fmt.Errorf("finish job %s: %w", id, err)
+	}
+	// As in Claim: the placeholder run validates f (final status, JSON
+	// result) and gives finished_at (now when zero) and copies.
+	p := persistence.Job{ID: id, Status: persistence.StatusQueued}
+	if err := memory.ApplyFinish(&p, persistence.AnyAttempt, f); err != nil {
+		return persistence.Job{}, err
+	}
+	if len(p.Reason) > maxReasonLen {
+		return persistence.Job{}, fmt.Errorf("finish job %s: reason is %d bytes, at most %d", id, len(p.Reason), maxReasonLen)
+	}
+	assets, err := encodeJSON(p.Assets, len(p.Assets) == 0)
+	if err != nil {
+		return persistence.Job{}, fmt.Errorf("finish job %s: encode assets: %w", id, err)
+	}
+	query := finishSQL
+	args := []any{string(p.Status), p.Reason, clipError(p.Error), nullJSON(p.Result), assets, micro(p.FinishedAt), id}
+	if attempt != persistence.AnyAttempt {
+		query += finishFence
+		args = append(args, attempt)
+	}
+	check := func(j *persistence.Job) error { return memory.ApplyFinish(j, attempt, f) }
+	return s.updateAndGet(ctx, "finish", id, check, query, args...)
+}
+
+// updateAndGet runs update and reads the job back in one transaction, so
+// the job returned is the one this call wrote: the UPDATE's row lock keeps
+// other writers out until the commit. A transaction the server rolled back
+// as a deadlock victim runs again.
+func (s *JobStore) updateAndGet(ctx context.Context, op, id string, check func(*persistence.Job) error, query string, args ...any) (persistence.Job, error) {
+	var (
+		out persistence.Job
+		err error
+	)
+	for try := 1; ; try++ {
+		out, err = s.tryUpdateAndGet(ctx, op, id, check, query, args...)
+		if err == nil || !retryable(err) || try == maxTxTries || ctx.Err() != nil {
+			return out, err
+		}
+	}
+}
+
+func (s *JobStore) tryUpdateAndGet(ctx context.Context, op, id string, check func(*persistence.Job) error, query string, args ...any) (persistence.Job, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return persistence.Job{}, s.fail(ctx, err, "%s job %s: begin", op, id)
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	if err := s.update(ctx, tx, op, id, check, query, args...); err != nil {
+		return persistence.Job{}, err
+	}
+	j, err := getJob(ctx, tx, id)
+	if err != nil {
+		return persistence.Job{}, s.fail(ctx, err, "%s job %s: read back", op, id)
+	}
+	if err := tx.Commit(); err != nil {
+		// The commit's answer was lost with the connection: the transition
+		// may or may not have happened. The caller sees ErrUnavailable and
+		// reads the job again before deciding anything.
+		return persistence.Job{}, s.fail(ctx, err, "%s job %s: commit", op, id)
+	}
+	return j, nil
+}
+
+// update runs one conditional UPDATE of job id. When it matches no row, it
+// reads the job: a missing job is persistence.ErrNotFound; otherwise the
+// condition was lost, persistence.ErrConflict, explained by check (the
+// transition's memory.Apply*) on the job as it is now.
+func (s *JobStore) update(ctx context.Context, q querier, op, id string, check func(*persistence.Job) error, query string, args ...any) error {
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return s.fail(ctx, err, "%s job %s", op, id)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return s.fail(ctx, err, "%s job %s", op, id)
+	}
+	if n > 0 {
+		return nil
+	}
+	cur, err := getJob(ctx, q, id)
+	if err != nil {
+		return s.fail(ctx, err, "%s job %s", op, id)
+	}
+	if err := check(&cur); err != nil {
+		return err
+	}
+	// The job moved back into a state that allows the transition between
+	// the UPDATE and this read; the UPDATE still lost.
+	return fmt.Errorf("%s job %s: changed concurrently: %w", op, id, persistence.ErrConflict)
+}
+
+var (
+	_ querier = (*sql.DB)(nil)
+	_ querier = (*sql.Tx)(nil)
+)

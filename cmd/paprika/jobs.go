@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/paprika-hub/paprika/client"
+)
+
+// viewTimeout bounds a one-shot operator view, retries included, so a hung
+// hub does not hang a script.
+const viewTimeout = 60 * time.Second
+
+const jobsSynopsis = "paprika jobs [ls | get ID | logs ID [-f] | cancel ID]"
+
+// jobs is `paprika jobs`: list, show, read the log of, or cancel jobs.
+func (c *cli) jobs(ctx context.Context, args []string) int {
+	sub := "ls"
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintf(c.stdout, "Usage: %s\n\nSubcommands (default ls; each takes -h):\n"+
+			"  ls       list jobs, newest first\n  get      show one job\n"+
+			"  logs     print a job's log; -f follows it\n  cancel   cancel a job\n", jobsSynopsis)
+		return exitOK
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	switch sub {
+	case "ls", "list":
+		return c.jobsList(ctx, args)
+	case "get", "show":
+		return c.jobsGet(ctx, args)
+	case "logs", "log":
+		return c.jobsLogs(ctx, args)
+	case "cancel":
+		return c.jobsCancel(ctx, args)
+	default:
+		return c.usageError("paprika jobs", fmt.Sprintf("unknown subcommand %q (ls, get, logs, cancel)", sub))
+	}
+}
+
+func (c *cli) jobsList(ctx context.Context, args []string) int {
+	fs := newFlagSet("jobs ls")
+	cf := c.addClientFlags(fs)
+	status := fs.String("status", "", "only jobs in this `status`: "+statusList())
+	limit := fs.Int("limit", 0, "at most `N` jobs (default: the hub's page size)")
+	cursor := fs.String("cursor", "", "continue from this `cursor` (printed after a full page)")
+	pos, code := c.parseOrExit(fs, "paprika jobs ls [--status S] [--limit N] [--cursor C] [--hub URL] [--json]", args)
+	if code >= 0 {
+		return code
+	}
+	switch {
+	case len(pos) > 0:
+		return c.usageError(fs.Name(), fmt.Sprintf("unexpected argument %q", pos[0]))
+	case *status != "" && !slices.Contains(client.Statuses, client.Status(*status)):
+		return c.usageError(fs.Name(), fmt.Sprintf("flag -status: %q is not one of %s", *status, statusList()))
+	case *limit < 0:
+		return c.usageError(fs.Name(), fmt.Sprintf("flag -limit: %d is negative", *limit))
+	}
+	cl, err := c.newClient(cf)
+	if err != nil {
+		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	}
+	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
+	defer cancel()
+	page, err := cl.List(ctx, client.ListOptions{Status: client.Status(*status), Limit: *limit, Cursor: *cursor})
+	if err != nil {
+		return c.fail(ctx, "jobs ls", err)
+	}
+	if cf.json {
+		return c.printJSON("jobs ls", page)
+	}
+	renderJobs(c.stdout, page.Jobs, c.now())
+	if page.NextCursor != "" {
+		fmt.Fprintf(c.stderr, "more: paprika jobs ls --cursor %s\n", page.NextCursor)
+	}
+	return exitOK
+}
+
+func statusList() string {
+	names := make([]string, len(client.Statuses))
+	for i, s := range client.Statuses {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// oneID checks that exactly one job or worker id was given.
+func (c *cli) oneID(name string, pos []string) (string, int) {
+	switch len(pos) {
+	case 0:
+		return "", c.usageError(name, "missing ID")
+	case 1:
+		return pos[0], -1
+	default:
+		return "", c.usageError(name, fmt.Sprintf("unexpected argument %q", pos[1]))
+	}
+}
+
+func (c *cli) jobsGet(ctx context.Context, args []string) int {
+	fs := newFlagSet("jobs get")
+	cf := c.addClientFlags(fs)
+	pos, code := c.parseOrExit(fs, "paprika jobs get ID [--hub URL] [--json]", args)
+	if code >= 0 {
+		return code
+	}
+	id, code := c.oneID(fs.Name(), pos)
+	if code >= 0 {
+		return code
+	}
+	cl, err := c.newClient(cf)
+	if err != nil {
+		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	}
+	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
+	defer cancel()
+	job, err := cl.Get(ctx, id)
+	if err != nil {
+		return c.fail(ctx, "jobs get", err)
+	}
+	if cf.json {
+		return c.printJSON("jobs get", job)
+	}
+	renderJob(c.stdout, job, c.now())
+	return exitOK
+}
+
+func (c *cli) jobsLogs(ctx context.Context, args []string) int {
+	fs := newFlagSet("jobs logs")
+	cf := c.addClientFlags(fs)
+	var follow bool
+	fs.BoolVar(&follow, "f", false, "follow the log until the job ends")
+	fs.BoolVar(&follow, "follow", false, "same as -f")
+	pos, code := c.parseOrExit(fs, "paprika jobs logs ID [-f] [--hub URL]", args)
+	if code >= 0 {
+		return code
+	}
+	id, code := c.oneID(fs.Name(), pos)
+	if code >= 0 {
+		return code
+	}
+	cl, err := c.newClient(cf)
+	if err != nil {
+		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	}
+	if follow {
+		if err := cl.Follow(ctx, id, func(line string) { fmt.Fprintln(c.stdout, line) }); err != nil {
+			return c.fail(ctx, "jobs logs", err)
+		}
+		return exitOK
+	}
+	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
+	defer cancel()
+	text, err := cl.Logs(ctx, id)
+	if err != nil {
+		return c.fail(ctx, "jobs logs", err)
+	}
+	fmt.Fprint(c.stdout, text)
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		fmt.Fprintln(c.stdout)
+	}
+	return exitOK
+}
+
+func (c *cli) jobsCancel(ctx context.Context, args []string) int {
+	fs := newFlagSet("jobs cancel")
+	cf := c.addClientFlags(fs)
+	pos, code := c.parseOrExit(fs, "paprika jobs cancel ID [--hub URL] [--json]", args)
+	if code >= 0 {
+		return code
+	}
+	id, code := c.oneID(fs.Name(), pos)
+	if code >= 0 {
+		return code
+	}
+	cl, err := c.newClient(cf)
+	if err != nil {
+		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	}
+	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
+	defer cancel()
+	job, err := cl.Cancel(ctx, id)
+	if err != nil {
+		return c.fail(ctx, "jobs cancel", err)
+	}
+	if cf.json {
+		return c.printJSON("jobs cancel", job)
+	}
+	fmt.Fprintln(c.stdout, outcome(job))
+	return exitOK
+}

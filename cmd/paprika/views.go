@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/paprika-hub/paprika/client"
+)
+
+const workersSynopsis = "paprika workers [ls | drain ID | activate ID | standby ID] [--hub URL] [--json]"
+
+// workers is `paprika workers`: the fleet as a table, or a status change
+// for one worker.
+func (c *cli) workers(ctx context.Context, args []string) int {
+	sub := "ls"
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintf(c.stdout, "Usage: %s\n\nSubcommands (default ls):\n"+
+			"  ls         list the fleet\n  drain      let the worker finish its jobs and take no new ones\n"+
+			"  activate   let the worker take jobs again\n  standby    keep the worker connected but idle\n", workersSynopsis)
+		return exitOK
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	status := map[string]string{"drain": client.WorkerDrain, "activate": client.WorkerActive, "standby": client.WorkerStandby}
+	if sub != "ls" && sub != "list" && status[sub] == "" {
+		return c.usageError("paprika workers", fmt.Sprintf("unknown subcommand %q (ls, drain, activate, standby)", sub))
+	}
+	fs := newFlagSet("workers " + sub)
+	cf := c.addClientFlags(fs)
+	pos, code := c.parseOrExit(fs, workersSynopsis, args)
+	if code >= 0 {
+		return code
+	}
+	var id string
+	if status[sub] != "" {
+		if id, code = c.oneID(fs.Name(), pos); code >= 0 {
+			return code
+		}
+	} else if len(pos) > 0 {
+		return c.usageError(fs.Name(), fmt.Sprintf("unexpected argument %q", pos[0]))
+	}
+	cl, err := c.newClient(cf)
+	if err != nil {
+		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	}
+	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
+	defer cancel()
+
+	if id != "" {
+		w, err := cl.SetWorkerStatus(ctx, id, status[sub])
+		if err != nil {
+			return c.fail(ctx, "workers "+sub, err)
+		}
+		if cf.json {
+			return c.printJSON("workers "+sub, w)
+		}
+		fmt.Fprintf(c.stdout, "worker %s is %s\n", w.ID, w.Status)
+		return exitOK
+	}
+	ws, err := cl.Workers(ctx)
+	if err != nil {
+		return c.fail(ctx, "workers", err)
+	}
+	if cf.json {
+		return c.printJSON("workers", map[string]any{"workers": ws})
+	}
+	renderWorkers(c.stdout, ws, c.now())
+	return exitOK
+}
+
+// hubs is `paprika hubs`: the cluster's hubs as a table.
+func (c *cli) hubs(ctx context.Context, args []string) int {
+	fs := newFlagSet("hubs")
+	cf := c.addClientFlags(fs)
+	pos, code := c.parseOrExit(fs, "paprika hubs [--hub URL] [--json]", args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.usageError(fs.Name(), fmt.Sprintf("unexpected argument %q", pos[0]))
+	}
+	cl, err := c.newClient(cf)
+	if err != nil {
+		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	}
+	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
+	defer cancel()
+	hs, err := cl.Hubs(ctx)
+	if err != nil {
+		return c.fail(ctx, "hubs", err)
+	}
+	if cf.json {
+		return c.printJSON("hubs", map[string]any{"hubs": hs})
+	}
+	renderHubs(c.stdout, hs, c.now())
+	return exitOK
+}
+
+// table writes tab-separated rows as aligned columns.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, header ...string) table {
+	t := table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row(header...)
+	return t
+}
+
+func (t table) row(cells ...string) {
+	for i, s := range cells {
+		if s == "" {
+			cells[i] = "-"
+		} else {
+			// A tab or newline inside a cell would break the columns.
+			cells[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s)
+		}
+	}
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+func (t table) flush() { _ = t.tw.Flush() }
+
+// renderJobs writes jobs as a table, in the order given (newest first from
+// the hub).
+func renderJobs(w io.Writer, jobs []client.Job, now time.Time) {
+	if len(jobs) == 0 {
+		fmt.Fprintln(w, "no jobs")
+		return
+	}
+	t := newTable(w, "ID", "MODE", "STATUS", "REASON", "WORKER", "ATTEMPTS", "AGE", "DURATION")
+	for _, j := range jobs {
+		t.row(j.ID, j.Mode, string(j.Status), j.Reason, j.WorkerID,
+			fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts), age(now, j.CreatedAt), runTime(j, now))
+	}
+	t.flush()
+}
+
+// renderJob writes one job as a two-column table of its fields.
+func renderJob(w io.Writer, j client.Job, now time.Time) {
+	t := table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row("ID", j.ID)
+	t.row("MODE", j.Mode)
+	t.row("STATUS", string(j.Status))
+	t.row("REASON", j.Reason)
+	t.row("ERROR", j.Error)
+	t.row("WORKER", j.WorkerID)
+	t.row("LANE", j.Lane)
+	t.row("ATTEMPTS", fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts))
+	t.row("TIMEOUT", timeoutText(j.TimeoutS))
+	t.row("CREATED", stamp(now, j.CreatedAt))
+	t.row("STARTED", stamp(now, j.StartedAt))
+	t.row("FINISHED", stamp(now, j.FinishedAt))
+	t.row("DURATION", runTime(j, now))
+	t.row("PARAMS", compactJSON(j.Params))
+	t.row("RESULT", compactJSON(j.Result))
+	t.row("ASSETS", strings.Join(j.Assets, ", "))
+	t.row("LABELS", joinPairs(j.Labels))
+	t.flush()
+}
+
+// renderWorkers writes the fleet as a table sorted by worker id.
+func renderWorkers(w io.Writer, ws []client.Worker, now time.Time) {
+	if len(ws) == 0 {
+		fmt.Fprintln(w, "no workers")
+		return
+	}
+	ws = slices.Clone(ws)
+	slices.SortFunc(ws, func(a, b client.Worker) int { return cmp.Compare(a.ID, b.ID) })
+	t := newTable(w, "ID", "HUB", "STATUS", "ALIVE", "JOBS", "LANES", "CPU", "MEM", "DISK", "SEEN")
+	for _, wk := range ws {
+		t.row(wk.ID, wk.Hub, wk.Status, yesNo(wk.Alive),
+			fmt.Sprintf("%d/%d", wk.InFlight, wk.MaxConcurrent), strconv.Itoa(wk.LaneCount()),
+			pct(wk.CPUPct), pct(wk.MemPct), pct(wk.DiskPct), age(now, wk.LastSeen))
+	}
+	t.flush()
+}
+
+// renderHubs writes the cluster's hubs as a table sorted by hub id; "*"
+// marks the hub that answered.
+func renderHubs(w io.Writer, hs []client.Hub, now time.Time) {
+	if len(hs) == 0 {
+		fmt.Fprintln(w, "no hubs")
+		return
+	}
+	hs = slices.Clone(hs)
+	slices.SortFunc(hs, func(a, b client.Hub) int { return cmp.Compare(a.ID, b.ID) })
+	t := newTable(w, "ID", "ADDRESS", "ALIVE", "LOCAL", "UPTIME", "SEEN")
+	for _, h := range hs {
+		local := ""
+		if h.Local {
+			local = "*"
+		}
+		uptime := ""
+		if h.Alive {
+			uptime = age(now, h.StartedAt)
+		}
+		t.row(h.ID, h.Address, yesNo(h.Alive), local, uptime, age(now, h.LastSeen))
+	}
+	t.flush()
+}
+
+// age renders how long ago t was: "45s", "3m", "5h", "2d"; "" for a zero t.
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := max(now.Sub(t), 0)
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + "h"
+	default:
+		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	}
+}
+
+// stamp renders an absolute time with its age: "2026-01-02T03:04:05Z (5m ago)".
+func stamp(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339) + " (" + age(now, t) + " ago)"
+}
+
+// runTime is how long the job ran, or has been running.
+func runTime(j client.Job, now time.Time) string {
+	if j.StartedAt.IsZero() {
+		return ""
+	}
+	end := j.FinishedAt
+	if end.IsZero() {
+		end = now
+	}
+	return compactDuration(end.Sub(j.StartedAt))
+}
+
+func timeoutText(s int) string {
+	if s <= 0 {
+		return ""
+	}
+	return strconv.Itoa(s) + "s"
+}
+
+func pct(p float64) string { return strconv.FormatFloat(p, 'f', 0, 64) + "%" }
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// compactJSON renders raw JSON on one line; "" for none or null.
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}

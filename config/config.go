@@ -1,0 +1,314 @@
+package config
+
+import "time"
+
+// Built-in defaults, one per key. config.yaml at the repository root repeats
+// every one of them; TestRepoConfigYAMLIsDefault keeps the two in step.
+const (
+	// DefaultHubListen is hub.listen.
+	DefaultHubListen = "127.0.0.1:8080"
+	// DefaultWorkerHeartbeatInterval is worker.heartbeat_interval.
+	DefaultWorkerHeartbeatInterval = 15 * time.Second
+	// DefaultWorkerAliveWindow is worker.alive_window.
+	DefaultWorkerAliveWindow = 120 * time.Second
+	// DefaultSchedulerAssignGrace is scheduler.assign_grace.
+	DefaultSchedulerAssignGrace = 8 * time.Second
+	// DefaultSchedulerDiskExcludePct is scheduler.disk_exclude_pct.
+	DefaultSchedulerDiskExcludePct = 90
+	// DefaultRedriveInterval is redrive.interval.
+	DefaultRedriveInterval = 3 * time.Second
+	// DefaultRedriveMinAge is redrive.min_age.
+	DefaultRedriveMinAge = 90 * time.Second
+	// DefaultReconcilerInterval is reconciler.interval.
+	DefaultReconcilerInterval = 90 * time.Second
+	// DefaultReconcilerOrphanGrace is reconciler.orphan_grace.
+	DefaultReconcilerOrphanGrace = 300 * time.Second
+	// DefaultReconcilerQueuedTimeout is reconciler.queued_timeout.
+	DefaultReconcilerQueuedTimeout = 180 * time.Second
+	// DefaultReconcilerFleetReadTimeout is reconciler.fleet_read_timeout.
+	DefaultReconcilerFleetReadTimeout = 1500 * time.Millisecond
+	// DefaultReconcilerFleetCache is reconciler.fleet_cache.
+	DefaultReconcilerFleetCache = 60 * time.Second
+	// DefaultJobsDefaultTimeout is jobs.default_timeout.
+	DefaultJobsDefaultTimeout = 180 * time.Second
+	// DefaultJobsMaxAttempts is jobs.max_attempts.
+	DefaultJobsMaxAttempts = 1
+	// DefaultLogsBatchLines is logs.batch_lines.
+	DefaultLogsBatchLines = 50
+	// DefaultLogsBatchWait is logs.batch_wait.
+	DefaultLogsBatchWait = 100 * time.Millisecond
+	// DefaultLogsRetention is logs.retention.
+	DefaultLogsRetention = 24 * time.Hour
+	// DefaultClusterProvider is cluster.provider.
+	DefaultClusterProvider = ProviderRedis
+	// DefaultClusterHubTTL is cluster.hub_ttl.
+	DefaultClusterHubTTL = 90 * time.Second
+	// DefaultClusterForwardTimeout is cluster.forward_timeout.
+	DefaultClusterForwardTimeout = 60 * time.Second
+	// DefaultClusterHost is cluster.host.
+	DefaultClusterHost = "127.0.0.1"
+	// DefaultClusterPort is cluster.port; 0 picks a free port.
+	DefaultClusterPort = 0
+	// DefaultMinIOBucket is minio.bucket.
+	DefaultMinIOBucket = "paprika"
+	// DefaultAssetsDir is assets.dir.
+	DefaultAssetsDir = "./data/assets"
+)
+
+// Cluster providers accepted by cluster.provider.
+const (
+	// ProviderRedis is Paprika's own membership: a hub heartbeat key with a
+	// TTL plus a ZSET index in Redis (embedded Redis when redis.url is empty).
+	ProviderRedis = "redis"
+	// ProviderAutomanaged is protoactor's automanaged provider.
+	ProviderAutomanaged = "automanaged"
+	// ProviderTest is protoactor's in-process test provider (tests only).
+	ProviderTest = "test"
+	// ProviderConsul is protoactor's Consul provider.
+	ProviderConsul = "consul"
+	// ProviderEtcd is protoactor's etcd provider.
+	ProviderEtcd = "etcd"
+	// ProviderK8s is protoactor's Kubernetes provider.
+	ProviderK8s = "k8s"
+)
+
+// Providers lists every value cluster.provider accepts, in the order error
+// messages name them.
+var Providers = []string{ProviderRedis, ProviderAutomanaged, ProviderTest, ProviderConsul, ProviderEtcd, ProviderK8s}
+
+// Config is the whole configuration of a paprika process: one section per
+// top-level key of config.yaml. Build it with Default or Load; change single
+// keys with Set; check it with Validate.
+type Config struct {
+	// Hub is the hub's own address and identity.
+	Hub HubConfig `yaml:"hub"`
+	// Auth holds the shared secrets. Secrets: env only in production.
+	Auth AuthConfig `yaml:"auth"`
+	// Worker holds the worker liveness timings.
+	Worker WorkerConfig `yaml:"worker"`
+	// Scheduler tunes pick_worker and the submit-time assignment.
+	Scheduler SchedulerConfig `yaml:"scheduler"`
+	// Redrive tunes the periodic re-drive of queued jobs.
+	Redrive RedriveConfig `yaml:"redrive"`
+	// Reconciler tunes the periodic reconciliation of jobs against the fleet.
+	Reconciler ReconcilerConfig `yaml:"reconciler"`
+	// Jobs holds per-job defaults used when a submit leaves them out.
+	Jobs JobsConfig `yaml:"jobs"`
+	// Logs tunes live-log batching and retention.
+	Logs LogsConfig `yaml:"logs"`
+	// Cluster configures hub membership and inter-hub traffic.
+	Cluster ClusterConfig `yaml:"cluster"`
+	// Redis selects the coordination store.
+	Redis RedisConfig `yaml:"redis"`
+	// MySQL selects the job store.
+	MySQL MySQLConfig `yaml:"mysql"`
+	// MinIO selects the asset store.
+	MinIO MinIOConfig `yaml:"minio"`
+	// Assets configures the local asset store used without MinIO.
+	Assets AssetsConfig `yaml:"assets"`
+
+	// origin records where each key's value came from ("file config.yaml:3",
+	// "env PAPRIKA_HUB_LISTEN", "flag"); absent means the default. It only
+	// feeds error messages and WriteYAML.
+	origin map[string]string
+}
+
+// HubConfig is the "hub" section.
+type HubConfig struct {
+	// Listen is the host:port the HTTP API, the admin UI and the worker
+	// links listen on. Default "127.0.0.1:8080".
+	Listen string `yaml:"listen"`
+	// ID names this hub in the cluster. Default "" (derived at start).
+	ID string `yaml:"id"`
+	// AdvertiseURL is the URL other hubs and workers use to reach this hub.
+	// Default "" (derived from Listen).
+	AdvertiseURL string `yaml:"advertise_url"`
+}
+
+// AuthConfig is the "auth" section. Both values are secrets: set them from
+// the environment in production, never in a committed config.yaml.
+type AuthConfig struct {
+	// WorkerToken is the bearer token worker agents present on their link.
+	// Default "" (no check).
+	WorkerToken string `yaml:"worker_token"`
+	// APIToken is the bearer token API clients present. Default "" (no check).
+	APIToken string `yaml:"api_token"`
+}
+
+// WorkerConfig is the "worker" section.
+type WorkerConfig struct {
+	// HeartbeatInterval is how often a worker sends a heartbeat.
+	// Default 15s.
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// AliveWindow is how long after its last heartbeat a worker still counts
+	// as alive. Default 120s. Must exceed HeartbeatInterval.
+	AliveWindow time.Duration `yaml:"alive_window"`
+}
+
+// SchedulerConfig is the "scheduler" section.
+type SchedulerConfig struct {
+	// AssignGrace is how long POST /jobs tries to place a new job before
+	// leaving it queued. Default 8s.
+	AssignGrace time.Duration `yaml:"assign_grace"`
+	// DiskExcludePct excludes workers whose disk use is at or above this
+	// percentage from pick_worker. Default 90. Range 1..100.
+	DiskExcludePct int `yaml:"disk_exclude_pct"`
+}
+
+// RedriveConfig is the "redrive" section. Env aliases from the source
+// system: PAPRIKA_QUEUE_REDRIVE_INTERVAL_S (integer seconds → Interval) and
+// PAPRIKA_QUEUE_REDRIVE_DISABLE (→ Disable).
+type RedriveConfig struct {
+	// Interval is the period of the re-drive sweep. Default 3s.
+	Interval time.Duration `yaml:"interval"`
+	// MinAge skips queued jobs younger than this (the submit path may still
+	// own them). Default 90s. 0 disables the age gate.
+	MinAge time.Duration `yaml:"min_age"`
+	// Disable turns the re-drive sweep off (kill switch). Default false.
+	Disable bool `yaml:"disable"`
+}
+
+// ReconcilerConfig is the "reconciler" section.
+type ReconcilerConfig struct {
+	// Interval is the period of the reconciliation pass. Default 90s.
+	Interval time.Duration `yaml:"interval"`
+	// OrphanGrace is how long a running job whose worker is not alive is
+	// kept before it is failed (lets a worker self-update and return).
+	// Default 300s.
+	OrphanGrace time.Duration `yaml:"orphan_grace"`
+	// QueuedTimeout fails a job still queued this long after creation.
+	// Default 180s.
+	QueuedTimeout time.Duration `yaml:"queued_timeout"`
+	// FleetReadTimeout bounds the read of the fleet-wide alive view from
+	// Redis. Default 1.5s.
+	FleetReadTimeout time.Duration `yaml:"fleet_read_timeout"`
+	// FleetCache is how long the last good fleet view is reused when a read
+	// times out. Default 60s. 0 disables the reuse.
+	FleetCache time.Duration `yaml:"fleet_cache"`
+}
+
+// JobsConfig is the "jobs" section.
+type JobsConfig struct {
+	// DefaultTimeout is the hard deadline of a job submitted without
+	// timeout_s, counted from creation. Default 180s.
+	DefaultTimeout time.Duration `yaml:"default_timeout"`
+	// MaxAttempts is the attempts of a job submitted without max_attempts.
+	// Default 1. Range 1..100.
+	MaxAttempts int `yaml:"max_attempts"`
+}
+
+// LogsConfig is the "logs" section.
+type LogsConfig struct {
+	// BatchLines flushes a job's pending log lines once this many are
+	// buffered. Default 50. Range 1..10000.
+	BatchLines int `yaml:"batch_lines"`
+	// BatchWait flushes a job's pending log lines at the latest this long
+	// after the first one arrived. Default 100ms.
+	BatchWait time.Duration `yaml:"batch_wait"`
+	// Retention is how long a finished job's log is kept. Default 24h.
+	Retention time.Duration `yaml:"retention"`
+}
+
+// ClusterConfig is the "cluster" section.
+type ClusterConfig struct {
+	// Provider is the membership provider: redis, automanaged, test, consul,
+	// etcd or k8s. Default "redis".
+	Provider string `yaml:"provider"`
+	// HubTTL is the TTL of a hub's heartbeat key; a silent hub drops out
+	// after it. Default 90s.
+	HubTTL time.Duration `yaml:"hub_ttl"`
+	// ForwardTimeout bounds a request forwarded to another hub.
+	// Default 60s.
+	ForwardTimeout time.Duration `yaml:"forward_timeout"`
+	// Host is the address the cluster (actor remoting) listens on and
+	// advertises. Default "127.0.0.1".
+	Host string `yaml:"host"`
+	// Port is the cluster remoting port. Default 0 (pick a free port).
+	Port int `yaml:"port"`
+}
+
+// RedisConfig is the "redis" section.
+type RedisConfig struct {
+	// URL is the redis:// (or rediss://, unix://) URL of the coordination
+	// store. Default "" (embedded, in memory). May hold a password: prefer
+	// the env var in production.
+	URL string `yaml:"url"`
+}
+
+// MySQLConfig is the "mysql" section.
+type MySQLConfig struct {
+	// DSN is the go-sql-driver DSN of the job store
+	// (user:pass@tcp(host:3306)/paprika?parseTime=true). Default ""
+	// (embedded database file under ./data). Holds a password: prefer the env
+	// var in production.
+	DSN string `yaml:"dsn"`
+}
+
+// MinIOConfig is the "minio" section.
+type MinIOConfig struct {
+	// Endpoint is the host:port of the S3/MinIO asset store, without a
+	// scheme. Default "" (local disk under assets.dir).
+	Endpoint string `yaml:"endpoint"`
+	// AccessKey is the access key id. Default "". Secret: env only in
+	// production.
+	AccessKey string `yaml:"access_key"`
+	// SecretKey is the secret key. Default "". Secret: env only in
+	// production.
+	SecretKey string `yaml:"secret_key"`
+	// Bucket is the bucket assets go to. Default "paprika".
+	Bucket string `yaml:"bucket"`
+	// Secure selects https to the endpoint. Default false.
+	Secure bool `yaml:"secure"`
+}
+
+// AssetsConfig is the "assets" section.
+type AssetsConfig struct {
+	// Dir is the directory of the local asset store, used when
+	// minio.endpoint is empty. Default "./data/assets".
+	Dir string `yaml:"dir"`
+}
+
+// Default returns the built-in configuration, before any file, env var or
+// flag.
+func Default() *Config {
+	return &Config{
+		Hub: HubConfig{Listen: DefaultHubListen},
+		Worker: WorkerConfig{
+			HeartbeatInterval: DefaultWorkerHeartbeatInterval,
+			AliveWindow:       DefaultWorkerAliveWindow,
+		},
+		Scheduler: SchedulerConfig{
+			AssignGrace:    DefaultSchedulerAssignGrace,
+			DiskExcludePct: DefaultSchedulerDiskExcludePct,
+		},
+		Redrive: RedriveConfig{
+			Interval: DefaultRedriveInterval,
+			MinAge:   DefaultRedriveMinAge,
+		},
+		Reconciler: ReconcilerConfig{
+			Interval:         DefaultReconcilerInterval,
+			OrphanGrace:      DefaultReconcilerOrphanGrace,
+			QueuedTimeout:    DefaultReconcilerQueuedTimeout,
+			FleetReadTimeout: DefaultReconcilerFleetReadTimeout,
+			FleetCache:       DefaultReconcilerFleetCache,
+		},
+		Jobs: JobsConfig{
+			DefaultTimeout: DefaultJobsDefaultTimeout,
+			MaxAttempts:    DefaultJobsMaxAttempts,
+		},
+		Logs: LogsConfig{
+			BatchLines: DefaultLogsBatchLines,
+			BatchWait:  DefaultLogsBatchWait,
+			Retention:  DefaultLogsRetention,
+		},
+		Cluster: ClusterConfig{
+			Provider:       DefaultClusterProvider,
+			HubTTL:         DefaultClusterHubTTL,
+			ForwardTimeout: DefaultClusterForwardTimeout,
+			Host:           DefaultClusterHost,
+			Port:           DefaultClusterPort,
+		},
+		MinIO:  MinIOConfig{Bucket: DefaultMinIOBucket},
+		Assets: AssetsConfig{Dir: DefaultAssetsDir},
+	}
+}

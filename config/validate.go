@@ -1,0 +1,280 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Validate checks every key and the rules between keys and returns all
+// problems at once (errors.Join of *KeyError, in config.yaml order), or nil.
+// Each problem names the YAML key and what is allowed. Run it after the last
+// Set, since flags may repair or break what the file and env gave.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(key, msg string) {
+		origin := c.Origin(key)
+		if origin == "default" {
+			origin = ""
+		}
+		errs = append(errs, &KeyError{Key: key, Msg: msg, Origin: origin})
+	}
+	for _, f := range fields {
+		if check := fieldChecks[f.key]; check != nil {
+			if msg := check(c); msg != "" {
+				add(f.key, msg)
+			}
+		}
+	}
+	for _, rule := range crossChecks {
+		if key, msg := rule(c); msg != "" {
+			add(key, msg)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// fieldChecks holds the checks that look at one key only. Set runs the
+// key's check at once; Validate runs them all.
+var fieldChecks = map[string]func(c *Config) string{
+	"hub.listen":        func(c *Config) string { return checkListen(c.Hub.Listen) },
+	"hub.id":            func(c *Config) string { return checkID(c.Hub.ID) },
+	"hub.advertise_url": func(c *Config) string { return checkHTTPURL(c.Hub.AdvertiseURL) },
+
+	"worker.heartbeat_interval": func(c *Config) string { return positive(c.Worker.HeartbeatInterval) },
+	"worker.alive_window":       func(c *Config) string { return positive(c.Worker.AliveWindow) },
+
+	"scheduler.assign_grace":     func(c *Config) string { return positive(c.Scheduler.AssignGrace) },
+	"scheduler.disk_exclude_pct": func(c *Config) string { return inRange(c.Scheduler.DiskExcludePct, 1, 100) },
+
+	"redrive.interval": func(c *Config) string { return positive(c.Redrive.Interval) },
+	"redrive.min_age":  func(c *Config) string { return nonNegative(c.Redrive.MinAge) },
+
+	"reconciler.interval":           func(c *Config) string { return positive(c.Reconciler.Interval) },
+	"reconciler.orphan_grace":       func(c *Config) string { return nonNegative(c.Reconciler.OrphanGrace) },
+	"reconciler.queued_timeout":     func(c *Config) string { return positive(c.Reconciler.QueuedTimeout) },
+	"reconciler.fleet_read_timeout": func(c *Config) string { return positive(c.Reconciler.FleetReadTimeout) },
+	"reconciler.fleet_cache":        func(c *Config) string { return nonNegative(c.Reconciler.FleetCache) },
+
+	"jobs.default_timeout": func(c *Config) string { return atLeast(c.Jobs.DefaultTimeout, time.Second) },
+	"jobs.max_attempts":    func(c *Config) string { return inRange(c.Jobs.MaxAttempts, 1, 100) },
+
+	"logs.batch_lines": func(c *Config) string { return inRange(c.Logs.BatchLines, 1, 10000) },
+	"logs.batch_wait":  func(c *Config) string { return positive(c.Logs.BatchWait) },
+	"logs.retention":   func(c *Config) string { return positive(c.Logs.Retention) },
+
+	"cluster.provider":        func(c *Config) string { return oneOf(c.Cluster.Provider, Providers) },
+	"cluster.hub_ttl":         func(c *Config) string { return positive(c.Cluster.HubTTL) },
+	"cluster.forward_timeout": func(c *Config) string { return positive(c.Cluster.ForwardTimeout) },
+	"cluster.host":            func(c *Config) string { return checkHost(c.Cluster.Host) },
+	"cluster.port":            func(c *Config) string { return inRange(c.Cluster.Port, 0, 65535) },
+
+	"redis.url":      func(c *Config) string { return checkRedisURL(c.Redis.URL) },
+	"mysql.dsn":      func(c *Config) string { return checkDSN(c.MySQL.DSN) },
+	"minio.endpoint": func(c *Config) string { return checkEndpoint(c.MinIO.Endpoint) },
+	"minio.bucket":   func(c *Config) string { return checkBucket(c.MinIO.Bucket) },
+}
+
+// crossChecks are the rules between keys; each returns the key to blame
+// and a message, or "" when the rule holds.
+var crossChecks = []func(c *Config) (string, string){
+	func(c *Config) (string, string) {
+		// A window no longer than the heartbeat period makes healthy
+		// workers flap between alive and dead.
+		w := c.Worker
+		if w.HeartbeatInterval > 0 && w.AliveWindow > 0 && w.AliveWindow <= w.HeartbeatInterval {
+			return "worker.alive_window", fmt.Sprintf("%s must be longer than worker.heartbeat_interval (%s)",
+				FormatDuration(w.AliveWindow), FormatDuration(w.HeartbeatInterval))
+		}
+		return "", ""
+	},
+	func(c *Config) (string, string) {
+		if c.MinIO.Endpoint != "" && c.MinIO.AccessKey == "" {
+			return "minio.access_key", "required when minio.endpoint is set (env " + EnvName("minio.access_key") + ")"
+		}
+		return "", ""
+	},
+	func(c *Config) (string, string) {
+		if c.MinIO.Endpoint != "" && c.MinIO.SecretKey == "" {
+			return "minio.secret_key", "required when minio.endpoint is set (env " + EnvName("minio.secret_key") + ")"
+		}
+		return "", ""
+	},
+	func(c *Config) (string, string) {
+		if c.MinIO.Endpoint == "" && strings.TrimSpace(c.Assets.Dir) == "" {
+			return "assets.dir", "required when minio.endpoint is empty (assets are stored on local disk)"
+		}
+		return "", ""
+	},
+}
+
+func positive(d time.Duration) string {
+	if d <= 0 {
+		return fmt.Sprintf("%s must be greater than 0", FormatDuration(d))
+	}
+	return ""
+}
+
+func nonNegative(d time.Duration) string {
+	if d < 0 {
+		return fmt.Sprintf("%s must not be negative", FormatDuration(d))
+	}
+	return ""
+}
+
+func atLeast(d, lowest time.Duration) string {
+	if d < lowest {
+		return fmt.Sprintf("%s must be at least %s", FormatDuration(d), FormatDuration(lowest))
+	}
+	return ""
+}
+
+func inRange(n, lo, hi int) string {
+	if n < lo || n > hi {
+		return fmt.Sprintf("%d is out of range %d..%d", n, lo, hi)
+	}
+	return ""
+}
+
+func oneOf(s string, allowed []string) string {
+	if !slices.Contains(allowed, s) {
+		return fmt.Sprintf("%q is not one of %s", s, strings.Join(allowed, ", "))
+	}
+	return ""
+}
+
+// checkListen accepts host:port with a numeric port 0..65535; the host may
+// be empty (all interfaces).
+func checkListen(s string) string {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || strings.ContainsAny(host, " /") {
+		return fmt.Sprintf("%q is not host:port (e.g. 127.0.0.1:8080, :8080)", s)
+	}
+	if msg := checkPort(port); msg != "" {
+		return fmt.Sprintf("%q: %s", s, msg)
+	}
+	return ""
+}
+
+func checkPort(port string) string {
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Sprintf("port %q is not a number in 0..65535", port)
+	}
+	return ""
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// checkID accepts "" (derived at start) or up to 64 letters, digits, '.',
+// '_' and '-': the id goes into Redis keys and actor names.
+func checkID(s string) string {
+	if s != "" && !idPattern.MatchString(s) {
+		return fmt.Sprintf("%q may hold only letters, digits, '.', '_' and '-' (at most 64, starting with a letter or digit)", s)
+	}
+	return ""
+}
+
+func checkHTTPURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Sprintf("%q is not an http:// or https:// URL with a host", s)
+	}
+	return ""
+}
+
+func checkHost(s string) string {
+	if strings.TrimSpace(s) == "" || (strings.ContainsAny(s, " /:") && net.ParseIP(s) == nil) {
+		return fmt.Sprintf("%q is not a host name or IP address", s)
+	}
+	return ""
+}
+
+// checkRedisURL accepts "" (embedded), redis://[user:pass@]host[:port][/db],
+// rediss://... and unix:///path, the forms go-redis's ParseURL takes.
+func checkRedisURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	bad := fmt.Sprintf("%q is not a redis URL (redis://[:password@]host:port[/db], rediss://..., unix:///path)", maskURL(s))
+	u, err := url.Parse(s)
+	if err != nil {
+		return bad
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Hostname() == "" {
+			return bad
+		}
+		if p := u.Port(); p != "" && checkPort(p) != "" {
+			return bad
+		}
+		if db := strings.Trim(u.Path, "/"); db != "" {
+			if n, err := strconv.Atoi(db); err != nil || n < 0 {
+				return fmt.Sprintf("%q: database %q is not a number", maskURL(s), db)
+			}
+		}
+	case "unix":
+		if u.Path == "" {
+			return bad
+		}
+	default:
+		return bad
+	}
+	return ""
+}
+
+// checkDSN parses s with the MySQL driver; the message never repeats the
+// DSN, which holds a password.
+func checkDSN(s string) string {
+	if s == "" {
+		return ""
+	}
+	if _, err := mysql.ParseDSN(s); err != nil {
+		return fmt.Sprintf("is not a MySQL DSN (user:pass@tcp(host:3306)/paprika?parseTime=true): %v", err)
+	}
+	return ""
+}
+
+// checkEndpoint accepts "" or host[:port] without a scheme or path, the
+// form minio-go takes.
+func checkEndpoint(s string) string {
+	if s == "" {
+		return ""
+	}
+	if strings.Contains(s, "://") {
+		return fmt.Sprintf("%q: give host:port without a scheme (set minio.secure for https)", s)
+	}
+	if strings.ContainsAny(s, "/ ") {
+		return fmt.Sprintf("%q is not host[:port]", s)
+	}
+	if host, port, err := net.SplitHostPort(s); err == nil {
+		if host == "" || checkPort(port) != "" {
+			return fmt.Sprintf("%q is not host[:port]", s)
+		}
+	} else if strings.Contains(s, ":") && net.ParseIP(s) == nil {
+		return fmt.Sprintf("%q is not host[:port]", s)
+	}
+	return ""
+}
+
+var bucketPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+// checkBucket applies the S3 bucket naming rules.
+func checkBucket(s string) string {
+	if !bucketPattern.MatchString(s) || strings.Contains(s, "..") {
+		return fmt.Sprintf("%q is not a bucket name (3..63 of a-z, 0-9, '.', '-', starting and ending with a letter or digit)", s)
+	}
+	return ""
+}

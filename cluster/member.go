@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
+	"github.com/redis/go-redis/v9"
 )
 
 // Providers accepted by cluster.provider.
@@ -38,21 +39,32 @@ type Options struct {
 	// Agent shares one in-memory membership between members of one process
 	// (provider "test"); nil makes a private one.
 	Agent *test.InMemAgent
+	// Redis, RedisPrefix, HubTTL and OnLost configure provider "redis".
+	Redis       redis.UniversalClient
+	RedisPrefix string
+	HubTTL      time.Duration
+	OnLost      func(error)
 }
 
 // Member is a started cluster member and its actor system.
 type Member struct {
-	System  *actor.ActorSystem
-	Cluster *pcluster.Cluster
-	stop    sync.Once
-	log     *slog.Logger
+	System   *actor.ActorSystem
+	Cluster  *pcluster.Cluster
+	provider pcluster.ClusterProvider
+	stop     sync.Once
+	log      *slog.Logger
 }
 
 // ErrUnsupportedProvider is returned for a provider this build cannot start.
 var ErrUnsupportedProvider = errors.New("unsupported cluster provider")
 
 // Start creates the actor system and joins the cluster.
-func Start(o Options) (m *Member, err error) {
+func Start(o Options) (*Member, error) {
+	return startWith(o, nil)
+}
+
+// startWith is Start with an optional provider factory (tests).
+func startWith(o Options, newProvider func() pcluster.ClusterProvider) (m *Member, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -63,14 +75,23 @@ func Start(o Options) (m *Member, err error) {
 		o.RequestTimeout = 10 * time.Second
 	}
 	var provider pcluster.ClusterProvider
-	switch o.Provider {
-	case ProviderLocal, ProviderTest, "":
+	switch {
+	case newProvider != nil:
+		provider = newProvider()
+	case o.Provider == ProviderLocal || o.Provider == ProviderTest || o.Provider == "":
 		agent := o.Agent
 		if agent == nil {
 			agent = test.NewInMemAgent()
 		}
 		provider = test.NewTestProvider(agent)
-	case ProviderAutomanaged:
+	case o.Provider == ProviderRedis:
+		if o.Redis == nil {
+			return nil, fmt.Errorf("%w: %q needs redis.url", ErrUnsupportedProvider, o.Provider)
+		}
+		rp := NewRedisProvider(o.Redis, o.RedisPrefix, o.HubTTL, o.Logger)
+		rp.OnLost = o.OnLost
+		provider = rp
+	case o.Provider == ProviderAutomanaged:
 		provider = automanaged.NewWithConfig(2*time.Second, 6330, o.Peers...)
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnsupportedProvider, o.Provider)
@@ -95,7 +116,7 @@ func Start(o Options) (m *Member, err error) {
 		}
 	}()
 	c.StartMember()
-	return &Member{System: system, Cluster: c, log: o.Logger}, nil
+	return &Member{System: system, Cluster: c, provider: provider, log: o.Logger}, nil
 }
 
 // Address is the member's remote address (host:port).
@@ -110,5 +131,12 @@ func (m *Member) Stop(graceful bool) {
 			}
 		}()
 		m.Cluster.Shutdown(graceful)
+		if !graceful {
+			// protoactor leaves the provider running on a quick shutdown;
+			// ours own goroutines and keys that must go with the member.
+			if err := m.provider.Shutdown(false); err != nil {
+				m.log.Warn("cluster provider shutdown", slog.Any("err", err))
+			}
+		}
 	})
 }

@@ -1,0 +1,247 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisProvider is cluster membership without extra infrastructure: each
+// member keeps a key with a TTL (refreshed at TTL/3) and an entry in a
+// sorted-set index; every member reads the live keys and hands protoactor
+// the full member list. A hub joins by sharing the Redis URL; a dead hub's
+// key expires and it leaves everyone's list within the TTL.
+//
+// Two protoactor pitfalls shape it: a member missing from one topology
+// update is blocked for good, so a failed read never publishes a topology;
+// and a member that could not refresh its own key for longer than the TTL
+// has been dropped by its peers, so it reports itself lost (OnLost) and
+// must restart with a new member id rather than carry on.
+type RedisProvider struct {
+	rdb     redis.UniversalClient
+	prefix  string
+	ttl     time.Duration
+	refresh time.Duration // how often the member list is read
+	log     *slog.Logger
+	// OnLost is called (once, from the provider's goroutine) when this
+	// member's own key lapsed. The hub exits non-zero; its supervisor starts
+	// it again.
+	OnLost func(error)
+
+	// skew is added to the wall clock (tests jump it to act out a freeze).
+	skew atomic.Int64
+
+	mu      sync.Mutex
+	cluster *pcluster.Cluster
+	self    memberRecord
+	stop    chan struct{}
+	done    chan struct{}
+	lastSet time.Time
+	last    []string // member ids of the last published topology
+}
+
+type memberRecord struct {
+	ID      string   `json:"id"`
+	Host    string   `json:"host"`
+	Port    int      `json:"port"`
+	Kinds   []string `json:"kinds"`
+	Cluster string   `json:"cluster"`
+	Started int64    `json:"started_unix_ms"`
+}
+
+// NewRedisProvider builds the provider; prefix namespaces its keys
+// (default "paprika:"), ttl is cluster.hub_ttl (90 s).
+func NewRedisProvider(rdb redis.UniversalClient, prefix string, ttl time.Duration, log *slog.Logger) *RedisProvider {
+	if prefix == "" {
+		prefix = "paprika:"
+	}
+	refresh := min(max(ttl/10, 200*time.Millisecond), 5*time.Second)
+	return &RedisProvider{rdb: rdb, prefix: prefix, ttl: ttl, refresh: refresh, log: log}
+}
+
+func (p *RedisProvider) indexKey(cluster string) string { return p.prefix + "members:" + cluster }
+func (p *RedisProvider) memberKey(cluster, id string) string {
+	return p.prefix + "member:" + cluster + ":" + id
+}
+
+// StartMember registers this member and starts the refresh loop.
+func (p *RedisProvider) StartMember(c *pcluster.Cluster) error {
+	host, port, err := c.ActorSystem.GetHostPort()
+	if err != nil {
+		return fmt.Errorf("redis provider: member address: %w", err)
+	}
+	p.mu.Lock()
+	p.cluster = c
+	p.self = memberRecord{ID: c.ActorSystem.ID, Host: host, Port: port, Kinds: c.GetClusterKinds(),
+		Cluster: c.Config.Name, Started: time.Now().UnixMilli()}
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.register(ctx); err != nil {
+		return fmt.Errorf("redis provider: register member: %w", err)
+	}
+	if err := p.sync(ctx); err != nil {
+		return fmt.Errorf("redis provider: read members: %w", err)
+	}
+	go p.loop(p.stop, p.done)
+	return nil
+}
+
+// StartClient is not supported: every hub is a member.
+func (p *RedisProvider) StartClient(*pcluster.Cluster) error {
+	return errors.New("redis provider: client mode is not supported")
+}
+
+// Shutdown stops the loop and removes this member at once, so peers move
+// its grains now rather than after the TTL. Safe twice.
+func (p *RedisProvider) Shutdown(bool) error {
+	p.mu.Lock()
+	stop, done := p.stop, p.done
+	p.stop = nil
+	p.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	close(stop)
+	<-done
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	pipe := p.rdb.TxPipeline()
+	pipe.Del(ctx, p.memberKey(p.self.Cluster, p.self.ID))
+	pipe.ZRem(ctx, p.indexKey(p.self.Cluster), p.self.ID)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("redis provider: deregister: %w", err)
+	}
+	return nil
+}
+
+func (p *RedisProvider) register(ctx context.Context) error {
+	b, _ := json.Marshal(p.self)
+	pipe := p.rdb.TxPipeline()
+	pipe.Set(ctx, p.memberKey(p.self.Cluster, p.self.ID), b, p.ttl)
+	pipe.ZAdd(ctx, p.indexKey(p.self.Cluster), redis.Z{Score: float64(time.Now().UnixMilli()), Member: p.self.ID})
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	p.lastSet = p.now()
+	return nil
+}
+
+// sync reads the live members and publishes them; a failed read publishes
+// nothing (the previous topology stands).
+func (p *RedisProvider) sync(ctx context.Context) error {
+	ids, err := p.rdb.ZRange(ctx, p.indexKey(p.self.Cluster), 0, -1).Result()
+	if err != nil {
+		return err
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = p.memberKey(p.self.Cluster, id)
+	}
+	var vals []interface{}
+	if len(keys) > 0 {
+		if vals, err = p.rdb.MGet(ctx, keys...).Result(); err != nil {
+			return err
+		}
+	}
+	members := make([]*pcluster.Member, 0, len(ids))
+	var gone []interface{}
+	selfSeen := false
+	for i, v := range vals {
+		s, ok := v.(string)
+		if !ok {
+			gone = append(gone, ids[i])
+			continue
+		}
+		var r memberRecord
+		if json.Unmarshal([]byte(s), &r) != nil {
+			continue
+		}
+		selfSeen = selfSeen || r.ID == p.self.ID
+		members = append(members, &pcluster.Member{Id: r.ID, Host: r.Host, Port: int32(r.Port), Kinds: r.Kinds})
+	}
+	if !selfSeen {
+		// Our own key is gone although we wrote it: never publish a list
+		// without ourselves.
+		return errors.New("own member key missing")
+	}
+	if len(gone) > 0 {
+		// Index entries of expired members are kept for a while by the hub
+		// registry's view; here they only cost a read, so prune them.
+		_ = p.rdb.ZRem(ctx, p.indexKey(p.self.Cluster), gone...).Err()
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i].Id < members[j].Id })
+	idsNow := make([]string, len(members))
+	for i, m := range members {
+		idsNow[i] = m.Id
+	}
+	if !equalStrings(idsNow, p.last) {
+		p.log.Info("cluster members changed", slog.Any("members", idsNow))
+		p.last = idsNow
+	}
+	p.cluster.MemberList.UpdateClusterTopology(members)
+	return nil
+}
+
+func (p *RedisProvider) loop(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	write := time.NewTicker(max(p.ttl/3, 100*time.Millisecond))
+	read := time.NewTicker(p.refresh)
+	defer write.Stop()
+	defer read.Stop()
+	lost := false
+	for {
+		select {
+		case <-stop:
+			return
+		case <-write.C:
+			// Measured before writing: a process frozen past the TTL (SIGSTOP,
+			// a long GC, a cut network) must notice even if this write works.
+			since := p.now().Sub(p.lastSet)
+			ctx, cancel := context.WithTimeout(context.Background(), max(p.ttl/3, time.Second))
+			err := p.register(ctx)
+			cancel()
+			if err != nil {
+				p.log.Warn("cluster member refresh failed", slog.Any("err", err))
+			}
+			if !lost && since > p.ttl {
+				lost = true
+				err := fmt.Errorf("member key not refreshed for %s (ttl %s): peers have dropped this member", since.Round(time.Millisecond), p.ttl)
+				p.log.Error("cluster membership lost", slog.Any("err", err))
+				if p.OnLost != nil {
+					p.OnLost(err)
+				}
+			}
+		case <-read.C:
+			ctx, cancel := context.WithTimeout(context.Background(), max(p.refresh, time.Second))
+			if err := p.sync(ctx); err != nil {
+				p.log.Debug("cluster member read failed; keeping the last topology", slog.Any("err", err))
+			}
+			cancel()
+		}
+	}
+}
+
+func (p *RedisProvider) now() time.Time { return time.Now().Add(time.Duration(p.skew.Load())) }
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

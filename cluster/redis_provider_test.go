@@ -1,0 +1,98 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// testRedis connects to PAPRIKA_TEST_REDIS_URL (default local); absent
+// Redis skips locally and fails under CI=true.
+func testRedis(t *testing.T) (*redis.Client, string) {
+	url := os.Getenv("PAPRIKA_TEST_REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	opt, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	rdb := redis.NewClient(opt)
+	if err := rdb.Ping(t.Context()).Err(); err != nil {
+		_ = rdb.Close()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis at %s is required under CI: %v", url, err)
+		}
+		t.Skipf("redis at %s not reachable: %v", url, err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb, fmt.Sprintf("paprika_t_%d:", time.Now().UnixNano())
+}
+
+// echoGrain answers with the name of the member it lives on.
+type echoGrain struct{ addr string }
+
+func (e *echoGrain) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*wrapperspb.StringValue); ok {
+		ctx.Respond(wrapperspb.String(ctx.ActorSystem().Address()))
+	}
+}
+
+func startRedisMember(t *testing.T, rdb *redis.Client, prefix string, ttl time.Duration, configure ...func(*RedisProvider)) (*Member, *RedisProvider) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("PAPRIKA_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	kind := pcluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
+	var rp *RedisProvider
+	m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: log, Kinds: []*pcluster.Kind{kind}, RequestTimeout: 2 * time.Second},
+		func() pcluster.ClusterProvider {
+			rp = NewRedisProvider(rdb, prefix, ttl, log)
+			for _, f := range configure {
+				f(rp)
+			}
+			return rp
+		})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Stop(false) })
+	return m, rp
+}
+
+func owners(t *testing.T, m *Member, n int) map[string]int {
+	out := map[string]int{}
+	for i := 0; i < n; i++ {
+		res, err := m.Cluster.Request(fmt.Sprintf("id-%d", i), "echo", wrapperspb.String("who"))
+		require.NoError(t, err)
+		out[res.(*wrapperspb.StringValue).Value]++
+	}
+	return out
+}
+
+// TestRedisProviderReportsLostMembership: a member that could not refresh
+// its key for longer than the TTL reports itself lost.
+func TestRedisProviderReportsLostMembership(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	lost := make(chan error, 1)
+	_, rp := startRedisMember(t, rdb, prefix, 2*time.Second, func(rp *RedisProvider) {
+		rp.OnLost = func(err error) { lost <- err }
+	})
+	select {
+	case err := <-lost:
+		t.Fatalf("lost reported without a freeze: %v", err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	rp.skew.Store(int64(3 * time.Second)) // the clock jumps past the TTL, as after a freeze
+	select {
+	case err := <-lost:
+		require.ErrorContains(t, err, "not refreshed")
+	case <-time.After(3 * time.Second):
+		t.Fatal("lost membership not reported")
+	}
+}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +40,9 @@ type Options struct {
 	// Agent shares one in-memory membership between members of one process
 	// (provider "test"); nil makes a private one.
 	Agent *test.InMemAgent
+	// MinLevel is the least level of protoactor's own logs that is kept
+	// (never below WARN).
+	MinLevel slog.Level
 	// Redis, RedisPrefix, HubTTL and OnLost configure provider "redis".
 	Redis       redis.UniversalClient
 	RedisPrefix string
@@ -104,7 +108,8 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (m *Membe
 		}
 		_ = l.Close()
 	}
-	logger := o.Logger.With(slog.String("component", "protoactor"))
+	// protoactor narrates every topology change at INFO; keep its warnings.
+	logger := slog.New(minLevel{o.Logger.Handler(), max(slog.LevelWarn, o.MinLevel)}).With(slog.String("component", "protoactor"))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	cfg := pcluster.Configure(o.Name, provider, disthash.New(), remote.Configure(o.Host, o.Port),
 		pcluster.WithKinds(o.Kinds...), pcluster.WithRequestTimeout(o.RequestTimeout))
@@ -140,3 +145,19 @@ func (m *Member) Stop(graceful bool) {
 		}
 	})
 }
+
+// minLevel drops records below a level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.level && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(as), m.level}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler { return minLevel{m.Handler.WithGroup(name), m.level} }

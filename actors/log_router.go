@@ -53,14 +53,18 @@ type logRouterActor struct {
 	byPID   map[string]string // child PID id → job id
 }
 
-// StartLogRouter spawns the router (and its flusher) under the root.
-func StartLogRouter(system *actor.ActorSystem, d *Deps) *LogRouter {
+// StartLogRouter spawns the router (and its flusher) with spawn, which
+// places it under the hub's supervisor.
+func StartLogRouter(system *actor.ActorSystem, d *Deps, spawn func(*actor.Props, string) (*actor.PID, error)) (*LogRouter, error) {
 	budget := newLineBudget(max(d.Timing.LogBudgetLines, 1))
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &logRouterActor{deps: d, budget: budget}
 	}, actor.WithSupervisor(Strategy()), actor.WithReceiverMiddleware(recoverMiddleware("log_router", d)))
-	pid, _ := system.Root.SpawnNamed(props, "logs")
-	return &LogRouter{system: system, pid: pid, budget: budget}
+	pid, err := spawn(props, "logs")
+	if err != nil {
+		return nil, err
+	}
+	return &LogRouter{system: system, pid: pid, budget: budget}, nil
 }
 
 // Stream returns the PID of jobID's LogStream on this hub.

@@ -125,7 +125,15 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 		byID[w.ID] = w
 	}
 	lost := 0
+	overdue := 0
 	r.eachJob(persistence.StatusRunning, 10000, func(j persistence.Job) bool {
+		if now.After(j.Deadline()) {
+			// Its grain may have lived on a hub that died: wake it so its
+			// deadline fires (forced close) wherever it activates now.
+			sendGrain(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobEnsure{})
+			overdue++
+			return true
+		}
 		w, known := byID[j.WorkerID]
 		if known && w.Connected && now.Sub(w.LastSeen) <= t.AliveWindow {
 			return true
@@ -140,7 +148,6 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 		}
 		return true
 	})
-	overdue := 0
 	r.eachJob(persistence.StatusQueued, 10000, func(j persistence.Job) bool {
 		if now.Sub(j.CreatedAt) <= t.QueuedTimeout && now.Before(j.Deadline()) {
 			return false

@@ -36,6 +36,7 @@ type Hub struct {
 	// set by Start, read-only afterwards
 	member     *cluster.Member
 	logs       *actors.LogRouter
+	sup        *actor.PID // parent of the local actors below
 	links      *actor.PID
 	reconciler *actor.PID
 	beat       *actor.PID
@@ -142,11 +143,25 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	}
 	system := h.member.System
 	actors.CountRestarts(system, d.Metrics)
-	h.logs = actors.StartLogRouter(system, d)
-	h.links, _ = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &linksActor{} },
+	h.sup, _ = system.Root.SpawnNamed(newSupervisorProps(), "hub")
+	spawn := spawner(system, h.sup)
+	var errs []error
+	var serr error
+	h.logs, serr = actors.StartLogRouter(system, d, spawn)
+	errs = append(errs, serr)
+	h.links, serr = spawn(actor.PropsFromProducer(func() actor.Actor { return &linksActor{} },
 		actor.WithSupervisor(actors.Strategy())), "links")
-	h.reconciler, _ = system.Root.SpawnNamed(actors.NewReconcilerProps(d).Configure(actor.WithSupervisor(actors.Strategy())), "reconciler")
-	h.beat, _ = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &hubBeat{h: h} }), "hub-beat")
+	errs = append(errs, serr)
+	h.reconciler, serr = spawn(actors.NewReconcilerProps(d), "reconciler")
+	errs = append(errs, serr)
+	h.beat, serr = spawn(actor.PropsFromProducer(func() actor.Actor { return &hubBeat{h: h} }), "hub-beat")
+	errs = append(errs, serr)
+	if err := errors.Join(errs...); err != nil {
+		h.member.Stop(false)
+		_ = ln.Close()
+		_ = h.stores.Close()
+		return fmt.Errorf("start hub actors: %w", err)
+	}
 	h.registerGauges()
 	h.recover(ctx)
 
@@ -230,6 +245,7 @@ func (h *Hub) Stop(ctx context.Context) error {
 		}
 		_ = root.PoisonFuture(h.reconciler).Wait()
 		_ = root.PoisonFuture(h.beat).Wait()
+		_ = root.PoisonFuture(h.sup).Wait()
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_ = h.stores.Hubs.Remove(rctx, h.id)
 		cancel()

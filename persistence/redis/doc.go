@@ -24,11 +24,15 @@
 // # Round trips
 //
 // LogStore.Write sends every batch of the call in one pipeline — per batch
-// one RPUSH of all its lines, the SET of the done marker on the last batch,
-// one PUBLISH, one PEXPIRE — so one Write is one round trip whatever the
-// number of jobs (hub-scaling.ja.txt: one RPUSH and one PUBLISH per line was
-// the old hub's bottleneck). The PUBLISH comes after the RPUSH and the SET:
-// whatever a follower hears of is already in the list.
+// one EVALSHA of a short Lua script that does one RPUSH of the lines not yet
+// stored at their index, the SET of the done marker on the last batch, one
+// PUBLISH, one PEXPIRE — so one Write is one round trip whatever the number
+// of jobs (hub-scaling.ja.txt: one RPUSH and one PUBLISH per line was the
+// old hub's bottleneck). The PUBLISH comes after the RPUSH and the SET:
+// whatever a follower hears of is already in the list. Appending at the
+// batch's index (not blindly) makes Write idempotent: go-redis and the
+// hub's flusher retry writes, and after a worker moves hubs two hubs may
+// write one job's log; neither duplicates a line.
 //
 // Read is one pipeline (LRANGE + EXISTS), Len one LLEN. Registry writes
 // are one MULTI/EXEC pipeline each; List is two round trips (the index,
@@ -38,9 +42,8 @@
 //
 // A PUBLISH payload is a compact binary envelope (log_codec.go): the
 // batch's From index, its done flag and its lines, length-prefixed so lines
-// may hold any byte. The writer (the LogStream actor) provides From, so the
-// store never reads before it writes and a follower can drop the lines it
-// already read from the list.
+// may hold any byte. The writer (the LogStream actor) provides From, so a
+// follower can drop the lines it already read from the list.
 //
 // Each Subscribe opens its own Pub/Sub connection (go-redis PubSub), waited
 // on until Redis confirms the subscription, so "subscribe, then read the

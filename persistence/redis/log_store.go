@@ -38,22 +38,44 @@ func NewLogStore(client *redis.Client, opts ...Option) *LogStore {
 	return &LogStore{client: client, keys: keys{cfg.prefix}, cfg: cfg, pingEvery: pingInterval}
 }
 
+// appendScript appends a batch at its index, once. KEYS: list, done
+// marker, channel. ARGV: from, retention ms (0 = none), done (0/1), event
+// payload, lines... Lines the list already holds at their index are not
+// pushed again, so a Write retried after it had in fact landed (go-redis
+// and the hub's flusher both retry), or a second hub writing a job whose
+// worker moved, never duplicates a line. A gap (the list shorter than
+// from) is appended anyway — losing lines would be worse — and reported by
+// the returned old length.
+var appendScript = redis.NewScript(`
+local n = redis.call('LLEN', KEYS[1])
+local from = tonumber(ARGV[1])
+local first = 5 + math.max(n - from, 0)
+local i = first
+while i <= #ARGV do
+  local j = math.min(i + 999, #ARGV)
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, j))
+  i = j + 1
+end
+local ret = tonumber(ARGV[2])
+if ARGV[3] == '1' then
+  if ret > 0 then redis.call('SET', KEYS[2], '1', 'PX', ret) else redis.call('SET', KEYS[2], '1') end
+end
+redis.call('PUBLISH', KEYS[3], ARGV[4])
+if ret > 0 and #ARGV >= first then redis.call('PEXPIRE', KEYS[1], ret) end
+return n
+`)
+
 // Write stores and publishes every batch in one pipeline (one round trip):
-// per batch RPUSH of its lines, SET of the done marker on a Done batch,
-// PUBLISH of its event, PEXPIRE of the list — in that order, so whatever a
-// follower is told has been stored. Batches of one job are applied in
-// slice order.
-//
-// The event carries the writer's From: a follower places lines by it. If
-// the list's length before the RPUSH disagrees (a retried Write that had in
-// fact landed, or two writers of one job), the mismatch is logged, not
-// returned: the lines are stored and published, and a retry would only
-// append them again.
+// per batch one call of appendScript — RPUSH of the lines not yet stored at
+// their index, SET of the done marker on a Done batch, PUBLISH of the
+// event, PEXPIRE of the list, in that order, so whatever a follower is told
+// has been stored. Batches of one job are applied in slice order. Write is
+// idempotent: retrying it after an error never stores a line twice.
 func (s *LogStore) Write(ctx context.Context, batches []persistence.LogBatch) error {
 	if len(batches) == 0 {
 		return nil
 	}
-	size, nargs := 0, 0
+	size := 0
 	for i := range batches {
 		b := &batches[i]
 		if b.JobID == "" {
@@ -63,13 +85,9 @@ func (s *LogStore) Write(ctx context.Context, batches []persistence.LogBatch) er
 			return fmt.Errorf("write logs of job %s: negative index %d", b.JobID, b.From)
 		}
 		size += eventSize(b)
-		nargs += 2 + len(b.Lines) + 3 + 5 + 3 // rpush, publish, set, pexpire
 	}
-
-	// Allocations must not grow with the lines: every payload goes into one
-	// string, and every argument into one slice, as a *string where it can
-	// (go-redis writes a *string as the string; a pointer fits an interface
-	// without the allocation a string needs).
+	// Every payload goes into one string, so allocations do not grow with
+	// the lines.
 	var sb strings.Builder
 	sb.Grow(size)
 	ends := make([]int, len(batches))
@@ -78,65 +96,47 @@ func (s *LogStore) Write(ctx context.Context, batches []persistence.LogBatch) er
 		ends[i] = sb.Len()
 	}
 	payloads := sb.String()
-	strs := make([]string, 3*len(batches)) // per batch: list, channel, payload
-	args := make([]any, 0, nargs)
-	next := func(n int) []any { // the next n args, capped so no append spills
-		a := args[len(args) : len(args)+n : len(args)+n]
-		args = args[:len(args)+n]
-		return a
-	}
-	retention := any(s.cfg.retention.Milliseconds())
+	retention := s.cfg.retention.Milliseconds()
 
-	pipe := s.client.Pipeline()
-	pushes := make([]*redis.IntCmd, len(batches))
-	start := 0
-	for i := range batches {
-		b := &batches[i]
-		list, channel, payload := &strs[3*i], &strs[3*i+1], &strs[3*i+2]
-		*list, *channel, *payload = s.keys.log(b.JobID), s.keys.logChan(b.JobID), payloads[start:ends[i]]
-		start = ends[i]
-		if len(b.Lines) > 0 {
-			a := next(2 + len(b.Lines))
-			a[0], a[1] = "rpush", list
+	run := func() ([]*redis.Cmd, error) {
+		pipe := s.client.Pipeline()
+		cmds := make([]*redis.Cmd, len(batches))
+		start := 0
+		for i := range batches {
+			b := &batches[i]
+			done := "0"
+			if b.Done {
+				done = "1"
+			}
+			args := make([]any, 0, 4+len(b.Lines))
+			args = append(args, b.From, retention, done, payloads[start:ends[i]])
 			for j := range b.Lines {
-				a[2+j] = &b.Lines[j]
+				args = append(args, &b.Lines[j])
 			}
-			pushes[i] = redis.NewIntCmd(ctx, a...)
-			_ = pipe.Process(ctx, pushes[i])
+			start = ends[i]
+			cmds[i] = appendScript.EvalSha(ctx, pipe,
+				[]string{s.keys.log(b.JobID), s.keys.logDone(b.JobID), s.keys.logChan(b.JobID)}, args...)
 		}
-		// The marker before the PUBLISH, as the lines: a follower that
-		// subscribed just after this event must find the log done in the
-		// backlog it reads, or it would wait for an event already gone.
-		if b.Done {
-			a := next(5)
-			a[0], a[1], a[2] = "set", s.keys.logDone(b.JobID), "1"
-			if s.cfg.retention > 0 {
-				a[3], a[4] = "px", retention
-			} else {
-				a = a[:3]
-			}
-			_ = pipe.Process(ctx, redis.NewStatusCmd(ctx, a...))
-		}
-		a := next(3)
-		a[0], a[1], a[2] = "publish", channel, payload
-		_ = pipe.Process(ctx, redis.NewIntCmd(ctx, a...))
-		if s.cfg.retention > 0 && len(b.Lines) > 0 {
-			a = next(3)
-			a[0], a[1], a[2] = "pexpire", list, retention
-			_ = pipe.Process(ctx, redis.NewBoolCmd(ctx, a...))
-		}
+		_, err := pipe.Exec(ctx)
+		return cmds, err
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	cmds, err := run()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// First write, or Redis restarted and lost its scripts: load and
+		// run again (batches that did run are skipped by the script).
+		if lerr := appendScript.Load(ctx, s.client).Err(); lerr != nil {
+			return wrapErr(ctx, "load log append script", lerr)
+		}
+		cmds, err = run()
+	}
+	if err != nil {
 		return wrapErr(ctx, fmt.Sprintf("write logs (%d batches)", len(batches)), err)
 	}
-	for i, c := range pushes {
-		if c == nil {
-			continue
-		}
+	for i, c := range cmds {
 		b := &batches[i]
-		if at := c.Val() - int64(len(b.Lines)); at != b.From {
-			s.cfg.log.Warn("log batch stored at another index than its From",
-				slog.String("job_id", b.JobID), slog.Int64("from", b.From), slog.Int64("stored_at", at))
+		if had, _ := c.Int64(); had < b.From {
+			s.cfg.log.Warn("log batch appended after a gap",
+				slog.String("job_id", b.JobID), slog.Int64("from", b.From), slog.Int64("stored_len", had))
 		}
 	}
 	return nil

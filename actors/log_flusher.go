@@ -120,6 +120,29 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 	}
 }
 
+// coalesce turns the queued requests into batches, merging consecutive
+// batches of one job (a full batch and the done sentinel right behind it
+// become one RPUSH and one PUBLISH).
+func coalesce(reqs []*flushReq) []persistence.LogBatch {
+	out := make([]persistence.LogBatch, 0, len(reqs))
+	last := map[string]int{} // job → index in out of its latest batch
+	for _, r := range reqs {
+		if !r.hasBatch {
+			continue
+		}
+		b := r.batch
+		if i, ok := last[b.JobID]; ok && !out[i].Done && out[i].From+int64(len(out[i].Lines)) == b.From {
+			merged := make([]string, 0, len(out[i].Lines)+len(b.Lines))
+			merged = append(append(merged, out[i].Lines...), b.Lines...)
+			out[i].Lines, out[i].Done = merged, b.Done
+			continue
+		}
+		last[b.JobID] = len(out)
+		out = append(out, b)
+	}
+	return out
+}
+
 // start launches the next write when none is in flight.
 func (f *logFlusher) start(ctx actor.Context) {
 	if f.writing {
@@ -134,12 +157,7 @@ func (f *logFlusher) start(ctx actor.Context) {
 	}
 	reqs := f.queue
 	f.queue = nil
-	batches := make([]persistence.LogBatch, 0, len(reqs))
-	for _, r := range reqs {
-		if r.hasBatch {
-			batches = append(batches, r.batch)
-		}
-	}
+	batches := coalesce(reqs)
 	f.writing = true
 	f.carry.lastID++
 	id := f.carry.lastID

@@ -49,6 +49,8 @@ const (
 	DefaultClusterHost = "127.0.0.1"
 	// DefaultClusterPort is cluster.port; 0 picks a free port.
 	DefaultClusterPort = 0
+	// DefaultRedisPrefix is redis.prefix.
+	DefaultRedisPrefix = "paprika:"
 	// DefaultMinIOBucket is minio.bucket.
 	DefaultMinIOBucket = "paprika"
 	// DefaultAssetsDir is assets.dir.
@@ -233,6 +235,9 @@ type RedisConfig struct {
 	// store. Default "" (embedded, in memory). May hold a password: prefer
 	// the env var in production.
 	URL string `yaml:"url"`
+	// Prefix namespaces every Redis key and channel of this deployment, so
+	// several fleets (or test runs) can share one Redis. Default "paprika:".
+	Prefix string `yaml:"prefix"`
 }
 
 // MySQLConfig is the "mysql" section.
@@ -308,6 +313,7 @@ func Default() *Config {
 			Host:           DefaultClusterHost,
 			Port:           DefaultClusterPort,
 		},
+		Redis:  RedisConfig{Prefix: DefaultRedisPrefix},
 		MinIO:  MinIOConfig{Bucket: DefaultMinIOBucket},
 		Assets: AssetsConfig{Dir: DefaultAssetsDir},
 	}

@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -45,6 +47,9 @@ type Hub struct {
 	started    time.Time
 	serveDone  chan struct{}
 
+	stopping atomic.Bool // set when Stop begins: no new links
+	lostCh   chan struct{}
+	lostOnce sync.Once
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -59,11 +64,11 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 		id = "hub-" + randomHex(3)
 	}
 	log = log.With(slog.String("hub_id", id))
-	stores, err := OpenStores(cfg)
+	stores, err := OpenStores(context.Background(), cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	h := &Hub{cfg: cfg, log: log, id: id, stores: stores}
+	h := &Hub{cfg: cfg, log: log, id: id, stores: stores, lostCh: make(chan struct{})}
 	h.deps = &actors.Deps{
 		HubID:   id,
 		Timing:  TimingFrom(cfg),
@@ -78,6 +83,11 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 	h.deps.LogRoute = func() *actors.LogRouter { return h.logs }
 	return h, nil
 }
+
+// moveSpread is how long a stopping hub takes to send its workers away when
+// peers can take them: a reconnect storm on one survivor is worse than a
+// few seconds of drain.
+const moveSpread = 3 * time.Second
 
 // TimingFrom maps the config onto the actors' timings.
 func TimingFrom(cfg *config.Config) actors.Timing {
@@ -100,6 +110,17 @@ func TimingFrom(cfg *config.Config) actors.Timing {
 		GrainTimeout:      10 * time.Second,
 		IdlePassivate:     30 * time.Second,
 	}
+}
+
+// Lost is closed when this hub lost its cluster membership (it was frozen
+// or cut off past the TTL and its peers dropped it): the process must exit
+// and be restarted, since protoactor never lets a dropped member back in.
+func (h *Hub) Lost() <-chan struct{} { return h.lostCh }
+
+func (h *Hub) lost(err error) {
+	h.deps.Metrics.Inc("paprika_cluster_membership_lost_total")
+	h.log.Error("cluster membership lost; this hub must restart", slog.Any("err", err))
+	h.lostOnce.Do(func() { close(h.lostCh) })
 }
 
 // ID is the hub's cluster id.
@@ -127,14 +148,17 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	}
 	h.listener = ln
 	provider := h.cfg.Cluster.Provider
-	if provider == cluster.ProviderRedis && h.cfg.Redis.URL == "" {
+	if provider == cluster.ProviderRedis && h.stores.Redis == nil {
 		provider = cluster.ProviderLocal // embedded: a one-member cluster
 	}
 	d := h.deps
 	h.member, err = cluster.Start(cluster.Options{
+		Name:     "paprika-" + strings.TrimSuffix(h.cfg.Redis.Prefix, ":"),
 		Provider: provider, Host: h.cfg.Cluster.Host, Port: h.cfg.Cluster.Port, Logger: h.log,
 		Kinds:          []*pcluster.Kind{actors.NewWorkerKind(d), actors.NewJobKind(d), actors.NewSchedulerKind(d)},
 		RequestTimeout: d.Timing.GrainTimeout,
+		Redis:          h.stores.Redis, RedisPrefix: h.cfg.Redis.Prefix, HubTTL: h.cfg.Cluster.HubTTL,
+		OnLost: h.lost,
 	})
 	if err != nil {
 		_ = ln.Close()
@@ -223,11 +247,14 @@ func (h *Hub) recover(ctx context.Context) {
 }
 
 // Stop shuts the hub down in order; safe to call twice and before Start.
-// Order: stop taking requests and links → close the links (workers will
-// reconnect elsewhere or later; their jobs keep running) → flush the log
-// streams → stop the timers → leave the cluster → close the stores.
+// Order (asynq's server.go explains why order matters): stop taking
+// requests and links → ask the workers to move, spread over a few seconds
+// when peers can take them (their jobs keep running and report there) →
+// flush the log streams → stop the timers → leave the cluster, handing
+// grains over → close the stores last.
 func (h *Hub) Stop(ctx context.Context) error {
 	h.stopOnce.Do(func() {
+		h.stopping.Store(true)
 		if h.member == nil {
 			h.stopErr = h.stores.Close()
 			return
@@ -239,6 +266,11 @@ func (h *Hub) Stop(ctx context.Context) error {
 			cancel()
 			<-h.serveDone
 		}
+		spread := time.Duration(0)
+		if h.member.Cluster.MemberList.Length() > 1 {
+			spread = moveSpread
+		}
+		_, _ = root.RequestFuture(h.links, &moveLinks{spread: spread}, spread+linkGrace+time.Second).Result()
 		_ = root.PoisonFuture(h.links).Wait()
 		if err := h.logs.Drain(15 * time.Second); err != nil {
 			h.log.Warn("log drain incomplete", slog.Any("err", err))

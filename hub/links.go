@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
 	"github.com/gorilla/websocket"
 
 	"github.com/paprika-hub/paprika/actors"
@@ -13,15 +14,62 @@ import (
 )
 
 // linksActor is the parent of every WorkerConn of this hub. Its strategy is
-// the hub's (one-for-one restarts); stopping it closes every link.
-type linksActor struct{}
+// the hub's (one-for-one restarts). On shutdown it asks its workers to move
+// to another hub, spread over a few seconds so they do not all reconnect to
+// one peer at the same instant (nats' lame-duck mode).
+type linksActor struct {
+	children map[string]*actor.PID
+	waiters  []*actor.PID
+}
 
 type spawnLink struct{ props *actor.Props }
 
+// moveLinks closes every link with code hub_shutdown, spread over spread;
+// the reply comes when all links are gone (or after spread + linkGrace).
+type moveLinks struct{ spread time.Duration }
+
+type movesDone struct{}
+
+const linkGrace = 3 * time.Second
+
 func (l *linksActor) Receive(ctx actor.Context) {
-	if m, ok := ctx.Message().(*spawnLink); ok {
-		ctx.Respond(ctx.Spawn(m.props))
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		l.children = map[string]*actor.PID{}
+	case *spawnLink:
+		pid := ctx.Spawn(m.props)
+		l.children[pid.Id] = pid
+		ctx.Respond(pid)
+	case *actor.Terminated:
+		delete(l.children, m.Who.Id)
+		if len(l.children) == 0 {
+			l.release(ctx)
+		}
+	case *moveLinks:
+		l.waiters = append(l.waiters, ctx.Sender())
+		if len(l.children) == 0 {
+			l.release(ctx)
+			return
+		}
+		timers := scheduler.NewTimerScheduler(ctx)
+		step := m.spread / time.Duration(len(l.children))
+		i := 0
+		for _, pid := range l.children {
+			timers.SendOnce(time.Duration(i)*step, pid, &messages.ConnClose{Code: "hub_shutdown",
+				Message: "this hub is shutting down; reconnect to another"})
+			i++
+		}
+		timers.SendOnce(m.spread+linkGrace, ctx.Self(), &movesDone{})
+	case *movesDone:
+		l.release(ctx)
 	}
+}
+
+func (l *linksActor) release(ctx actor.Context) {
+	for _, w := range l.waiters {
+		ctx.Send(w, true)
+	}
+	l.waiters = nil
 }
 
 var upgrader = websocket.Upgrader{
@@ -34,6 +82,10 @@ var upgrader = websocket.Upgrader{
 
 // Link implements api.Backend: upgrade and hand the socket to a WorkerConn.
 func (h *Hub) Link(w http.ResponseWriter, r *http.Request, workerID string) {
+	if h.stopping.Load() {
+		http.Error(w, `{"error":{"code":"hub_shutdown","message":"this hub is shutting down"}}`, http.StatusServiceUnavailable)
+		return
+	}
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		h.log.Info("worker link upgrade failed", slog.String("worker_id", workerID), slog.Any("err", err))

@@ -1,14 +1,22 @@
 package hub
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/paprika-hub/paprika/config"
 	"github.com/paprika-hub/paprika/persistence"
 	"github.com/paprika-hub/paprika/persistence/assetdir"
 	"github.com/paprika-hub/paprika/persistence/bolt"
 	"github.com/paprika-hub/paprika/persistence/memory"
+	miniostore "github.com/paprika-hub/paprika/persistence/minio"
+	"github.com/paprika-hub/paprika/persistence/mysql"
+	redisstore "github.com/paprika-hub/paprika/persistence/redis"
 )
 
 // Stores are the hub's store clients, each behind its contract.
@@ -18,7 +26,10 @@ type Stores struct {
 	Workers persistence.WorkerRegistry
 	Hubs    persistence.HubRegistry
 	Assets  persistence.AssetStore
-	// Kinds names each store's implementation, for /readyz and the logs.
+	// Redis is the client of the real coordination store, nil when embedded;
+	// the cluster membership provider shares it.
+	Redis *redis.Client
+	// Kinds names each store's implementation, for the start-up log.
 	Kinds map[string]string
 	close []func() error
 }
@@ -28,29 +39,72 @@ func JobsFile(cfg *config.Config) string {
 	return filepath.Join(filepath.Dir(filepath.Clean(cfg.Assets.Dir)), "jobs.db")
 }
 
+// storeOpenTimeout bounds connecting to each real store at start.
+const storeOpenTimeout = 30 * time.Second
+
 // OpenStores opens what the config names; an empty URL/DSN/endpoint means
-// the embedded implementation of that store.
-func OpenStores(cfg *config.Config) (*Stores, error) {
-	s := &Stores{Kinds: map[string]string{}}
-	if cfg.MySQL.DSN != "" || cfg.Redis.URL != "" || cfg.MinIO.Endpoint != "" {
-		return nil, fmt.Errorf("real stores (mysql.dsn, redis.url, minio.endpoint) are not built into this hub yet; leave them empty for the embedded stores")
+// the embedded implementation of that store. The code above the store
+// interfaces is the same either way.
+func OpenStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *Stores, err error) {
+	s = &Stores{Kinds: map[string]string{}}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
+	defer cancel()
+
+	if dsn := cfg.MySQL.DSN; dsn != "" {
+		jobs, err := mysql.Open(ctx, dsn, mysql.WithLogger(log))
+		if err != nil {
+			return nil, fmt.Errorf("open job store (mysql.dsn): %w", err)
+		}
+		s.Jobs, s.Kinds["jobs"] = jobs, "mariadb"
+		s.close = append(s.close, jobs.Close)
+	} else {
+		path := JobsFile(cfg)
+		jobs, err := bolt.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open embedded job store %s: %w", path, err)
+		}
+		s.Jobs, s.Kinds["jobs"] = jobs, "embedded:"+path
+		s.close = append(s.close, jobs.Close)
 	}
-	path := JobsFile(cfg)
-	jobs, err := bolt.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open embedded job store %s: %w", path, err)
+
+	if url := cfg.Redis.URL; url != "" {
+		rdb, err := redisstore.Connect(ctx, url)
+		if err != nil {
+			return nil, fmt.Errorf("connect redis (redis.url): %w", err)
+		}
+		s.Redis = rdb
+		s.close = append(s.close, rdb.Close)
+		opts := []redisstore.Option{redisstore.WithPrefix(cfg.Redis.Prefix), redisstore.WithLogger(log)}
+		s.Logs = redisstore.NewLogStore(rdb, append(opts, redisstore.WithRetention(cfg.Logs.Retention))...)
+		s.Workers = redisstore.NewWorkerRegistry(rdb, opts...)
+		s.Hubs = redisstore.NewHubRegistry(rdb, opts...)
+		s.Kinds["logs"], s.Kinds["workers"], s.Kinds["hubs"] = "redis", "redis", "redis"
+	} else {
+		s.Logs, s.Kinds["logs"] = memory.NewLogStore(), "embedded:memory"
+		s.Workers, s.Kinds["workers"] = memory.NewWorkerRegistry(), "embedded:memory"
+		s.Hubs, s.Kinds["hubs"] = memory.NewHubRegistry(), "embedded:memory"
 	}
-	s.Jobs, s.Kinds["jobs"] = jobs, "embedded:"+path
-	s.close = append(s.close, jobs.Close)
-	s.Logs, s.Kinds["logs"] = memory.NewLogStore(), "embedded:memory"
-	s.Workers, s.Kinds["workers"] = memory.NewWorkerRegistry(), "embedded:memory"
-	s.Hubs, s.Kinds["hubs"] = memory.NewHubRegistry(), "embedded:memory"
-	assets, err := assetdir.New(cfg.Assets.Dir)
-	if err != nil {
-		_ = s.Close()
-		return nil, fmt.Errorf("open asset dir %s: %w", cfg.Assets.Dir, err)
+
+	if ep := cfg.MinIO.Endpoint; ep != "" {
+		assets, err := miniostore.New(ctx, miniostore.Config{Endpoint: ep, AccessKey: cfg.MinIO.AccessKey,
+			SecretKey: cfg.MinIO.SecretKey, Bucket: cfg.MinIO.Bucket, Secure: cfg.MinIO.Secure})
+		if err != nil {
+			return nil, fmt.Errorf("open asset store (minio.endpoint): %w", err)
+		}
+		s.Assets, s.Kinds["assets"] = assets, "minio:"+ep+"/"+cfg.MinIO.Bucket
+		s.close = append(s.close, assets.Close)
+	} else {
+		assets, err := assetdir.New(cfg.Assets.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("open asset dir %s: %w", cfg.Assets.Dir, err)
+		}
+		s.Assets, s.Kinds["assets"] = assets, "embedded:"+cfg.Assets.Dir
 	}
-	s.Assets, s.Kinds["assets"] = assets, "embedded:"+cfg.Assets.Dir
 	return s, nil
 }
 

@@ -85,8 +85,15 @@ func runHub(args []string) int {
 		return 1
 	}
 	fmt.Printf("paprika hub %s listening on %s (admin UI %s/ui/)\n", h.ID(), h.URL(), h.URL())
-	<-ctx.Done()
-	return stopHub(h, log)
+	select {
+	case <-ctx.Done():
+		return stopHub(h, log)
+	case <-h.Lost():
+		// Dropped from the cluster: leave quickly; the supervisor starts a
+		// fresh member (protoactor never re-admits a dropped member id).
+		stopHub(h, log)
+		return 3
+	}
 }
 
 // startHub builds and starts a hub, containing any panic of protoactor's

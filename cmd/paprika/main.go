@@ -106,7 +106,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	case "hubs":
 		return c.hubs(ctx, rest)
 	case "bench":
-		return runBench(rest)
+		fmt.Fprintln(c.stderr, "paprika bench: not implemented yet")
+		return exitUsage
 	case "version", "--version", "-version":
 		fmt.Fprintf(c.stdout, "paprika %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return exitOK
@@ -129,7 +130,7 @@ func (c *cli) help(ctx context.Context, args []string) int {
 		fmt.Fprint(c.stdout, usage)
 		return exitOK
 	case "bench":
-		return runBench([]string{"-h"})
+		return c.run(ctx, args[:1])
 	}
 	return c.run(ctx, []string{args[0], "-h"})
 }

@@ -43,11 +43,13 @@ type Options struct {
 	// MinLevel is the least level of protoactor's own logs that is kept
 	// (never below WARN).
 	MinLevel slog.Level
-	// Redis, RedisPrefix, HubTTL and OnLost configure provider "redis".
-	Redis       redis.UniversalClient
-	RedisPrefix string
-	HubTTL      time.Duration
-	OnLost      func(error)
+	// Redis, RedisPrefix, HubTTL, MemberTimeout and OnLost configure
+	// provider "redis".
+	Redis         redis.UniversalClient
+	RedisPrefix   string
+	HubTTL        time.Duration
+	MemberTimeout time.Duration
+	OnLost        func(error)
 }
 
 // Member is a started cluster member and its actor system.
@@ -92,7 +94,7 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (m *Membe
 		if o.Redis == nil {
 			return nil, fmt.Errorf("%w: %q needs redis.url", ErrUnsupportedProvider, o.Provider)
 		}
-		rp := NewRedisProvider(o.Redis, o.RedisPrefix, o.HubTTL, o.Logger)
+		rp := NewRedisProvider(o.Redis, o.RedisPrefix, o.HubTTL, o.MemberTimeout, o.Logger)
 		rp.OnLost = o.OnLost
 		provider = rp
 	case o.Provider == ProviderAutomanaged:
@@ -160,4 +162,6 @@ func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
 	return minLevel{m.Handler.WithAttrs(as), m.level}
 }
 
-func (m minLevel) WithGroup(name string) slog.Handler { return minLevel{m.Handler.WithGroup(name), m.level} }
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{m.Handler.WithGroup(name), m.level}
+}

@@ -44,4 +44,3 @@ func TestMultiMemberRedisProviderMovesGrains(t *testing.T) {
 		return len(got) == 1 && got[a.Address()] == 40
 	}, 10*time.Second, 100*time.Millisecond, "grains re-activated on the survivor")
 }
-

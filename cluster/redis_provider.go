@@ -16,10 +16,13 @@ import (
 )
 
 // RedisProvider is cluster membership without extra infrastructure: each
-// member keeps a key with a TTL (refreshed at TTL/3) and an entry in a
-// sorted-set index; every member reads the live keys and hands protoactor
-// the full member list. A hub joins by sharing the Redis URL; a dead hub's
-// key expires and it leaves everyone's list within the TTL.
+// member keeps a key with a TTL (hub_ttl, 90 s) and an entry in a
+// sorted-set index, and beats into it every timeout/3; every member reads
+// the keys and hands protoactor the full list of members whose last beat
+// is within timeout (member_timeout, 6 s). A hub joins by sharing the Redis
+// URL; a dead hub leaves everyone's list within the timeout — fast enough
+// for its workers to be taking jobs elsewhere within 10 s — while its key
+// outlives it for the TTL.
 //
 // Two protoactor pitfalls shape it: a member missing from one topology
 // update is blocked for good, so a failed read never publishes a topology;
@@ -29,7 +32,8 @@ import (
 type RedisProvider struct {
 	rdb     redis.UniversalClient
 	prefix  string
-	ttl     time.Duration
+	ttl     time.Duration // key TTL
+	timeout time.Duration // beats older than this: the member is gone
 	refresh time.Duration // how often the member list is read
 	log     *slog.Logger
 	// OnLost is called (once, from the provider's goroutine) when this
@@ -56,16 +60,21 @@ type memberRecord struct {
 	Kinds   []string `json:"kinds"`
 	Cluster string   `json:"cluster"`
 	Started int64    `json:"started_unix_ms"`
+	Beat    int64    `json:"beat_unix_ms"`
 }
 
 // NewRedisProvider builds the provider; prefix namespaces its keys
-// (default "paprika:"), ttl is cluster.hub_ttl (90 s).
-func NewRedisProvider(rdb redis.UniversalClient, prefix string, ttl time.Duration, log *slog.Logger) *RedisProvider {
+// (default "paprika:"), ttl is cluster.hub_ttl (90 s), timeout is
+// cluster.member_timeout (6 s; at most ttl).
+func NewRedisProvider(rdb redis.UniversalClient, prefix string, ttl, timeout time.Duration, log *slog.Logger) *RedisProvider {
 	if prefix == "" {
 		prefix = "paprika:"
 	}
-	refresh := min(max(ttl/10, 200*time.Millisecond), 5*time.Second)
-	return &RedisProvider{rdb: rdb, prefix: prefix, ttl: ttl, refresh: refresh, log: log}
+	if timeout <= 0 || timeout > ttl {
+		timeout = ttl
+	}
+	refresh := min(max(timeout/6, 100*time.Millisecond), 5*time.Second)
+	return &RedisProvider{rdb: rdb, prefix: prefix, ttl: ttl, timeout: timeout, refresh: refresh, log: log}
 }
 
 func (p *RedisProvider) indexKey(cluster string) string { return p.prefix + "members:" + cluster }
@@ -126,6 +135,8 @@ func (p *RedisProvider) Shutdown(bool) error {
 }
 
 func (p *RedisProvider) register(ctx context.Context) error {
+	now := p.now()
+	p.self.Beat = now.UnixMilli()
 	b, _ := json.Marshal(p.self)
 	pipe := p.rdb.TxPipeline()
 	pipe.Set(ctx, p.memberKey(p.self.Cluster, p.self.ID), b, p.ttl)
@@ -133,7 +144,7 @@ func (p *RedisProvider) register(ctx context.Context) error {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	p.lastSet = p.now()
+	p.lastSet = now
 	return nil
 }
 
@@ -154,6 +165,7 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 			return err
 		}
 	}
+	now := p.now()
 	members := make([]*pcluster.Member, 0, len(ids))
 	var gone []interface{}
 	selfSeen := false
@@ -166,6 +178,9 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 		var r memberRecord
 		if json.Unmarshal([]byte(s), &r) != nil {
 			continue
+		}
+		if r.ID != p.self.ID && now.Sub(time.UnixMilli(r.Beat)) > p.timeout {
+			continue // silent past the timeout: gone, though its key lingers
 		}
 		selfSeen = selfSeen || r.ID == p.self.ID
 		members = append(members, &pcluster.Member{Id: r.ID, Host: r.Host, Port: int32(r.Port), Kinds: r.Kinds})
@@ -195,7 +210,7 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 
 func (p *RedisProvider) loop(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	write := time.NewTicker(max(p.ttl/3, 100*time.Millisecond))
+	write := time.NewTicker(max(p.timeout/3, 100*time.Millisecond))
 	read := time.NewTicker(p.refresh)
 	defer write.Stop()
 	defer read.Stop()
@@ -208,15 +223,15 @@ func (p *RedisProvider) loop(stop <-chan struct{}, done chan<- struct{}) {
 			// Measured before writing: a process frozen past the TTL (SIGSTOP,
 			// a long GC, a cut network) must notice even if this write works.
 			since := p.now().Sub(p.lastSet)
-			ctx, cancel := context.WithTimeout(context.Background(), max(p.ttl/3, time.Second))
+			ctx, cancel := context.WithTimeout(context.Background(), max(p.timeout/3, time.Second))
 			err := p.register(ctx)
 			cancel()
 			if err != nil {
 				p.log.Warn("cluster member refresh failed", slog.Any("err", err))
 			}
-			if !lost && since > p.ttl {
+			if !lost && since > p.timeout {
 				lost = true
-				err := fmt.Errorf("member key not refreshed for %s (ttl %s): peers have dropped this member", since.Round(time.Millisecond), p.ttl)
+				err := fmt.Errorf("member key not refreshed for %s (member timeout %s): peers have dropped this member", since.Round(time.Millisecond), p.timeout)
 				p.log.Error("cluster membership lost", slog.Any("err", err))
 				if p.OnLost != nil {
 					p.OnLost(err)

@@ -54,7 +54,7 @@ func startRedisMember(t *testing.T, rdb *redis.Client, prefix string, ttl time.D
 	var rp *RedisProvider
 	m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: log, Kinds: []*pcluster.Kind{kind}, RequestTimeout: 2 * time.Second},
 		func() pcluster.ClusterProvider {
-			rp = NewRedisProvider(rdb, prefix, ttl, log)
+			rp = NewRedisProvider(rdb, prefix, 10*ttl, ttl, log)
 			for _, f := range configure {
 				f(rp)
 			}

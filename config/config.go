@@ -43,6 +43,8 @@ const (
 	DefaultClusterProvider = ProviderRedis
 	// DefaultClusterHubTTL is cluster.hub_ttl.
 	DefaultClusterHubTTL = 90 * time.Second
+	// DefaultClusterMemberTimeout is cluster.member_timeout.
+	DefaultClusterMemberTimeout = 6 * time.Second
 	// DefaultClusterForwardTimeout is cluster.forward_timeout.
 	DefaultClusterForwardTimeout = 60 * time.Second
 	// DefaultClusterHost is cluster.host.
@@ -222,6 +224,12 @@ type ClusterConfig struct {
 	// ForwardTimeout bounds a request forwarded to another hub.
 	// Default 60s.
 	ForwardTimeout time.Duration `yaml:"forward_timeout"`
+	// MemberTimeout is how long a hub may miss its membership beats (sent
+	// every MemberTimeout/3) before its peers drop it from the cluster and
+	// take over its grains and workers; hub_ttl keeps its record visible as
+	// a dead hub afterwards. A hub that could not beat for this long leaves
+	// and restarts. Default 6s.
+	MemberTimeout time.Duration `yaml:"member_timeout"`
 	// Host is the address the cluster (actor remoting) listens on and
 	// advertises. Default "127.0.0.1".
 	Host string `yaml:"host"`
@@ -310,6 +318,7 @@ func Default() *Config {
 			Provider:       DefaultClusterProvider,
 			HubTTL:         DefaultClusterHubTTL,
 			ForwardTimeout: DefaultClusterForwardTimeout,
+			MemberTimeout:  DefaultClusterMemberTimeout,
 			Host:           DefaultClusterHost,
 			Port:           DefaultClusterPort,
 		},

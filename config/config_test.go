@@ -94,7 +94,7 @@ func TestFieldDocsStateDefault(t *testing.T) {
 func TestKeysAndEnvNames(t *testing.T) {
 	t.Parallel()
 	keys := Keys()
-	require.Len(t, keys, 36) // API.md's 35 keys plus redis.prefix
+	require.Len(t, keys, 37) // API.md's 35 keys plus redis.prefix and cluster.member_timeout
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "assets.dir", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))

@@ -74,6 +74,7 @@ var fieldChecks = map[string]func(c *Config) string{
 	"cluster.provider":        func(c *Config) string { return oneOf(c.Cluster.Provider, Providers) },
 	"cluster.hub_ttl":         func(c *Config) string { return positive(c.Cluster.HubTTL) },
 	"cluster.forward_timeout": func(c *Config) string { return positive(c.Cluster.ForwardTimeout) },
+	"cluster.member_timeout":  func(c *Config) string { return positive(c.Cluster.MemberTimeout) },
 	"cluster.host":            func(c *Config) string { return checkHost(c.Cluster.Host) },
 	"cluster.port":            func(c *Config) string { return inRange(c.Cluster.Port, 0, 65535) },
 
@@ -93,6 +94,14 @@ var crossChecks = []func(c *Config) (string, string){
 		if w.HeartbeatInterval > 0 && w.AliveWindow > 0 && w.AliveWindow <= w.HeartbeatInterval {
 			return "worker.alive_window", fmt.Sprintf("%s must be longer than worker.heartbeat_interval (%s)",
 				FormatDuration(w.AliveWindow), FormatDuration(w.HeartbeatInterval))
+		}
+		return "", ""
+	},
+	func(c *Config) (string, string) {
+		cl := c.Cluster
+		if cl.MemberTimeout > 0 && cl.HubTTL > 0 && cl.MemberTimeout > cl.HubTTL {
+			return "cluster.member_timeout", fmt.Sprintf("%s must not exceed cluster.hub_ttl (%s)",
+				FormatDuration(cl.MemberTimeout), FormatDuration(cl.HubTTL))
 		}
 		return "", ""
 	},

@@ -112,8 +112,12 @@ func (h *Hub) Hubs(ctx context.Context) ([]persistence.HubInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list hubs: %w", err)
 	}
+	now := time.Now()
 	for i := range hs {
 		hs[i].Local = hs[i].ID == h.id
+		// The key lives hub_ttl (so a dead hub stays listed); alive means
+		// beating within the member timeout, as the cluster sees it.
+		hs[i].Alive = hs[i].Alive && now.Sub(hs[i].LastSeen) <= h.cfg.Cluster.MemberTimeout
 	}
 	return hs, nil
 }

@@ -24,7 +24,7 @@ type beatTick struct{}
 func (b *hubBeat) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
-		every := max(b.h.cfg.Cluster.HubTTL/3, time.Second)
+		every := max(b.h.cfg.Cluster.MemberTimeout/3, 100*time.Millisecond)
 		b.beat()
 		b.cancel = scheduler.NewTimerScheduler(ctx).SendRepeatedly(every, every, ctx.Self(), &beatTick{})
 	case *beatTick:

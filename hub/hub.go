@@ -158,7 +158,8 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Kinds:          []*pcluster.Kind{actors.NewWorkerKind(d), actors.NewJobKind(d), actors.NewSchedulerKind(d)},
 		RequestTimeout: d.Timing.GrainTimeout,
 		Redis:          h.stores.Redis, RedisPrefix: h.cfg.Redis.Prefix, HubTTL: h.cfg.Cluster.HubTTL,
-		OnLost: h.lost,
+		MemberTimeout: h.cfg.Cluster.MemberTimeout,
+		OnLost:        h.lost,
 	})
 	if err != nil {
 		_ = ln.Close()

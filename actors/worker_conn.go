@@ -45,6 +45,7 @@ type workerConn struct {
 	wg        sync.WaitGroup
 	helloDone bool
 	closing   bool
+	startedAt int64 // unix ns the socket was accepted
 	timers    *scheduler.TimerScheduler
 }
 
@@ -97,7 +98,14 @@ func (c *workerConn) Receive(ctx actor.Context) {
 			c.closeWith(ctx, "hello_timeout", "no hello within "+helloWait.String())
 		}
 	case *messages.ConnSend:
-		c.enqueue(ctx, msg.Frame)
+		queued := c.enqueue(ctx, msg.Frame)
+		if msg.Ack && ctx.Sender() != nil {
+			if queued {
+				ctx.Respond(&messages.Reply{Ok: true})
+			} else {
+				ctx.Respond(fail("closing", "link of %s is closing", c.workerID))
+			}
+		}
 	case *messages.ConnClose:
 		c.closeWith(ctx, msg.Code, msg.Message)
 	case *closeNow:
@@ -111,6 +119,9 @@ func (c *workerConn) Receive(ctx actor.Context) {
 
 func (c *workerConn) start(ctx actor.Context) {
 	c.log = c.deps.Log.With(slog.String("worker_id", c.workerID), slog.String("hub_id", c.deps.HubID))
+	if c.startedAt == 0 {
+		c.startedAt = time.Now().UnixNano()
+	}
 	c.out = make(chan []byte, outQueueLen)
 	c.stop = make(chan struct{})
 	c.timers = scheduler.NewTimerScheduler(ctx)
@@ -216,18 +227,21 @@ func (c *workerConn) shutdownIO() {
 	c.wg.Wait()
 }
 
-func (c *workerConn) enqueue(ctx actor.Context, b []byte) {
+// enqueue hands a frame to the writer; false when the link is closing.
+func (c *workerConn) enqueue(ctx actor.Context, b []byte) bool {
 	if c.closing {
-		return
+		return false
 	}
 	select {
 	case c.out <- b:
+		return true
 	default:
 		// A worker that does not read must not hold up the hub.
 		c.deps.Metrics.Inc("paprika_link_slow_consumer_total")
 		c.log.Warn("worker is not reading its link; closing it", slog.Int("queued", len(c.out)))
 		c.closing = true
 		_ = c.ws.Close()
+		return false
 	}
 }
 
@@ -237,7 +251,7 @@ func (c *workerConn) sendFrame(ctx actor.Context, f messages.Frame) {
 		c.log.Error("encode frame", slog.Any("err", err))
 		return
 	}
-	c.enqueue(ctx, b)
+	_ = c.enqueue(ctx, b)
 }
 
 // closeWith tells the worker why in an error frame, then closes the socket
@@ -275,7 +289,8 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 	cl := c.deps.Cluster()
 	switch f.Type {
 	case messages.TypeHeartbeat:
-		sendGrain(ctx, cl, c.workerID, KindWorker, &messages.WorkerHeartbeat{Conn: refOf(ctx.Self()), Frame: in.raw})
+		sendGrain(ctx, cl, c.workerID, KindWorker, &messages.WorkerHeartbeat{Conn: refOf(ctx.Self()), Frame: in.raw,
+			ConnStartedUnixNs: c.startedAt})
 	case messages.TypeJobStarted:
 		sendGrain(ctx, cl, f.JobID, KindJob, &messages.JobStarted{WorkerId: c.workerID, Attempt: int32(f.Attempt), Lane: f.Lane})
 	case messages.TypeJobFailed, messages.TypeJobDone:
@@ -323,7 +338,8 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 		return
 	}
 	res, err := requestGrain(c.deps.Cluster(), c.workerID, KindWorker,
-		&messages.WorkerConnected{HubId: c.deps.HubID, Conn: refOf(ctx.Self()), Hello: in.raw}, c.deps.Timing.GrainTimeout)
+		&messages.WorkerConnected{HubId: c.deps.HubID, Conn: refOf(ctx.Self()), Hello: in.raw,
+			ConnStartedUnixNs: c.startedAt}, c.deps.Timing.GrainTimeout)
 	if err != nil || !res.Ok {
 		c.closeWith(ctx, "rejected", errString(err, res))
 		return

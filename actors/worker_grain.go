@@ -31,10 +31,15 @@ type workerGrain struct {
 	log      *slog.Logger
 	info     persistence.WorkerInfo
 	conn     *actor.PID
+	connAt   int64 // when conn's socket was accepted (unix ns)
 	running  map[string]int32 // job id → attempt holding a slot
 	lostStop scheduler.CancelFunc
 	timers   *scheduler.TimerScheduler
 }
+
+// connAckTimeout bounds the wait for a WorkerConn to take a frame; a live
+// one answers in microseconds, a dead hub's never.
+const connAckTimeout = 3 * time.Second
 
 // workerLostTick fires orphan_grace after the socket closed.
 type workerLostTick struct{ conn *actor.PID }
@@ -102,7 +107,7 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 		// there, recorded by the last activation.
 		if w.Connected && w.Link != "" {
 			addr, id, _ := strings.Cut(w.Link, "/")
-			g.conn = actor.NewPID(addr, id)
+			g.conn, g.connAt = actor.NewPID(addr, id), w.LinkStarted
 		}
 	} else if !errors.Is(err, persistence.ErrNotFound) {
 		g.log.Warn("worker grain: registry read failed; starting from the next hello", slog.Any("err", err))
@@ -116,12 +121,16 @@ func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected
 	}
 	newConn := pidOf(msg.Conn)
 	if g.conn != nil && !samePID(g.conn, newConn) {
+		if msg.ConnStartedUnixNs < g.connAt {
+			// A late hello of an older socket: the live one is newer.
+			return fail("superseded", "worker %s has a newer link", g.id)
+		}
 		// The worker reconnected (maybe to another hub) before the old socket
 		// noticed: the newest socket wins, the old one is told to close.
 		ctx.Send(g.conn, &messages.ConnClose{Code: "replaced", Message: "worker reconnected on another link"})
 	}
 	g.cancelLost()
-	g.conn = newConn
+	g.conn, g.connAt = newConn, msg.ConnStartedUnixNs
 	g.info.Hub = msg.HubId
 	g.info.Connected = true
 	g.info.LanIP = hello.LanIP
@@ -136,6 +145,7 @@ func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected
 	}
 	g.adoptRunning(hello.Running)
 	g.info.LastSeen = g.deps.now()
+	g.info.Reported, g.info.ReportedAt = hello.Running, g.info.LastSeen
 	g.log.Info("worker connected", slog.String("lan_ip", hello.LanIP), slog.Int("max_concurrent", caps.MaxConcurrent),
 		slog.Int("running", len(g.running)))
 	g.publish(ctx)
@@ -143,12 +153,15 @@ func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected
 }
 
 func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat) {
-	if g.conn == nil && msg.Conn != nil {
-		g.conn = pidOf(msg.Conn) // this activation lost track: the live socket speaks
+	from := pidOf(msg.Conn)
+	if from != nil && !samePID(g.conn, from) && (g.conn == nil || msg.ConnStartedUnixNs > g.connAt) {
+		// This activation lost track, or holds a dead hub's socket: the
+		// newest socket that speaks is the live one.
+		g.conn, g.connAt = from, msg.ConnStartedUnixNs
 		g.info.Connected = true
 		g.cancelLost()
 	}
-	if !samePID(g.conn, pidOf(msg.Conn)) {
+	if !samePID(g.conn, from) {
 		return // a stale socket's last words
 	}
 	f, err := messages.DecodeFrame(msg.Frame)
@@ -158,6 +171,7 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 	g.applyStats(f.Stats)
 	g.adoptRunning(f.Running)
 	g.info.LastSeen = g.deps.now()
+	g.info.Reported, g.info.ReportedAt = f.Running, g.info.LastSeen
 	g.publish(ctx)
 }
 
@@ -230,9 +244,20 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) *mes
 		g.publish(ctx) // the scheduler's view was stale: correct it
 		return fail("full", "worker %s has %d of %d slots taken", g.id, len(g.running), g.info.MaxConcurrent)
 	}
+	// The frame counts as sent only when a live WorkerConn has queued it:
+	// a PID of a hub that restarted would swallow it, and the job would sit
+	// "running" on a worker that never heard of it.
+	res, err := ctx.RequestFuture(g.conn, &messages.ConnSend{Frame: msg.Frame, Ack: true}, connAckTimeout).Result()
+	if r, _ := res.(*messages.Reply); err != nil || r == nil || !r.Ok {
+		g.log.Warn("worker link did not take the job; treating it as gone", slog.String("job_id", msg.JobId),
+			slog.String("cause", errString(err, r)))
+		g.conn = nil
+		g.info.Connected = false
+		g.publish(ctx)
+		return fail("not_connected", "worker %s link is gone: %s", g.id, errString(err, r))
+	}
 	g.running[msg.JobId] = msg.Attempt
 	g.info.InFlight = len(g.running)
-	ctx.Send(g.conn, &messages.ConnSend{Frame: msg.Frame})
 	g.publish(ctx)
 	return ok(nil)
 }
@@ -268,9 +293,9 @@ func (g *workerGrain) send(ctx actor.Context, f messages.Frame) {
 func (g *workerGrain) publish(ctx actor.Context) {
 	g.pushScheduler(ctx)
 	g.info.Connected = g.conn != nil
-	g.info.Link = ""
+	g.info.Link, g.info.LinkStarted = "", 0
 	if g.conn != nil {
-		g.info.Link = g.conn.Address + "/" + g.conn.Id
+		g.info.Link, g.info.LinkStarted = g.conn.Address+"/"+g.conn.Id, g.connAt
 	}
 	g.info.Running = make([]string, 0, len(g.running))
 	for id := range g.running {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,11 @@ type Agent struct {
 	localDrain bool // Drain was called
 	hubDrain   bool // the hub sent drain on the current link
 	jobWG      sync.WaitGroup
+	sessions   map[string]*sessionRunner // by session id (session.go)
+	sessWG     sync.WaitGroup
+
+	hubURL atomic.Pointer[string] // base URL of the hub linked last (upload.go)
+	upload *http.Client           // for UploadAsset; idle connections closed when Run ends
 }
 
 // New checks cfg, fills in its defaults and builds an Agent. It derives the
@@ -92,7 +98,9 @@ func New(cfg Config) (*Agent, error) {
 		sampler:    sysstat.NewSampler(cfg.WorkDir),
 		box:        newOutbox(maxPendingFrames),
 		jobs:       make(map[string]*runningJob),
+		sessions:   make(map[string]*sessionRunner),
 		hbInterval: cfg.HeartbeatInterval,
+		upload:     newUploadClient(),
 	}
 	a.lanes = newLanePool(make([]string, cfg.Lanes))
 	a.setIDLocked(id)
@@ -128,11 +136,12 @@ func (a *Agent) Draining() bool {
 }
 
 // Run links to the hubs and runs jobs until ctx ends, then stops in order:
-// take no more jobs → wait for running jobs up to Config.StopTimeout and
-// cancel the rest (reported as worker_lost) → wait up to Config.FlushTimeout
-// for the hub to acknowledge every kept frame → close the link with a normal
-// close frame. It returns nil after that orderly stop, or an error when it
-// could not start. Run may be called once.
+// take no more jobs or sessions → close the open sessions → wait for
+// running jobs up to Config.StopTimeout and cancel the rest (reported as
+// worker_lost) → wait up to Config.FlushTimeout for the hub to acknowledge
+// every kept frame → close the link with a normal close frame. It returns
+// nil after that orderly stop, or an error when it could not start. Run may
+// be called once.
 func (a *Agent) Run(ctx context.Context) error {
 	if !a.started.CompareAndSwap(false, true) {
 		return ErrAlreadyStarted
@@ -163,6 +172,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.stop(cancelJobs)
 	stopLink()
 	<-loopDone
+	a.upload.CloseIdleConnections()
 	if err := el.close(); err != nil {
 		a.lg().Warn("close exec log", "err", err)
 	}
@@ -179,6 +189,8 @@ func (a *Agent) stop(cancelJobs context.CancelCauseFunc) {
 	running := len(a.jobs)
 	a.mu.Unlock()
 	a.lg().Info("worker agent stopping", "running", running, "stop_timeout", a.cfg.StopTimeout)
+	a.stopSessions() // sessions are interactive: close them now, not after the jobs
+	defer a.waitSessions(cancelGrace)
 
 	jobsDone := make(chan struct{})
 	go func() { // ends when the last job does
@@ -245,11 +257,21 @@ func (a *Agent) report() (running []string, stats *messages.Stats) {
 	for id := range a.jobs {
 		running = append(running, id)
 	}
+	sessions := a.sessionCountLocked() // a session holds a lane like a job
 	a.mu.Unlock()
+	busy := len(running)
+	// A finished job whose result the hub has not acknowledged is still
+	// this worker's: reported as running, the hub never takes it for an
+	// assignment that got lost (and never runs it again).
+	for _, id := range a.box.unacked() {
+		if !slices.Contains(running, id) {
+			running = append(running, id)
+		}
+	}
 	slices.Sort(running)
 	r, err := a.sampler.Sample()
 	if err != nil && a.statErr.CompareAndSwap(false, true) {
 		a.lg().Warn("host statistics incomplete; reporting zeros for what failed", "err", err)
 	}
-	return running, &messages.Stats{InFlight: len(running), CPUPct: r.CPUPct, MemPct: r.MemPct, DiskPct: r.DiskPct}
+	return running, &messages.Stats{InFlight: busy + sessions, CPUPct: r.CPUPct, MemPct: r.MemPct, DiskPct: r.DiskPct}
 }

@@ -50,8 +50,9 @@ type Config struct {
 	LanIP string
 	// Lanes is the number of jobs run at once. Default DefaultLanes (1).
 	Lanes int
-	// Driver names the driver that runs jobs: "simulated" (or "chromium",
-	// not built yet). Default "simulated". Ignored when DriverImpl is set.
+	// Driver names the driver that runs jobs: "simulated" ("chromium" needs
+	// DriverImpl = chromium.New(...)). Default "simulated". Ignored when
+	// DriverImpl is set.
 	Driver string
 	// DriverImpl, when set, is used instead of looking Driver up by name, so
 	// a driver living in another package can be plugged in. Default nil.

@@ -118,6 +118,7 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 	}
 
 	a.lg().Info("linked to hub", "hub_url", base)
+	a.hubURL.Store(&base) // where UploadAsset sends assets
 	// From here on job frames flow: every kept frame first (the re-send),
 	// then new ones as jobs emit them.
 	a.box.attach(l.ready)

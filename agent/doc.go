@@ -17,13 +17,21 @@
 //     and jitter, rotating through Config.HubURLs.
 //   - The lanes: never more than Config.Lanes jobs at once; an assign_job
 //     with no free lane is answered with job_failed reason "rejected".
+//   - The sessions (session.go): session_command "open" reserves a lane
+//     like a job (it counts toward in_flight) and opens a Session of a
+//     Driver that implements SessionDriver; its commands run one at a
+//     time, in order; "close", an idle session and the agent's stop free
+//     the lane.
+//   - Asset uploads (UploadAsset): PUT {hub}/jobs/{id}/assets/{name} to the
+//     hub linked last, retried with backoff on network errors and 5xx.
 //   - The jobs: they run under the agent, not under the link, so they keep
 //     running across a disconnect. Their frames (job_started, job_log,
 //     job_done/job_failed) are retained and re-sent in order on every new
 //     link until job_ack arrives; the hub de-duplicates log lines by seq.
 //
-// Shutdown order (Run, when its context ends): stop taking jobs → wait for
-// running jobs up to Config.StopTimeout, then cancel the rest → wait up to
-// Config.FlushTimeout for the hub to acknowledge every kept frame → close the
-// socket with a normal close frame.
+// Shutdown order (Run, when its context ends): stop taking jobs and
+// sessions → close the open sessions → wait for running jobs up to
+// Config.StopTimeout, then cancel the rest → wait up to Config.FlushTimeout
+// for the hub to acknowledge every kept frame → close the socket with a
+// normal close frame.
 package agent

@@ -13,7 +13,8 @@ const (
 	// DriverSimulated runs only the noop mode, without a browser; used by
 	// tests, benchmarks and `paprika up`.
 	DriverSimulated = "simulated"
-	// DriverChromium drives headless Chromium lanes; not built yet.
+	// DriverChromium drives headless Chromium lanes: package agent/chromium,
+	// plugged in through Config.DriverImpl (it imports this package).
 	DriverChromium = "chromium"
 )
 

@@ -36,10 +36,7 @@ func (a *Agent) handleFrame(l *link, f messages.Frame) {
 		a.mu.Unlock()
 		a.lg().Info("hub asked to drain: no new jobs", "running", running)
 	case messages.TypeSessionCommand:
-		l.send(messages.Frame{
-			Type: messages.TypeSessionResult, SessionID: f.SessionID, CommandID: f.CommandID,
-			Error: fmt.Sprintf("driver %s does not support sessions", a.driver.Name()),
-		})
+		a.handleSessionCommand(l, f)
 	default:
 		a.lg().Warn("unexpected frame from hub", "type", f.Type)
 	}

@@ -167,6 +167,19 @@ func (o *outbox) ack(id string, attempt int) bool {
 	return released
 }
 
+// unacked returns the ids of jobs whose final frame waits for its ack.
+func (o *outbox) unacked() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var ids []string
+	for k, j := range o.jobs {
+		if j.final {
+			ids = append(ids, k.id)
+		}
+	}
+	return ids
+}
+
 // has reports whether frames of the job attempt are kept.
 func (o *outbox) has(key jobKey) bool {
 	o.mu.Lock()

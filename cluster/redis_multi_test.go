@@ -26,21 +26,23 @@ func TestMultiMemberRedisProviderMovesGrains(t *testing.T) {
 	b, bp := startRedisMember(t, rdb, prefix, ttl)
 	require.Eventually(t, func() bool { return a.Cluster.MemberList.Length() == 2 && b.Cluster.MemberList.Length() == 2 },
 		5*time.Second, 20*time.Millisecond)
-	placed := owners(t, a, 40)
+	placed, err := owners(a, 40)
+	require.NoError(t, err)
 	require.Len(t, placed, 2, "grains on both members: %v", placed)
 
 	// b dies without a goodbye: its loop stops, its key is left to expire.
 	bp.mu.Lock()
-	close(bp.stop)
-	<-bp.done
+	stop, done := bp.stop, bp.done
 	bp.stop = nil
 	bp.mu.Unlock()
+	close(stop)
+	<-done
 	died := time.Now()
 	require.Eventually(t, func() bool { return a.Cluster.MemberList.Length() == 1 }, 5*time.Second, 20*time.Millisecond)
 	t.Logf("dead member left the list after %s (ttl %s)", time.Since(died).Round(time.Millisecond), ttl)
 	b.System.Shutdown()
 	require.Eventually(t, func() bool {
-		got := owners(t, a, 40)
-		return len(got) == 1 && got[a.Address()] == 40
+		got, err := owners(a, 40)
+		return err == nil && len(got) == 1 && got[a.Address()] == 40
 	}, 10*time.Second, 100*time.Millisecond, "grains re-activated on the survivor")
 }

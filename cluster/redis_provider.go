@@ -136,15 +136,19 @@ func (p *RedisProvider) Shutdown(bool) error {
 
 func (p *RedisProvider) register(ctx context.Context) error {
 	now := p.now()
+	p.mu.Lock()
 	p.self.Beat = now.UnixMilli()
 	b, _ := json.Marshal(p.self)
+	p.mu.Unlock()
 	pipe := p.rdb.TxPipeline()
 	pipe.Set(ctx, p.memberKey(p.self.Cluster, p.self.ID), b, p.ttl)
 	pipe.ZAdd(ctx, p.indexKey(p.self.Cluster), redis.Z{Score: float64(time.Now().UnixMilli()), Member: p.self.ID})
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
+	p.mu.Lock()
 	p.lastSet = now
+	p.mu.Unlock()
 	return nil
 }
 
@@ -208,42 +212,66 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 	return nil
 }
 
+// loop runs the beat and the member read on two goroutines it owns: a
+// topology update can block for seconds inside protoactor (disthash holds
+// its lock across activations), and the beat must not wait for it, or the
+// member misses its own timeout and is dropped.
 func (p *RedisProvider) loop(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.beatLoop(stop) }()
+	go func() { defer wg.Done(); p.readLoop(stop) }()
+	wg.Wait()
+}
+
+func (p *RedisProvider) beatLoop(stop <-chan struct{}) {
 	write := time.NewTicker(max(p.timeout/3, 100*time.Millisecond))
-	read := time.NewTicker(p.refresh)
 	defer write.Stop()
-	defer read.Stop()
 	lost := false
 	for {
 		select {
 		case <-stop:
 			return
 		case <-write.C:
-			// Measured before writing: a process frozen past the TTL (SIGSTOP,
-			// a long GC, a cut network) must notice even if this write works.
-			since := p.now().Sub(p.lastSet)
-			ctx, cancel := context.WithTimeout(context.Background(), max(p.timeout/3, time.Second))
-			err := p.register(ctx)
-			cancel()
-			if err != nil {
-				p.log.Warn("cluster member refresh failed", slog.Any("err", err))
-			}
-			if !lost && since > p.timeout {
-				lost = true
-				err := fmt.Errorf("member key not refreshed for %s (member timeout %s): peers have dropped this member", since.Round(time.Millisecond), p.timeout)
-				p.log.Error("cluster membership lost", slog.Any("err", err))
-				if p.OnLost != nil {
-					p.OnLost(err)
-				}
-			}
-		case <-read.C:
-			ctx, cancel := context.WithTimeout(context.Background(), max(p.refresh, time.Second))
-			if err := p.sync(ctx); err != nil {
-				p.log.Debug("cluster member read failed; keeping the last topology", slog.Any("err", err))
-			}
-			cancel()
 		}
+		// Measured before writing: a process frozen past the timeout
+		// (SIGSTOP, a long GC, a cut network) must notice even if this
+		// write works.
+		p.mu.Lock()
+		since := p.now().Sub(p.lastSet)
+		p.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), max(p.timeout/3, time.Second))
+		err := p.register(ctx)
+		cancel()
+		if err != nil {
+			p.log.Warn("cluster member refresh failed", slog.Any("err", err))
+		}
+		if !lost && since > p.timeout {
+			lost = true
+			err := fmt.Errorf("member key not refreshed for %s (member timeout %s): peers have dropped this member", since.Round(time.Millisecond), p.timeout)
+			p.log.Error("cluster membership lost", slog.Any("err", err))
+			if p.OnLost != nil {
+				p.OnLost(err)
+			}
+		}
+	}
+}
+
+func (p *RedisProvider) readLoop(stop <-chan struct{}) {
+	read := time.NewTicker(p.refresh)
+	defer read.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-read.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), max(p.refresh, time.Second))
+		if err := p.sync(ctx); err != nil {
+			p.log.Debug("cluster member read failed; keeping the last topology", slog.Any("err", err))
+		}
+		cancel()
 	}
 }
 

@@ -150,12 +150,15 @@ func (x *Reply) GetJson() []byte {
 
 // WorkerConnected: a WorkerConn accepted a hello for this worker.
 type WorkerConnected struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	HubId         string                 `protobuf:"bytes,1,opt,name=hub_id,json=hubId,proto3" json:"hub_id,omitempty"`
-	Conn          *Ref                   `protobuf:"bytes,2,opt,name=conn,proto3" json:"conn,omitempty"`
-	Hello         []byte                 `protobuf:"bytes,3,opt,name=hello,proto3" json:"hello,omitempty"` // the hello frame as received (JSON)
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	HubId string                 `protobuf:"bytes,1,opt,name=hub_id,json=hubId,proto3" json:"hub_id,omitempty"`
+	Conn  *Ref                   `protobuf:"bytes,2,opt,name=conn,proto3" json:"conn,omitempty"`
+	Hello []byte                 `protobuf:"bytes,3,opt,name=hello,proto3" json:"hello,omitempty"` // the hello frame as received (JSON)
+	// When the socket was accepted: of two sockets of one worker, the newer
+	// one is the live one (the older may be a dead hub's, or a late hello).
+	ConnStartedUnixNs int64 `protobuf:"varint,4,opt,name=conn_started_unix_ns,json=connStartedUnixNs,proto3" json:"conn_started_unix_ns,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *WorkerConnected) Reset() {
@@ -209,13 +212,21 @@ func (x *WorkerConnected) GetHello() []byte {
 	return nil
 }
 
+func (x *WorkerConnected) GetConnStartedUnixNs() int64 {
+	if x != nil {
+		return x.ConnStartedUnixNs
+	}
+	return 0
+}
+
 // WorkerHeartbeat carries a heartbeat frame (JSON) from the socket's hub.
 type WorkerHeartbeat struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Conn          *Ref                   `protobuf:"bytes,1,opt,name=conn,proto3" json:"conn,omitempty"`
-	Frame         []byte                 `protobuf:"bytes,2,opt,name=frame,proto3" json:"frame,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Conn              *Ref                   `protobuf:"bytes,1,opt,name=conn,proto3" json:"conn,omitempty"`
+	Frame             []byte                 `protobuf:"bytes,2,opt,name=frame,proto3" json:"frame,omitempty"`
+	ConnStartedUnixNs int64                  `protobuf:"varint,3,opt,name=conn_started_unix_ns,json=connStartedUnixNs,proto3" json:"conn_started_unix_ns,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *WorkerHeartbeat) Reset() {
@@ -260,6 +271,13 @@ func (x *WorkerHeartbeat) GetFrame() []byte {
 		return x.Frame
 	}
 	return nil
+}
+
+func (x *WorkerHeartbeat) GetConnStartedUnixNs() int64 {
+	if x != nil {
+		return x.ConnStartedUnixNs
+	}
+	return 0
 }
 
 // WorkerDisconnected: the socket behind conn closed.
@@ -1213,6 +1231,61 @@ func (x *JobFinished) GetAssets() []string {
 	return nil
 }
 
+// JobAssignLost: the reconciler found the job's worker alive but not
+// running it long after the assignment (the frame died with a socket):
+// queue it again under a new attempt.
+type JobAssignLost struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobAssignLost) Reset() {
+	*x = JobAssignLost{}
+	mi := &file_paprika_cluster_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobAssignLost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobAssignLost) ProtoMessage() {}
+
+func (x *JobAssignLost) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobAssignLost.ProtoReflect.Descriptor instead.
+func (*JobAssignLost) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *JobAssignLost) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *JobAssignLost) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
 // JobCancel: a client asked to cancel (Reply.json is the job object).
 type JobCancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1222,7 +1295,7 @@ type JobCancel struct {
 
 func (x *JobCancel) Reset() {
 	*x = JobCancel{}
-	mi := &file_paprika_cluster_proto_msgTypes[21]
+	mi := &file_paprika_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1307,7 @@ func (x *JobCancel) String() string {
 func (*JobCancel) ProtoMessage() {}
 
 func (x *JobCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[21]
+	mi := &file_paprika_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1320,7 @@ func (x *JobCancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobCancel.ProtoReflect.Descriptor instead.
 func (*JobCancel) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{21}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 // JobWorkerLost: the reconciler found the job's worker gone past the grace.
@@ -1261,7 +1334,7 @@ type JobWorkerLost struct {
 
 func (x *JobWorkerLost) Reset() {
 	*x = JobWorkerLost{}
-	mi := &file_paprika_cluster_proto_msgTypes[22]
+	mi := &file_paprika_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1346,7 @@ func (x *JobWorkerLost) String() string {
 func (*JobWorkerLost) ProtoMessage() {}
 
 func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[22]
+	mi := &file_paprika_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1359,7 @@ func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobWorkerLost.ProtoReflect.Descriptor instead.
 func (*JobWorkerLost) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{22}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *JobWorkerLost) GetWorkerId() string {
@@ -1305,15 +1378,18 @@ func (x *JobWorkerLost) GetAttempt() int32 {
 
 // ConnSend writes one frame to the worker's socket.
 type ConnSend struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Frame         []byte                 `protobuf:"bytes,1,opt,name=frame,proto3" json:"frame,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Frame []byte                 `protobuf:"bytes,1,opt,name=frame,proto3" json:"frame,omitempty"`
+	// ack asks for a Reply once the frame is queued on a live socket: an
+	// assignment must not be counted as sent to a WorkerConn that is gone.
+	Ack           bool `protobuf:"varint,2,opt,name=ack,proto3" json:"ack,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConnSend) Reset() {
 	*x = ConnSend{}
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1401,7 @@ func (x *ConnSend) String() string {
 func (*ConnSend) ProtoMessage() {}
 
 func (x *ConnSend) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1414,7 @@ func (x *ConnSend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnSend.ProtoReflect.Descriptor instead.
 func (*ConnSend) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ConnSend) GetFrame() []byte {
@@ -1346,6 +1422,13 @@ func (x *ConnSend) GetFrame() []byte {
 		return x.Frame
 	}
 	return nil
+}
+
+func (x *ConnSend) GetAck() bool {
+	if x != nil {
+		return x.Ack
+	}
+	return false
 }
 
 // ConnClose closes the socket with a reason (id taken, hub shutting down).
@@ -1359,7 +1442,7 @@ type ConnClose struct {
 
 func (x *ConnClose) Reset() {
 	*x = ConnClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1454,7 @@ func (x *ConnClose) String() string {
 func (*ConnClose) ProtoMessage() {}
 
 func (x *ConnClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1467,7 @@ func (x *ConnClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnClose.ProtoReflect.Descriptor instead.
 func (*ConnClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConnClose) GetCode() string {
@@ -1413,14 +1496,16 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x12\n" +
-	"\x04json\x18\x04 \x01(\fR\x04json\"`\n" +
+	"\x04json\x18\x04 \x01(\fR\x04json\"\x91\x01\n" +
 	"\x0fWorkerConnected\x12\x15\n" +
 	"\x06hub_id\x18\x01 \x01(\tR\x05hubId\x12 \n" +
 	"\x04conn\x18\x02 \x01(\v2\f.paprika.RefR\x04conn\x12\x14\n" +
-	"\x05hello\x18\x03 \x01(\fR\x05hello\"I\n" +
+	"\x05hello\x18\x03 \x01(\fR\x05hello\x12/\n" +
+	"\x14conn_started_unix_ns\x18\x04 \x01(\x03R\x11connStartedUnixNs\"z\n" +
 	"\x0fWorkerHeartbeat\x12 \n" +
 	"\x04conn\x18\x01 \x01(\v2\f.paprika.RefR\x04conn\x12\x14\n" +
-	"\x05frame\x18\x02 \x01(\fR\x05frame\"6\n" +
+	"\x05frame\x18\x02 \x01(\fR\x05frame\x12/\n" +
+	"\x14conn_started_unix_ns\x18\x03 \x01(\x03R\x11connStartedUnixNs\"6\n" +
 	"\x12WorkerDisconnected\x12 \n" +
 	"\x04conn\x18\x01 \x01(\v2\f.paprika.RefR\x04conn\"U\n" +
 	"\fWorkerAssign\x12\x15\n" +
@@ -1481,13 +1566,17 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x16\n" +
 	"\x06result\x18\x06 \x01(\fR\x06result\x12\x16\n" +
-	"\x06assets\x18\a \x03(\tR\x06assets\"\v\n" +
+	"\x06assets\x18\a \x03(\tR\x06assets\"F\n" +
+	"\rJobAssignLost\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\"\v\n" +
 	"\tJobCancel\"F\n" +
 	"\rJobWorkerLost\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
-	"\aattempt\x18\x02 \x01(\x05R\aattempt\" \n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\"2\n" +
 	"\bConnSend\x12\x14\n" +
-	"\x05frame\x18\x01 \x01(\fR\x05frame\"9\n" +
+	"\x05frame\x18\x01 \x01(\fR\x05frame\x12\x10\n" +
+	"\x03ack\x18\x02 \x01(\bR\x03ack\"9\n" +
 	"\tConnClose\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessageB)Z'github.com/paprika-hub/paprika/messagesb\x06proto3"
@@ -1504,7 +1593,7 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                // 0: paprika.Ref
 	(*Reply)(nil),              // 1: paprika.Reply
@@ -1527,10 +1616,11 @@ var file_paprika_cluster_proto_goTypes = []any{
 	(*JobEnsure)(nil),          // 18: paprika.JobEnsure
 	(*JobStarted)(nil),         // 19: paprika.JobStarted
 	(*JobFinished)(nil),        // 20: paprika.JobFinished
-	(*JobCancel)(nil),          // 21: paprika.JobCancel
-	(*JobWorkerLost)(nil),      // 22: paprika.JobWorkerLost
-	(*ConnSend)(nil),           // 23: paprika.ConnSend
-	(*ConnClose)(nil),          // 24: paprika.ConnClose
+	(*JobAssignLost)(nil),      // 21: paprika.JobAssignLost
+	(*JobCancel)(nil),          // 22: paprika.JobCancel
+	(*JobWorkerLost)(nil),      // 23: paprika.JobWorkerLost
+	(*ConnSend)(nil),           // 24: paprika.ConnSend
+	(*ConnClose)(nil),          // 25: paprika.ConnClose
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0, // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
@@ -1554,7 +1644,7 @@ func file_paprika_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -27,6 +27,14 @@ type WorkerInfo struct {
 	// Link is the actor address of the WorkerConn holding the socket
 	// ("address/id"), so a restarted worker grain finds it again.
 	Link string `json:"link,omitempty"`
+	// LinkStarted is when that socket was accepted (unix ns): the newest
+	// socket of a worker is its live one.
+	LinkStarted int64 `json:"link_started,omitempty"`
+	// Reported is what the worker itself last said it runs (heartbeat or
+	// hello), at ReportedAt; Running is what the hub reserved for it. A job
+	// reserved long ago but never reported was lost on its way.
+	Reported   []string  `json:"reported,omitempty"`
+	ReportedAt time.Time `json:"reported_at,omitzero"`
 }
 
 // WorkerRegistry is the fleet-wide view of workers: every hub writes the

@@ -49,26 +49,36 @@ func runUp(args []string) int {
 		fmt.Fprintln(os.Stderr, "paprika up:", err)
 		return 1
 	}
-	agents := make([]*agent.Agent, 0, *workers)
+	if *driver != agent.DriverSimulated && *driver != agent.DriverChromium {
+		fmt.Fprintf(os.Stderr, "paprika up: --driver %q is not one of simulated, chromium\n", *driver)
+		stopHub(h, log)
+		return 2
+	}
+	built := make([]*builtWorker, 0, *workers)
 	for i := 1; i <= *workers; i++ {
-		a, err := agent.New(agent.Config{HubURLs: []string{h.URL()}, ID: fmt.Sprintf("local-%d", i), Lanes: *lanes,
-			Driver: *driver, Token: cfg.Auth.WorkerToken, Logger: log.With(slog.String("worker_id", fmt.Sprintf("local-%d", i)))})
+		id := fmt.Sprintf("local-%d", i)
+		w, err := workerSpec{driver: *driver, cfg: agent.Config{HubURLs: []string{h.URL()}, ID: id, Lanes: *lanes,
+			Token: cfg.Auth.WorkerToken, Logger: log.With(slog.String("worker_id", id))}}.build()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "paprika up:", err)
+			for _, b := range built {
+				_ = b.close()
+			}
 			stopHub(h, log)
 			return 2
 		}
-		agents = append(agents, a)
+		built = append(built, w)
 	}
 	wctx, stopWorkers := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for _, a := range agents {
+	for _, w := range built {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := a.Run(wctx); err != nil && !errors.Is(err, context.Canceled) {
-				log.Error("local worker stopped", slog.String("worker_id", a.ID()), slog.Any("err", err))
+			if err := w.agent.Run(wctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("local worker stopped", slog.String("worker_id", w.agent.ID()), slog.Any("err", err))
 			}
+			_ = w.close()
 		}()
 	}
 	fmt.Printf("paprika is up in %s: API %s  admin UI %s/ui/  (%d workers × %d lanes, driver %s; Ctrl-C stops)\n",

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/agent/chromium"
 )
 
 // hubURLs is a repeatable --hub flag that also takes a comma list.
@@ -27,6 +31,60 @@ func (h *hubURLs) Set(v string) error {
 	return nil
 }
 
+// workerSpec is what builds one worker agent with its lane driver.
+type workerSpec struct {
+	cfg      agent.Config
+	driver   string
+	chromium string // path to the browser; "" = search PATH
+}
+
+// builtWorker is an agent and the driver it owns (closed after Run).
+type builtWorker struct {
+	agent *agent.Agent
+	close func() error
+}
+
+// errNoChromium marks the one start-up error a user fixes by installing a
+// package: the CLI turns it into exit status 2.
+var errNoChromium = errors.New("chromium not found")
+
+// build makes the driver first (the chromium driver stores assets through
+// the agent made after it), then the agent.
+func (s workerSpec) build() (*builtWorker, error) {
+	s.cfg.Driver = s.driver
+	closeDrv := func() error { return nil }
+	if s.driver == agent.DriverChromium {
+		var a *agent.Agent
+		workDir := s.cfg.WorkDir
+		if workDir == "" {
+			workDir = filepath.Join(os.TempDir(), "paprika-lanes-"+s.cfg.ID)
+		}
+		drv, err := chromium.New(chromium.Config{Lanes: s.cfg.Lanes, Path: s.chromium, WorkDir: workDir, Logger: s.cfg.Logger,
+			Upload: func(ctx context.Context, jobID, name, contentType string, r io.Reader, size int64) error {
+				return a.UploadAsset(ctx, jobID, name, contentType, r, size) // a is set before any job runs
+			}})
+		if err != nil {
+			if errors.Is(err, chromium.ErrNotFound) {
+				return nil, fmt.Errorf("%w: %v", errNoChromium, err)
+			}
+			return nil, err
+		}
+		s.cfg.DriverImpl = drv
+		closeDrv = drv.Close
+		a, err = agent.New(s.cfg)
+		if err != nil {
+			_ = drv.Close()
+			return nil, err
+		}
+		return &builtWorker{agent: a, close: closeDrv}, nil
+	}
+	a, err := agent.New(s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &builtWorker{agent: a, close: closeDrv}, nil
+}
+
 // runWorker is `paprika worker`: a worker agent until SIGINT/SIGTERM, which
 // stops taking jobs, finishes the running ones and exits 0.
 func runWorker(args []string) int {
@@ -36,8 +94,9 @@ func runWorker(args []string) int {
 	id := fs.String("id", "", "worker id (default: derived from the LAN IP, 10.10.50.150 → w50150)")
 	lanes := fs.Int("lanes", agent.DefaultLanes, "number of lanes (jobs at once)")
 	driver := fs.String("driver", agent.DefaultDriver, "lane driver: simulated or chromium")
+	chromiumPath := fs.String("chromium", "", "path to Chromium (default: chromium, chromium-browser or google-chrome on PATH)")
 	token := fs.String("token", os.Getenv("PAPRIKA_AUTH_WORKER_TOKEN"), "worker token (default $PAPRIKA_AUTH_WORKER_TOKEN)")
-	execLog := fs.String("exec-log", "", "append one line per job execution to this file (tests)")
+	execLog := fs.String("exec-log", "", "append one line per job execution start and end to this file (tests)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -46,21 +105,29 @@ func runWorker(args []string) int {
 		fmt.Fprintln(os.Stderr, "paprika worker: --hub is required (e.g. --hub http://127.0.0.1:8080)")
 		return 2
 	}
+	if *driver != agent.DriverSimulated && *driver != agent.DriverChromium {
+		fmt.Fprintf(os.Stderr, "paprika worker: --driver %q is not one of simulated, chromium\n", *driver)
+		return 2
+	}
 	log, err := newLogger(*logLevel, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "paprika worker:", err)
 		return 2
 	}
-	a, err := agent.New(agent.Config{HubURLs: hubs, ID: *id, Lanes: *lanes, Driver: *driver, Token: *token,
-		ExecLog: *execLog, Logger: log})
+	w, err := workerSpec{driver: *driver, chromium: *chromiumPath, cfg: agent.Config{HubURLs: hubs, ID: *id,
+		Lanes: *lanes, Token: *token, ExecLog: *execLog, Logger: log}}.build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "paprika worker:", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("worker stopped", "err", err)
+	runErr := w.agent.Run(ctx)
+	if err := w.close(); err != nil {
+		log.Warn("close lane driver", slog.Any("err", err))
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		log.Error("worker stopped", "err", runErr)
 		return 1
 	}
 	return 0

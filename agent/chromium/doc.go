@@ -1,0 +1,164 @@
+// Package chromium is the "chromium" driver of the worker agent: it runs the
+// job modes fetch and macro (and noop, as the simulated driver does, so any
+// job runs on any lane) and interactive sessions on lanes of headless
+// Chromium, driven over the DevTools protocol with chromedp.
+//
+// What it owns: the lanes' browser processes and their profile directories
+// (<WorkDir>/lane-<n>), the pages jobs and sessions run in, and the clean
+// state between them. The agent owns which lane a job or session gets; the
+// hub owns the asset store, which the driver reaches through Config.Upload.
+//
+// # One Chromium process per lane
+//
+// A lane is one Chromium process with its own profile directory, started
+// on first use, reused by every job, and restarted when unhealthy. The
+// alternative — one Chromium for all lanes, a BrowserContext per lane — was
+// measured (BenchmarkLaneModel: every lane with a loaded local page; PSS
+// divides shared pages among the processes using them, so it sums
+// honestly; RSS summed over processes counts the shared Chromium binary
+// once per process):
+//
+//	lanes  process per lane        BrowserContext per lane
+//	       PSS total  RSS sum      PSS total  RSS sum
+//	1        384 MB    892 MB        382 MB    892 MB
+//	2        545 MB   1772 MB        449 MB   1204 MB
+//	4        831 MB   3517 MB        538 MB   1740 MB
+//
+// So a lane costs about 150 MB (PSS) as a process and about 50 MB as a
+// BrowserContext: a process per lane costs ~100 MB more per lane (~1 GB
+// for 10 lanes). We pay it because:
+//
+//   - A crash or a hang stays in its lane. A killed or hung browser (tests:
+//     SIGKILL, SIGSTOP) costs one lane a restart (~0.7 s) and one job; with
+//     one browser it would fail every running job and session at once.
+//   - A lane's DevTools URL (LaneURL, the "devtools_url" of a session's
+//     open result) gives access to that lane only. A shared browser's
+//     endpoint would expose every lane's pages and cookies to a client
+//     given one lane.
+//   - A restart is per lane: the others keep running; the health check
+//     looks at one process; RSS per lane is measurable.
+//   - The CPU cost is the same either way: it is dominated by creating a
+//     page (below), which both models do per job.
+//
+// Memory of a running lane (BenchmarkFetch, 2 lanes, per lane): idle
+// (started, no page) PSS 185 MB / RSS sum 574 MB; with a loaded page
+// 264 / 878 MB; after 100 fetch jobs (pages closed) 193 / 593 MB.
+//
+// # Clean state between jobs
+//
+// Each job (and each session) gets a new page in a new BrowserContext, an
+// incognito-like profile: cookies, localStorage, IndexedDB, service
+// workers, the HTTP cache, permissions and history start empty. When the
+// job ends its page is closed and its BrowserContext disposed of, which
+// throws all of that away and closes any tab the job opened, so a cookie
+// set in one job is never visible to the next (tested). Reusing one page
+// across jobs would cost ~0.1 CPU-s per job instead of ~0.5, but would
+// carry history (history.back() to the previous job's page, even from the
+// back/forward cache), sessionStorage and window state from job to job;
+// it is not done.
+//
+// A lane never shows more than one page: popups (window.open, target=_blank)
+// are closed as soon as the browser reports them, so there are never more
+// than M pages at once, plus a popup for the few milliseconds before it is
+// closed (tested with a sampler).
+//
+// # Health and restarts
+//
+// Before each job or session the lane is checked: the browser process must
+// still be connected and answer Target.getTargets within HealthTimeout
+// (2.5 s), with no page left over. A failed check, a renderer that crashed
+// in the previous job (Inspector.targetCrashed) or a page that could not be
+// closed restarts the browser: the process group is killed (SIGKILL), every
+// process still naming the profile directory too, the profile is wiped and
+// a new browser started. The job's log says so ("lane 0: restarting
+// chromium: ..."). Close kills every lane the same way (tested: no process
+// left).
+//
+// A job's context reaches the browser: when it ends (deadline, cancel_job,
+// agent stopping) the call in progress returns at once and the page is
+// closed, which aborts its navigation; the lane is clean for the next job,
+// not restarted. A page that never finishes loading therefore costs its
+// job's deadline and nothing more.
+//
+// Failures: bad params, navigation errors, non-2xx pages and a step that
+// runs out of time are job_error; a browser that cannot start, a crashed
+// renderer or browser and an asset that cannot be stored are lane_error; a
+// job stopped by its context is reported by the agent as deadline_exceeded,
+// canceled or worker_lost.
+//
+// # fetch
+//
+// Params: url (http, https, data or about:blank; required), wait_for (a CSS
+// selector to wait for after the load, optional), screenshot (bool, default
+// true). The page is loaded; its main document's status is checked (2xx, or
+// job_error "http status 404 (...)"); the job waits for wait_for; then it
+// stores page.html (the DOM serialized after scripts ran, text/html) and
+// screenshot.png (the viewport, Config.WindowWidth×WindowHeight, image/png)
+// through Config.Upload. Result: {"status", "final_url", "title"}, assets
+// page.html and screenshot.png. Log lines: "navigate <url>", "status 200",
+// "wait_for <sel>", "page.html <n> bytes", "screenshot <n> bytes".
+//
+// # macro
+//
+// Params: steps, a list of at most 1000 objects {"op": ..., ...}. Every step
+// is checked before the first runs; unknown fields are refused. The steps
+// run in order on one page; each is logged as it starts ("step 3/7 click
+// #submit") and as it ends. The first failing step fails the job with
+// job_error "step 3 (click #missing): <cause>". Result: {"steps": [each
+// step's result]} (at most 900 KiB). A step may set timeout_ms (default
+// Config.StepTimeout, 30 s; at most 10 min); the job's deadline applies too.
+// Selectors are CSS selectors (document.querySelector), and a step waits for
+// its element to appear.
+//
+//	op          fields                                result
+//	navigate    url; any_status (bool): accept a      {"status", "url", "title"}
+//	            non-2xx answer
+//	click       selector (waits until visible)        {}
+//	type        selector, text; clear (bool): empty   {}
+//	            the field first
+//	wait        selector, and visible (bool) or gone  {}
+//	            (bool); or ms (sleep, ≤ 600000)
+//	screenshot  name (asset name, default             {"bytes", "asset"}
+//	            step-<i>.png, i from 1); selector
+//	            (optional: that element only)
+//	text        selector                              {"text"} (innerText, cut at
+//	                                                  256 KiB: "truncated": true)
+//	eval        expression (promises are awaited)     {"value"} (its JSON, ≤ 256 KiB)
+//
+// # Sessions
+//
+// Driver implements agent.SessionDriver: a session gets a lane's fresh
+// page like a job and keeps it until closed; its commands are macro steps
+// with the same ops and fields, their results the step's result. Since a
+// session has no job to attach assets to, a screenshot comes back inline:
+// {"bytes", "png_base64"} (at most 640 KiB of PNG; screenshot an element
+// for less).
+//
+// # Wiring
+//
+// The driver is built before the agent but uploads through it:
+//
+//	var a *agent.Agent
+//	drv, err := chromium.New(chromium.Config{Lanes: lanes, Path: path,
+//		Upload: func(ctx context.Context, jobID, name, ct string, r io.Reader, size int64) error {
+//			return a.UploadAsset(ctx, jobID, name, ct, r, size)
+//		}})
+//	a, err = agent.New(agent.Config{Lanes: lanes, DriverImpl: drv, ...})
+//	err = a.Run(ctx)
+//	drv.Close() // after Run returned: kills every browser
+//
+// # Throughput
+//
+// A fetch of a small local page with its two assets takes ~0.7 CPU-s
+// (Chromium's processes and this one), of which ~0.4 s is creating the page
+// (a renderer process and the DevTools attach); the rest is the load, the
+// screenshot and the HTML. On 2 cores that gives 2–3 fetch jobs/s whatever
+// the number of lanes (BenchmarkFetch); lanes buy concurrency for slow pages,
+// not CPU.
+//
+// Chromium runs with the flags this machine needs (--headless --no-sandbox
+// as root --disable-gpu --disable-quic --no-first-run
+// --disable-background-networking --disable-component-update --disable-sync,
+// a fresh --user-data-dir) plus those that keep background windows at full
+// speed; its DevTools port listens on 127.0.0.1 only.
+package chromium

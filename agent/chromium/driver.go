@@ -1,0 +1,209 @@
+package chromium
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/paprika-hub/paprika/agent"
+)
+
+// Job modes this driver runs (API.md "Job modes").
+const (
+	modeNoop  = "noop"
+	modeFetch = "fetch"
+	modeMacro = "macro"
+)
+
+// Driver runs jobs and sessions on lanes of headless Chromium, one browser
+// process per lane (doc.go says why). Build it with New, hand it to the
+// agent as agent.Config.DriverImpl, and Close it after the agent stopped.
+type Driver struct {
+	// Fixed after New.
+	cfg      Config
+	path     string
+	workDir  string
+	ownDir   bool // workDir was created by New and is removed by Close
+	opts     []chromedp.ExecAllocatorOption
+	log      *slog.Logger
+	ctx      context.Context // parent of every browser; ends at Close
+	cancel   context.CancelFunc
+	lanes    []*lane
+	closeErr error
+
+	closeOnce sync.Once
+}
+
+var (
+	_ agent.Driver        = (*Driver)(nil)
+	_ agent.SessionDriver = (*Driver)(nil)
+)
+
+// New checks cfg and finds Chromium; it starts no browser (lanes start on
+// first use). The error wraps ErrNotFound when Chromium is missing.
+func New(cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("chromium config: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	path, err := LookPath(cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, path: path, log: cfg.Logger.With("driver", agent.DriverChromium)}
+	if cfg.WorkDir == "" {
+		if d.workDir, err = os.MkdirTemp("", "paprika-chromium-"); err != nil {
+			return nil, fmt.Errorf("chromium work dir: %w", err)
+		}
+		d.ownDir = true
+	} else {
+		if d.workDir, err = filepath.Abs(cfg.WorkDir); err != nil {
+			return nil, fmt.Errorf("chromium work dir: %w", err)
+		}
+		if err := os.MkdirAll(d.workDir, 0o700); err != nil {
+			return nil, fmt.Errorf("chromium work dir: %w", err)
+		}
+	}
+	d.opts = browserFlags(cfg, path)
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.lanes = make([]*lane, cfg.Lanes)
+	for i := range d.lanes {
+		d.lanes[i] = &lane{d: d, idx: i, dir: filepath.Join(d.workDir, fmt.Sprintf("lane-%d", i)), sem: make(chan struct{}, 1)}
+	}
+	d.log.Info("chromium driver ready", "path", path, "lanes", cfg.Lanes, "work_dir", d.workDir)
+	return d, nil
+}
+
+// Name implements agent.Driver.
+func (d *Driver) Name() string { return agent.DriverChromium }
+
+// LaneURL implements agent.Driver: the lane's DevTools WebSocket URL
+// (ws://127.0.0.1:<port>/devtools/browser/<id>) while its browser runs,
+// else the stable placeholder chromium://<worker id>/lane/<n>. The URL
+// changes when the lane restarts.
+func (d *Driver) LaneURL(workerID string, lane int) string {
+	if lane >= 0 && lane < len(d.lanes) {
+		if u := d.lanes[lane].url.Load(); u != nil {
+			return *u
+		}
+	}
+	return fmt.Sprintf("chromium://%s/lane/%d", workerID, lane)
+}
+
+// Run implements agent.Driver for the modes fetch, macro and noop (noop as
+// the simulated driver runs it, so any job runs on any lane). Bad params,
+// navigation errors, timeouts of a step and non-2xx pages fail with
+// job_error; a browser that cannot start, a crashed renderer or browser,
+// and an asset that cannot be stored fail with lane_error. ctx's end
+// (deadline, cancel_job) stops the job in the browser: the page is closed,
+// which aborts its navigation, and the lane is clean for the next job.
+func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(line string) error) (agent.Result, error) {
+	var run func(context.Context, *tab, func(string)) (agent.Result, error)
+	switch job.Mode {
+	case modeNoop:
+		return agent.SimulatedDriver{}.Run(ctx, lane, job, emit)
+	case modeFetch:
+		p, err := parseFetchParams(job.Params)
+		if err != nil {
+			return agent.Result{}, agent.Fail(agent.ReasonJobError, "%v", err)
+		}
+		run = func(ctx context.Context, t *tab, log func(string)) (agent.Result, error) {
+			return d.runFetch(ctx, t, job, p, log)
+		}
+	case modeMacro:
+		steps, err := parseMacroParams(job.Params)
+		if err != nil {
+			return agent.Result{}, agent.Fail(agent.ReasonJobError, "%v", err)
+		}
+		run = func(ctx context.Context, t *tab, log func(string)) (agent.Result, error) {
+			return d.runMacro(ctx, t, job, steps, log)
+		}
+	default:
+		return agent.Result{}, agent.Fail(agent.ReasonLaneError, "mode %q: the chromium driver runs fetch, macro and noop", job.Mode)
+	}
+	// Log lines are best effort: emit fails only once ctx ended, and then
+	// the next browser call fails too.
+	log := func(line string) { _ = emit(line) }
+
+	t, release, err := d.openLaneTab(ctx, lane, log)
+	if err != nil {
+		return agent.Result{}, err
+	}
+	defer release()
+	defer t.close() // before release: the next user finds the lane clean
+	return run(ctx, t, log)
+}
+
+// openLaneTab takes the lane, makes sure its browser is healthy (starting
+// or restarting it) and opens a fresh page in a new BrowserContext. The
+// caller closes the tab, then calls release.
+func (d *Driver) openLaneTab(ctx context.Context, idx int, log func(string)) (*tab, func(), error) {
+	if idx < 0 || idx >= len(d.lanes) {
+		return nil, nil, agent.Fail(agent.ReasonLaneError, "lane %d: the chromium driver has lanes 0..%d", idx, len(d.lanes)-1)
+	}
+	l := d.lanes[idx]
+	release, err := l.acquire(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := l.ensure(ctx, log)
+	if err != nil {
+		release()
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("start lane %d: %w", idx, ctx.Err())
+		}
+		return nil, nil, agent.Fail(agent.ReasonLaneError, "%v", err)
+	}
+	t, err := l.openTab(ctx, b)
+	if err != nil {
+		release()
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("lane %d: %w", idx, ctx.Err())
+		}
+		l.markSuspect(fmt.Sprintf("opening a page failed: %v", err))
+		return nil, nil, agent.Fail(agent.ReasonLaneError, "lane %d: %v", idx, err)
+	}
+	return t, release, nil
+}
+
+// Close stops every browser process with all its helpers and removes the
+// profiles (and the work dir when New created it). Jobs still running fail.
+// Safe to call twice.
+func (d *Driver) Close() error {
+	d.closeOnce.Do(func() {
+		d.cancel() // aborts starts in progress and kills every browser at once
+		var wg sync.WaitGroup
+		for _, l := range d.lanes {
+			wg.Go(l.shutdown)
+		}
+		wg.Wait()
+		if d.ownDir {
+			if err := removeAllRetry(d.workDir); err != nil {
+				d.closeErr = fmt.Errorf("remove chromium work dir: %w", err)
+			}
+		}
+		d.log.Info("chromium driver closed")
+	})
+	return d.closeErr
+}
+
+// failure prefixes err with what failed and gives it a reason: a
+// *agent.JobError keeps its reason; an error of the job's context is left
+// without one (the agent reports why its context ended: deadline_exceeded,
+// canceled, worker_lost); anything else is the job's fault (job_error).
+func failure(err error, what string) error {
+	var je *agent.JobError
+	if errors.As(err, &je) {
+		return &agent.JobError{Reason: je.Reason, Err: fmt.Errorf("%s: %w", what, je.Err)}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return &agent.JobError{Reason: agent.ReasonJobError, Err: fmt.Errorf("%s: %w", what, err)}
+}

@@ -1,0 +1,127 @@
+package chromium
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errDriverClosed is returned for work asked of a closed driver.
+var errDriverClosed = errors.New("chromium driver closed")
+
+// lane is one browser process with its own profile directory. It has one
+// user at a time — a job or a session — who holds sem; only the holder
+// starts, checks and restarts the browser. mu guards the fields that Close
+// and LaneURL read from other goroutines.
+type lane struct {
+	// Fixed after New.
+	d   *Driver
+	idx int
+	dir string        // profile directory, wiped at every start
+	sem chan struct{} // capacity 1: taken by the lane's user
+
+	url atomic.Pointer[string] // DevTools URL while a browser runs
+
+	mu      sync.Mutex
+	b       *browserProc // nil until the first use, and after a failed restart
+	suspect string       // why the next user must restart the browser; "" if none
+	closed  bool
+	starts  int // browser starts so far, for tests and logs
+}
+
+// acquire takes the lane, waiting while another user holds it.
+func (l *lane) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case l.sem <- struct{}{}:
+		return func() { <-l.sem }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for lane %d: %w", l.idx, ctx.Err())
+	}
+}
+
+// ensure returns a healthy browser for the holder of the lane: it starts one
+// on first use, and restarts it when it exited, failed the health check,
+// or was marked suspect (a crashed renderer, a page that would not close).
+// note receives a line for the job log when something notable happens.
+func (l *lane) ensure(ctx context.Context, note func(string)) (*browserProc, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, errDriverClosed
+	}
+	b, why := l.b, l.suspect
+	l.suspect = ""
+	l.mu.Unlock()
+
+	if b != nil {
+		if why == "" {
+			why = b.check(l.d.cfg.HealthTimeout)
+		}
+		if why == "" {
+			return b, nil
+		}
+		note(fmt.Sprintf("lane %d: restarting chromium: %s", l.idx, why))
+		l.d.log.Warn("restarting chromium lane", "lane", l.idx, "pid", b.pid, "why", why)
+		l.mu.Lock()
+		if l.b == b {
+			l.b = nil
+			l.url.Store(nil)
+		}
+		l.mu.Unlock()
+		b.stop()
+	}
+
+	start := time.Now()
+	nb, err := startBrowser(ctx, l.d.ctx, l.d.opts, l.dir, l.d.cfg.StartTimeout, l.d.log.With("lane", l.idx))
+	if err != nil {
+		if l.d.ctx.Err() != nil {
+			return nil, errDriverClosed
+		}
+		return nil, fmt.Errorf("lane %d: %w", l.idx, err)
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		nb.stop()
+		return nil, errDriverClosed
+	}
+	l.b = nb
+	l.starts++
+	l.url.Store(&nb.wsURL)
+	l.mu.Unlock()
+	took := time.Since(start).Round(time.Millisecond)
+	note(fmt.Sprintf("lane %d: chromium started (pid %d) in %s", l.idx, nb.pid, took))
+	l.d.log.Info("chromium lane started", "lane", l.idx, "pid", nb.pid, "devtools_url", nb.wsURL, "took", took)
+	return nb, nil
+}
+
+// markSuspect makes the next user restart the browser first.
+func (l *lane) markSuspect(why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.suspect == "" {
+		l.suspect = why
+	}
+}
+
+// browser returns the running browser, or nil.
+func (l *lane) browser() *browserProc {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b
+}
+
+// shutdown stops the browser for good; later users get errDriverClosed.
+func (l *lane) shutdown() {
+	l.mu.Lock()
+	b := l.b
+	l.b, l.closed = nil, true
+	l.url.Store(nil)
+	l.mu.Unlock()
+	if b != nil {
+		b.stop()
+	}
+}

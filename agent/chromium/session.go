@@ -1,0 +1,96 @@
+package chromium
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/paprika-hub/paprika/agent"
+)
+
+// maxSessionPNG bounds a session screenshot, which travels inline, base64
+// encoded, in one session_result frame (1 MiB at most).
+const maxSessionPNG = 640 << 10
+
+// session is an interactive session on one lane: a page in a BrowserContext
+// of its own, like a job's, kept until Close. The agent calls Do for one
+// command at a time; mu makes that a rule rather than an assumption.
+type session struct {
+	// Fixed after OpenSession.
+	d       *Driver
+	id      string
+	t       *tab
+	release func()
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ agent.Session = (*session)(nil)
+
+// OpenSession implements agent.SessionDriver: it takes the lane, checks or
+// (re)starts its browser as a job would, and opens a fresh page.
+func (d *Driver) OpenSession(ctx context.Context, lane int, sessionID string) (agent.Session, error) {
+	log := func(line string) { d.log.Info(line, "session_id", sessionID) }
+	t, release, err := d.openLaneTab(ctx, lane, log)
+	if err != nil {
+		return nil, err
+	}
+	return &session{d: d, id: sessionID, t: t, release: release}, nil
+}
+
+// Do implements agent.Session: command is a step, as in a macro (op
+// navigate, click, type, wait, screenshot, text or eval, with the same
+// fields). The result is the step's result; a screenshot is returned
+// inline as {"png_base64": ..., "bytes": N} since sessions have no job to
+// attach assets to.
+func (s *session) Do(ctx context.Context, command json.RawMessage) (json.RawMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("session closed")
+	}
+	st, err := parseStep(command)
+	if err != nil {
+		return nil, err
+	}
+	if st.Op == opScreenshot && st.Name != "" {
+		return nil, errors.New("screenshot: name is for macro assets; a session screenshot is returned inline")
+	}
+	out, err := s.t.runStep(ctx, st, s.d.cfg.StepTimeout)
+	if err != nil {
+		var je *agent.JobError
+		if errors.As(err, &je) {
+			err = je.Err // the reason means nothing to a session; keep the cause
+		}
+		return nil, fmt.Errorf("%s: %w", st.describe(), err)
+	}
+	if out.png != nil {
+		if len(out.png) > maxSessionPNG {
+			return nil, fmt.Errorf("%s: %d bytes, more than a session result carries (%d); screenshot an element (selector) or use a macro job", st.describe(), len(out.png), maxSessionPNG)
+		}
+		out.result["png_base64"] = base64.StdEncoding.EncodeToString(out.png)
+	}
+	b, err := json.Marshal(out.result)
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	return b, nil
+}
+
+// Close implements agent.Session: it closes the page, disposes of its
+// BrowserContext and frees the lane. Safe to call twice.
+func (s *session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.t.close()
+	s.release()
+	return nil
+}

@@ -1,0 +1,156 @@
+package chromium
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/paprika-hub/paprika/agent"
+)
+
+// Causes that end a tab's context; failure maps them to a reason.
+var (
+	errRendererCrashed = errors.New("renderer crashed")
+	errTabClosed       = errors.New("tab closed")
+)
+
+// tab is the one page a job or session has on its lane, in a BrowserContext
+// of its own: cookies, storage, cache and permissions start empty and are
+// thrown away with the context when the tab closes, so nothing a job leaves
+// behind reaches the next job on the lane. A tab is used by one goroutine at
+// a time (its job's, or its session's command runner); crashed and the popup
+// guard's goroutine are the only concurrent parts.
+type tab struct {
+	// Fixed after openTab.
+	l      *lane
+	b      *browserProc
+	ctx    context.Context         // chromedp context of the page; ends when the tab closes
+	cancel context.CancelCauseFunc // ends ctx with a cause (crash, close)
+	id     target.ID
+	bcID   cdp.BrowserContextID
+
+	crashed   atomic.Bool
+	guardDone chan struct{} // closed when the popup guard's goroutine ends
+	closeOnce sync.Once
+}
+
+// openTab creates a BrowserContext and a page in it. ctx bounds the creation
+// only; the tab lives until close.
+func (l *lane) openTab(ctx context.Context, b *browserProc) (*tab, error) {
+	pctx, cancel := context.WithCancelCause(b.ctx)
+	tctx, _ := chromedp.NewContext(pctx, chromedp.WithNewBrowserContext()) // its cancel is chromedp.Cancel(tctx), in close
+	t := &tab{l: l, b: b, ctx: tctx, cancel: cancel, guardDone: make(chan struct{})}
+
+	// The page's event loop lives as long as the context of the first call,
+	// so that call gets tctx itself, cut short from outside if ctx ends.
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	err := chromedp.Do(tctx)
+	stop()
+	if err == nil {
+		// The viewport, not the window, sets the screenshot size.
+		w, h := int64(l.d.cfg.WindowWidth), int64(l.d.cfg.WindowHeight)
+		err = chromedp.Do(tctx, chromedp.EmulateViewport(w, h))
+	}
+	if err == nil {
+		c := chromedp.FromContext(tctx)
+		t.id, t.bcID = c.Target.TargetID, c.BrowserContextID
+		err = chromedp.Listen(tctx, t.onEvent)
+	}
+	if err != nil {
+		close(t.guardDone)
+		t.close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("open a page: %w", err)
+	}
+	events := chromedp.BrowserEvents(tctx, target.TargetCreated) // subscribed from here on
+	go t.guardPopups(events)
+	return t, nil
+}
+
+// onEvent runs on the page's event loop: it must return at once.
+func (t *tab) onEvent(ev any) {
+	if _, ok := ev.(*inspector.EventTargetCrashed); ok && t.crashed.CompareAndSwap(false, true) {
+		t.l.markSuspect("the renderer crashed in the previous job or session")
+		t.cancel(errRendererCrashed) // whatever waits on the page fails now, not at its deadline
+	}
+}
+
+// guardPopups closes every other page that appears in the tab's
+// BrowserContext (window.open, target=_blank), so that a lane never holds
+// more than its one page for longer than the browser takes to report a new
+// target. It ends with the tab (the iterator ends with t.ctx).
+func (t *tab) guardPopups(events iter.Seq2[target.EventTargetCreated, error]) {
+	defer close(t.guardDone)
+	for ev, err := range events {
+		if err != nil {
+			return
+		}
+		info := ev.TargetInfo
+		if info == nil || info.Type != "page" || info.BrowserContextID != t.bcID || info.TargetID == t.id {
+			continue
+		}
+		if err := t.b.closeTarget(info.TargetID); err != nil && t.ctx.Err() == nil {
+			t.l.d.log.Warn("close popup", "lane", t.l.idx, "url", info.URL, "err", err)
+			continue
+		}
+		t.l.d.log.Debug("closed popup", "lane", t.l.idx, "url", info.URL)
+	}
+}
+
+// bind derives from the tab's context one that also ends when ctx does,
+// carrying ctx's cause (e.g. the job's deadline). Actions run under it.
+func (t *tab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	rctx, cancel := context.WithCancelCause(t.ctx)
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	return rctx, func() { stop(); cancel(nil) }
+}
+
+// failure turns an error of an action run under rctx into the job error
+// to report: a crashed renderer or a dead browser is the lane's fault
+// (lane_error), a deadline or cancellation is reported as such (the agent
+// maps it), the rest is the job's (job_error).
+func (t *tab) failure(rctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case t.crashed.Load():
+		return agent.Fail(agent.ReasonLaneError, "%v", errRendererCrashed)
+	case t.b.ctx.Err() != nil:
+		t.l.markSuspect("the browser exited during the previous job")
+		return agent.Fail(agent.ReasonLaneError, "browser exited: %v", t.b.exitCause())
+	case rctx.Err() != nil:
+		return context.Cause(rctx)
+	}
+	return err
+}
+
+// close closes the page and disposes of its BrowserContext (cookies,
+// storage, every tab of it), then waits for the popup guard. A failure
+// marks the lane for a restart, so that the next job starts clean anyway.
+// Safe to call twice.
+func (t *tab) close() {
+	t.closeOnce.Do(func() {
+		start := time.Now()
+		// chromedp.Cancel detaches, closes the target and disposes of the
+		// BrowserContext with a 5s budget of its own, then ends t.ctx.
+		err := chromedp.Cancel(t.ctx)
+		t.cancel(errTabClosed)
+		<-t.guardDone
+		if err != nil && t.b.ctx.Err() == nil && !t.crashed.Load() {
+			t.l.markSuspect(fmt.Sprintf("closing the previous page failed: %v", err))
+		}
+		t.l.d.log.Debug("tab closed", "lane", t.l.idx, "took", time.Since(start), "err", err)
+	})
+}

@@ -1,0 +1,240 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/paprika-hub/paprika/messages"
+)
+
+// Session ops the agent handles itself; every other op goes to the driver's
+// Session (messages.Frame.SessionID documents the contract).
+const (
+	SessionOpOpen  = "open"
+	SessionOpClose = "close"
+)
+
+// Session limits and timing.
+const (
+	// DefaultSessionIdleTimeout applies when open carries no idle_timeout_s
+	// (API.md: POST /sessions defaults to 300 s). The hub closes idle
+	// sessions itself; the agent closes a session idle for this long plus a
+	// tenth (at most maxSessionIdleGrace), so that a lane is not lost to a
+	// hub that forgot the session, without racing the hub's own timer.
+	DefaultSessionIdleTimeout = 300 * time.Second
+	maxSessionIdleGrace       = 30 * time.Second
+	// sessionOpenTimeout bounds OpenSession (a browser may have to start).
+	sessionOpenTimeout = 60 * time.Second
+	// sessionCommandTimeout bounds one command without timeout_ms; with
+	// timeout_ms the agent allows that plus sessionCommandMargin, so the
+	// driver's own, more precise timeout fires first.
+	sessionCommandTimeout = 2 * time.Minute
+	sessionCommandMargin  = 5 * time.Second
+	maxSessionCommandTime = 10 * time.Minute
+	// sessionQueueSize bounds the commands waiting behind a running one.
+	sessionQueueSize = 32
+	// maxSessionResultBytes keeps session_result below the frame limit.
+	maxSessionResultBytes = messages.MaxFrameBytes - 64<<10
+)
+
+// Why a session ended (the cause of its context).
+var (
+	errSessionClosed = errors.New("session closed")
+	errSessionIdle   = errors.New("session idle for too long")
+)
+
+// SessionDriver is implemented by a Driver that can run interactive
+// sessions (API.md /sessions). The agent reserves a lane for the session
+// (it counts toward in_flight like a job) and then opens it here; drivers
+// without it answer every open with an error.
+type SessionDriver interface {
+	// OpenSession prepares lane for the session with the given id: e.g. a
+	// fresh browser page. ctx bounds the opening only.
+	OpenSession(ctx context.Context, lane int, sessionID string) (Session, error)
+}
+
+// Session is one open session on a lane. The agent calls Do for one
+// command at a time, in the order the hub sent them, and Close once.
+type Session interface {
+	// Do runs one command — the JSON object of session_command's Command,
+	// {"op": ..., ...}, with any op but open and close — and returns its
+	// result, a JSON value. ctx ends at the command's timeout or when the
+	// session closes.
+	Do(ctx context.Context, command json.RawMessage) (json.RawMessage, error)
+	// Close frees what the session holds; the lane is free afterwards.
+	Close() error
+}
+
+// sessionCommand is the part of a session command the agent reads.
+type sessionCommand struct {
+	Op           string `json:"op"`
+	TimeoutMS    int64  `json:"timeout_ms"`
+	IdleTimeoutS int64  `json:"idle_timeout_s"`
+}
+
+// handleSessionCommand answers one session_command. It runs on the link's
+// reader goroutine and never blocks: open starts the session's goroutine,
+// other ops are queued to it.
+func (a *Agent) handleSessionCommand(l *link, f messages.Frame) {
+	var cmd sessionCommand
+	if err := json.Unmarshal(f.Command, &cmd); err != nil || cmd.Op == "" {
+		why := "command must be a JSON object with an op"
+		if err != nil {
+			why += ": " + err.Error()
+		}
+		replySession(l, f.SessionID, f.CommandID, nil, errors.New(why))
+		return
+	}
+	switch cmd.Op {
+	case SessionOpOpen:
+		a.openSession(l, f, cmd)
+	case SessionOpClose:
+		a.closeSession(l, f)
+	default:
+		a.queueSessionCommand(l, f, cmd)
+	}
+}
+
+// openSession reserves a lane and starts the session's goroutine, which
+// opens the driver's session and answers.
+func (a *Agent) openSession(l *link, f messages.Frame, cmd sessionCommand) {
+	sd, ok := a.driver.(SessionDriver)
+	if !ok {
+		replySession(l, f.SessionID, f.CommandID, nil, fmt.Errorf("driver %s does not support sessions", a.driver.Name()))
+		return
+	}
+	idle := DefaultSessionIdleTimeout
+	if cmd.IdleTimeoutS > 0 {
+		idle = time.Duration(cmd.IdleTimeoutS) * time.Second
+	}
+	a.mu.Lock()
+	var why string
+	switch {
+	case a.sessions[f.SessionID] != nil:
+		why = fmt.Sprintf("session %s is already open on this worker", f.SessionID)
+	case a.stopping:
+		why = "worker is stopping"
+	case a.localDrain || a.hubDrain:
+		why = "worker is draining"
+	}
+	lane := -1
+	if why == "" {
+		var free bool
+		if lane, free = a.lanes.acquire(f.Lane); !free {
+			why = fmt.Sprintf("no free lane (%d of %d busy)", a.lanes.inUse(), a.lanes.size())
+		}
+	}
+	if why != "" {
+		a.mu.Unlock()
+		a.lg().Info("session refused", "session_id", f.SessionID, "why", why)
+		replySession(l, f.SessionID, f.CommandID, nil, errors.New(why))
+		return
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s := &sessionRunner{
+		a: a, id: f.SessionID, lane: lane, laneURL: a.lanes.urls[lane],
+		idle: idle + min(idle/10, maxSessionIdleGrace), ctx: ctx, cancel: cancel,
+		cmds: make(chan sessionCall, sessionQueueSize),
+	}
+	a.sessions[f.SessionID] = s
+	a.sessWG.Add(1) // under mu, ordered before stopSessions' Wait by the stopping flag
+	a.mu.Unlock()
+	go s.run(sd, sessionCall{l: l, commandID: f.CommandID})
+}
+
+// closeSession makes the session's goroutine abort its running command,
+// close the driver's session, free the lane and then answer. Closing a
+// session this worker does not have succeeds ({"was_open": false}), so a
+// hub may repeat a close.
+func (a *Agent) closeSession(l *link, f messages.Frame) {
+	a.mu.Lock()
+	s := a.sessions[f.SessionID]
+	if s == nil {
+		a.mu.Unlock()
+		replySession(l, f.SessionID, f.CommandID, json.RawMessage(`{"was_open":false}`), nil)
+		return
+	}
+	s.closers = append(s.closers, sessionCall{l: l, commandID: f.CommandID})
+	a.mu.Unlock()
+	s.cancel(errSessionClosed)
+}
+
+// queueSessionCommand hands a command to its session's goroutine.
+func (a *Agent) queueSessionCommand(l *link, f messages.Frame, cmd sessionCommand) {
+	timeout := sessionCommandTimeout
+	if cmd.TimeoutMS > 0 {
+		timeout = min(time.Duration(cmd.TimeoutMS)*time.Millisecond+sessionCommandMargin, maxSessionCommandTime)
+	}
+	c := sessionCall{l: l, commandID: f.CommandID, command: f.Command, op: cmd.Op, timeout: timeout}
+	a.mu.Lock()
+	s := a.sessions[f.SessionID]
+	var err error
+	switch {
+	case s == nil:
+		err = fmt.Errorf("no session %s on this worker", f.SessionID)
+	case s.ctx.Err() != nil:
+		err = fmt.Errorf("session %s is closing", f.SessionID)
+	default:
+		// The send happens under mu so that it cannot race with the
+		// goroutine's final drain of the queue (see sessionRunner.end).
+		select {
+		case s.cmds <- c:
+		default:
+			err = fmt.Errorf("session %s has %d commands queued; wait for their results", f.SessionID, sessionQueueSize)
+		}
+	}
+	a.mu.Unlock()
+	if err != nil {
+		replySession(l, f.SessionID, f.CommandID, nil, err)
+	}
+}
+
+// stopSessions closes every session: part of the agent's stop.
+func (a *Agent) stopSessions() {
+	a.mu.Lock()
+	n := len(a.sessions)
+	for _, s := range a.sessions {
+		s.cancel(errAgentStopping)
+	}
+	a.mu.Unlock()
+	if n > 0 {
+		a.lg().Info("closing sessions", "sessions", n)
+	}
+}
+
+// waitSessions waits up to timeout for the session goroutines to end.
+func (a *Agent) waitSessions(timeout time.Duration) {
+	done := make(chan struct{})
+	go func() { // ends when the last session goroutine does
+		a.sessWG.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		a.lg().Error("sessions did not close in time; stopping without them", "timeout", timeout)
+	}
+}
+
+// sessionCountLocked is the number of open sessions; caller holds mu.
+func (a *Agent) sessionCountLocked() int { return len(a.sessions) }
+
+// replySession sends a session_result: OK with result, or the error.
+func replySession(l *link, sessionID, commandID string, result json.RawMessage, err error) {
+	f := messages.Frame{Type: messages.TypeSessionResult, SessionID: sessionID, CommandID: commandID}
+	if err != nil {
+		f.Error = err.Error()
+	} else {
+		f.OK = true
+		f.Result = result
+		if len(f.Result) == 0 {
+			f.Result = json.RawMessage("{}")
+		}
+	}
+	l.send(f)
+}

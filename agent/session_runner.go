@@ -1,0 +1,151 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// sessionCall is one command to answer: where it came from, and what it
+// asks (command and timeout are unset for open and close).
+type sessionCall struct {
+	l         *link
+	commandID string
+	command   json.RawMessage
+	op        string
+	timeout   time.Duration
+}
+
+// sessionRunner is one open session. Its goroutine (run) is owned by the
+// Agent (sessWG): it opens the driver's session, runs the queued commands
+// one at a time in arrival order, and ends — closing the driver's session
+// and freeing the lane — when ctx ends: on close, when idle for too long,
+// or when the agent stops.
+type sessionRunner struct {
+	// Fixed at open.
+	a       *Agent
+	id      string
+	lane    int
+	laneURL string
+	idle    time.Duration
+	ctx     context.Context // ends with the session; the cause says why
+	cancel  context.CancelCauseFunc
+	cmds    chan sessionCall // written under a.mu, while the session is registered
+
+	// Guarded by a.mu.
+	closers []sessionCall // close commands to answer once the lane is free
+}
+
+// run is the session's goroutine.
+func (s *sessionRunner) run(sd SessionDriver, open sessionCall) {
+	a := s.a
+	defer a.sessWG.Done()
+	log := a.lg().With("session_id", s.id, "lane", s.laneURL)
+
+	octx, cancel := context.WithTimeout(s.ctx, sessionOpenTimeout)
+	sess, err := sd.OpenSession(octx, s.lane, s.id)
+	cancel()
+	if err != nil {
+		s.end(log, fmt.Errorf("open session: %w", err))
+		replySession(open.l, s.id, open.commandID, nil, fmt.Errorf("open session: %w", err))
+		return
+	}
+	res := map[string]any{"lane": s.laneURL}
+	if u := a.driver.LaneURL(a.ID(), s.lane); u != s.laneURL {
+		res["devtools_url"] = u // the lane's live address, e.g. the browser's DevTools URL
+	}
+	b, _ := json.Marshal(res) // strings only: cannot fail
+	replySession(open.l, s.id, open.commandID, b, nil)
+	log.Info("session opened")
+
+	s.serve(sess, log)
+
+	if err := sess.Close(); err != nil {
+		log.Warn("close session", "err", err)
+	}
+	s.end(log, context.Cause(s.ctx))
+}
+
+// serve runs commands until the session's context ends.
+func (s *sessionRunner) serve(sess Session, log *slog.Logger) {
+	idle := time.NewTimer(s.idle)
+	defer idle.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-idle.C:
+			log.Info("session idle; closing it", "idle", s.idle)
+			s.cancel(errSessionIdle)
+			return
+		case c := <-s.cmds:
+			res, err := s.exec(sess, c)
+			if s.ctx.Err() != nil {
+				replySession(c.l, s.id, c.commandID, nil, fmt.Errorf("%s: %w", c.op, context.Cause(s.ctx)))
+				return
+			}
+			replySession(c.l, s.id, c.commandID, res, err)
+			idle.Reset(s.idle)
+		}
+	}
+}
+
+// exec runs one command with its timeout.
+func (s *sessionRunner) exec(sess Session, c sessionCall) (res json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("driver panic: %v", p)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(s.ctx, c.timeout)
+	defer cancel()
+	res, err = sess.Do(ctx, c.command)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(res) > maxSessionResultBytes:
+		return nil, fmt.Errorf("%s: result of %d bytes exceeds the limit of %d", c.op, len(res), maxSessionResultBytes)
+	case len(res) > 0 && !json.Valid(res):
+		return nil, fmt.Errorf("%s: driver %s returned an invalid result", c.op, s.a.driver.Name())
+	}
+	return res, nil
+}
+
+// end unregisters the session and frees its lane, then answers what is
+// still queued (with an error) and the close commands (with success). The
+// lane is free before any close is answered, so a hub that opens a new
+// session right after the close finds it free.
+func (s *sessionRunner) end(log *slog.Logger, why error) {
+	a := s.a
+	a.mu.Lock()
+	if a.sessions[s.id] == s {
+		delete(a.sessions, s.id)
+	}
+	a.lanes.release(s.lane)
+	closers := s.closers
+	s.closers = nil
+	a.mu.Unlock()
+	s.cancel(why)
+
+	// Unregistered under mu: nothing can be queued or added to closers any
+	// more, so this drain answers every command that is left.
+	for {
+		select {
+		case c := <-s.cmds:
+			replySession(c.l, s.id, c.commandID, nil, fmt.Errorf("%s: %w", c.op, errSessionClosed))
+			continue
+		default:
+		}
+		break
+	}
+	for _, c := range closers {
+		replySession(c.l, s.id, c.commandID, json.RawMessage(`{"was_open":true}`), nil)
+	}
+	if why == nil || errors.Is(why, errSessionClosed) {
+		why = errSessionClosed
+	}
+	log.Info("session ended", "why", why.Error())
+}

@@ -1,0 +1,238 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Upload tuning.
+const (
+	// uploadAttempts is how many times an asset is sent before giving up
+	// (network errors, 5xx, 408 and 429 are retried; other answers are not).
+	uploadAttempts = 4
+	// uploadBackoffMin and uploadBackoffMax bound the pause between attempts
+	// (doubling, jittered); a Retry-After up to uploadBackoffMax is honoured.
+	uploadBackoffMin = 200 * time.Millisecond
+	uploadBackoffMax = 5 * time.Second
+	// uploadAttemptTimeout bounds one attempt.
+	uploadAttemptTimeout = 2 * time.Minute
+	// maxBufferedUpload is the largest reader of unknown kind that is
+	// buffered in memory so that it can be sent again; a larger one gets a
+	// single attempt. Readers with ReadAt (bytes.Reader, os.File) are never
+	// buffered.
+	maxBufferedUpload = 16 << 20
+)
+
+// UploadError is a hub's refusal of an asset: an answer other than 2xx.
+type UploadError struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Code and Message come from the hub's error body, when it has one.
+	Code, Message string
+}
+
+// Error implements error.
+func (e *UploadError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("hub answered HTTP %d", e.StatusCode)
+	}
+	return fmt.Sprintf("hub answered HTTP %d %s: %s", e.StatusCode, e.Code, e.Message)
+}
+
+// Temporary reports whether sending again may succeed (5xx, 408, 429).
+func (e *UploadError) Temporary() bool {
+	return e.StatusCode >= 500 || e.StatusCode == http.StatusRequestTimeout || e.StatusCode == http.StatusTooManyRequests
+}
+
+// newUploadClient is the agent's HTTP client for assets. It has a transport
+// of its own, so that Run can close its idle connections when it ends.
+func newUploadClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	return &http.Client{Transport: tr}
+}
+
+// UploadAsset stores one asset of a job on the hub: PUT
+// {hub}/jobs/{jobID}/assets/{name} with the worker token, to the hub the
+// agent is linked to (or linked to last; the first of Config.HubURLs before
+// any link). The hub answers 204. size is the body's length (-1 if
+// unknown). Network errors and 5xx answers are retried a few times with
+// backoff when the body can be read again: r has ReadAt (bytes.Reader,
+// os.File) or is at most 16 MiB long (then it is buffered); otherwise one
+// attempt is made. A refusal is returned as an *UploadError. It is safe for
+// concurrent use, and has the shape of chromium.UploadFunc.
+func (a *Agent) UploadAsset(ctx context.Context, jobID, name, contentType string, r io.Reader, size int64) error {
+	body, err := replayable(r, size)
+	if err != nil {
+		return fmt.Errorf("upload asset %s of job %s: %w", name, jobID, err)
+	}
+	bo := backoff{min: uploadBackoffMin, max: uploadBackoffMax}
+	for attempt := 1; ; attempt++ {
+		u, err := assetURL(a.uploadBase(), jobID, name)
+		if err != nil {
+			return fmt.Errorf("upload asset %s of job %s: %w", name, jobID, err)
+		}
+		retryAfter, err := a.putAsset(ctx, u, contentType, body, size)
+		if err == nil {
+			return nil
+		}
+		err = fmt.Errorf("upload asset %s of job %s to %s (attempt %d of %d): %w", name, jobID, u, attempt, uploadAttempts, err)
+		if attempt == uploadAttempts || !body.again() || !retryable(ctx, err) {
+			return err
+		}
+		delay := max(bo.next(), min(retryAfter, uploadBackoffMax))
+		a.lg().Warn("asset upload failed; retrying", "job_id", jobID, "asset", name, "retry_in", delay, "err", err)
+		if err := sleepCtx(ctx, delay); err != nil {
+			return fmt.Errorf("upload asset %s of job %s: %w", name, jobID, err)
+		}
+	}
+}
+
+// putAsset makes one attempt. retryAfter is the hub's Retry-After, if any.
+func (a *Agent) putAsset(ctx context.Context, u, contentType string, body *uploadBody, size int64) (retryAfter time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, uploadAttemptTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, body.reader())
+	if err != nil {
+		return 0, fmt.Errorf("build request: %w", err)
+	}
+	// A fresh reader per attempt (and per redirect): the transport may
+	// still read the previous one after a failed attempt returned.
+	if body.at != nil {
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.reader()), nil }
+	}
+	req.ContentLength = size
+	if size == 0 {
+		req.Body, req.GetBody = http.NoBody, nil
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if a.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.cfg.Token)
+	}
+	resp, err := a.upload.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+		return 0, nil
+	}
+	ue := &UploadError{StatusCode: resp.StatusCode}
+	var eb struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if data, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10)); json.Unmarshal(data, &eb) == nil {
+		ue.Code, ue.Message = eb.Error.Code, eb.Error.Message
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		retryAfter = time.Duration(s) * time.Second
+	}
+	return retryAfter, ue
+}
+
+// retryable tells transient failures (network, 5xx, 408, 429) from final
+// ones (other 4xx, the caller's context ending).
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var ue *UploadError
+	if errors.As(err, &ue) {
+		return ue.Temporary()
+	}
+	var ne net.Error
+	var ue2 *url.Error
+	return errors.As(err, &ne) || errors.As(err, &ue2) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// uploadBase is the hub assets go to.
+func (a *Agent) uploadBase() string {
+	if p := a.hubURL.Load(); p != nil {
+		return *p
+	}
+	return a.cfg.HubURLs[0]
+}
+
+// assetURL builds {base}/jobs/{jobID}/assets/{name}, turning a ws(s)://
+// hub URL into http(s)://.
+func assetURL(base, jobID, name string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("parse hub URL %q: %w", base, err)
+	}
+	switch u.Scheme {
+	case "http", "ws":
+		u.Scheme = "http"
+	case "https", "wss":
+		u.Scheme = "https"
+	default:
+		return "", fmt.Errorf("hub URL %q: scheme must be http or https", base)
+	}
+	rawPrefix := strings.TrimRight(u.EscapedPath(), "/")
+	u.Path = strings.TrimRight(u.Path, "/") + "/jobs/" + jobID + "/assets/" + name
+	u.RawPath = rawPrefix + "/jobs/" + url.PathEscape(jobID) + "/assets/" + url.PathEscape(name)
+	u.RawQuery, u.Fragment = "", ""
+	return u.String(), nil
+}
+
+// uploadBody hands out a fresh reader of the same bytes for every attempt,
+// or the one reader it has (then only one attempt is possible).
+type uploadBody struct {
+	at   io.ReaderAt // with off and n, when the body can be re-read
+	off  int64
+	n    int64
+	once io.Reader // the reader itself, when it cannot
+	used bool
+}
+
+// replayable prepares r for sending, possibly more than once.
+func replayable(r io.Reader, size int64) (*uploadBody, error) {
+	if ra, ok := r.(io.ReaderAt); ok && size >= 0 {
+		var off int64
+		if s, ok := r.(io.Seeker); ok {
+			var err error
+			if off, err = s.Seek(0, io.SeekCurrent); err != nil {
+				return nil, fmt.Errorf("find the body's offset: %w", err)
+			}
+		}
+		return &uploadBody{at: ra, off: off, n: size}, nil
+	}
+	if size >= 0 && size <= maxBufferedUpload {
+		data, err := io.ReadAll(io.LimitReader(r, size+1))
+		if err != nil {
+			return nil, fmt.Errorf("read the body: %w", err)
+		}
+		if int64(len(data)) != size {
+			return nil, fmt.Errorf("body has %d bytes, size says %d", len(data), size)
+		}
+		return &uploadBody{at: bytes.NewReader(data), n: size}, nil
+	}
+	return &uploadBody{once: r}, nil
+}
+
+// reader returns the body for one attempt.
+func (b *uploadBody) reader() io.Reader {
+	if b.at != nil {
+		return io.NewSectionReader(b.at, b.off, b.n)
+	}
+	b.used = true
+	return b.once
+}
+
+// again reports whether the body can be sent once more.
+func (b *uploadBody) again() bool { return b.at != nil || !b.used }

@@ -31,7 +31,7 @@ type workerGrain struct {
 	log      *slog.Logger
 	info     persistence.WorkerInfo
 	conn     *actor.PID
-	connAt   int64 // when conn's socket was accepted (unix ns)
+	connAt   int64            // when conn's socket was accepted (unix ns)
 	running  map[string]int32 // job id → attempt holding a slot
 	lostStop scheduler.CancelFunc
 	timers   *scheduler.TimerScheduler

@@ -33,12 +33,21 @@ type logFlusher struct {
 	drains  []*actor.PID // callers of drainLogs waiting for an empty queue
 	writes  sync.WaitGroup
 	timers  *scheduler.TimerScheduler
+	tick    scheduler.CancelFunc
 }
+
+// flusherTick writes whatever partial batches the streams handed over.
+type flusherTick struct{}
+
+// tickLag puts the flusher's tick after the streams' boundary, so their
+// hand-overs are in its queue when it writes.
+const tickLag = 5 * time.Millisecond
 
 // flushReq is one batch (or only a notification) for the flusher.
 type flushReq struct {
 	batch    persistence.LogBatch
 	hasBatch bool
+	urgent   bool // write now rather than on the next tick
 	notify   *actor.PID
 	payload  interface{}
 }
@@ -70,12 +79,18 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		f.timers = scheduler.NewTimerScheduler(ctx)
+		f.armTick(ctx)
 		if len(f.carry.queue) > 0 {
 			f.queue, f.carry.queue = f.carry.queue, nil
 			f.start(ctx)
 		}
 	case *flushReq:
 		f.queue = append(f.queue, msg)
+		if msg.urgent || !msg.hasBatch {
+			f.start(ctx)
+		}
+	case *flusherTick:
+		f.armTick(ctx)
 		f.start(ctx)
 	case *writeDone:
 		if msg.id == f.carry.lastID {
@@ -108,6 +123,9 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 		f.drains = append(f.drains, ctx.Sender())
 		f.start(ctx)
 	case *actor.Restarting:
+		if f.tick != nil {
+			f.tick()
+		}
 		// Let the write in flight land first (its completion reaches the
 		// fresh instance), so no two writes race and reorder a job's lines;
 		// then requeue what this instance holds.
@@ -116,6 +134,9 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 	case *InjectPanic:
 		panic("injected panic in log flusher")
 	case *actor.Stopping:
+		if f.tick != nil {
+			f.tick()
+		}
 		f.writes.Wait()
 	}
 }
@@ -132,15 +153,23 @@ func coalesce(reqs []*flushReq) []persistence.LogBatch {
 		}
 		b := r.batch
 		if i, ok := last[b.JobID]; ok && !out[i].Done && out[i].From+int64(len(out[i].Lines)) == b.From {
-			merged := make([]string, 0, len(out[i].Lines)+len(b.Lines))
-			merged = append(append(merged, out[i].Lines...), b.Lines...)
-			out[i].Lines, out[i].Done = merged, b.Done
+			// The streams handed these slices over for good: append in place
+			// (amortised), not copy per merge.
+			out[i].Lines, out[i].Done = append(out[i].Lines, b.Lines...), b.Done
 			continue
 		}
 		last[b.JobID] = len(out)
 		out = append(out, b)
 	}
 	return out
+}
+
+// armTick schedules the next tick just after the streams' next shared
+// boundary (see untilTick), re-aligned every time: a repeating timer would
+// drift off the boundaries by its own latency and make lines wait a period.
+func (f *logFlusher) armTick(ctx actor.Context) {
+	every := f.deps.Timing.LogBatchWait
+	f.tick = f.timers.SendOnce(untilTick(time.Now(), every)+tickLag, ctx.Self(), &flusherTick{})
 }
 
 // start launches the next write when none is in flight.

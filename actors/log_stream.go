@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
@@ -59,6 +60,17 @@ type closeLog struct{}
 type flushNow struct{}
 
 type logFlushTick struct{}
+
+// untilTick is the wait to the next multiple of every on the wall clock.
+// Every stream of the hub hands its partial batch over on the same
+// boundaries, so the flusher's tick right after carries all of them in one
+// write: round trips follow the tick, not the number of jobs.
+func untilTick(now time.Time, every time.Duration) time.Duration {
+	if every <= 0 {
+		return 0
+	}
+	return every - time.Duration(now.UnixNano()%int64(every))
+}
 
 // streamCarry is a LogStream's position, kept across restarts.
 type streamCarry struct {
@@ -176,7 +188,7 @@ func (s *logStream) add(ctx actor.Context, m *logLine) {
 	}
 	if !s.armed {
 		s.armed = true
-		s.timers.SendOnce(s.deps.Timing.LogBatchWait, ctx.Self(), &logFlushTick{})
+		s.timers.SendOnce(untilTick(s.deps.now(), s.deps.Timing.LogBatchWait), ctx.Self(), &logFlushTick{})
 	}
 }
 
@@ -189,7 +201,10 @@ func (s *logStream) flush(ctx actor.Context, notify *actor.PID, payload interfac
 		s.doneSent = true
 	}
 	b := persistence.LogBatch{JobID: s.jobID, From: max(s.from, 0), Lines: s.pending, Done: final}
+	// A full batch, the done sentinel and a waiting reporter go out at
+	// once; a partial batch rides on the flusher's next tick.
+	urgent := final || notify != nil || len(s.pending) >= s.deps.Timing.LogBatchLines
 	s.pending = nil
 	s.from = s.next
-	ctx.Send(s.flusher, &flushReq{batch: b, notify: notify, payload: payload, hasBatch: true})
+	ctx.Send(s.flusher, &flushReq{batch: b, notify: notify, payload: payload, hasBatch: true, urgent: urgent})
 }

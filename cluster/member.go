@@ -122,6 +122,20 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (m *Membe
 			system.Shutdown()
 		}
 	}()
+	// A topology change moves grains: the old activation is stopped, and a
+	// PID cached on another member for it would swallow messages sent
+	// without a reply (protoactor only purges the entries of members that
+	// left). Forget every cached PID on each change; lookups refill it.
+	system.EventStream.Subscribe(func(evt interface{}) {
+		if t, ok := evt.(*pcluster.ClusterTopology); ok {
+			for _, m := range t.Members {
+				c.PidCache.RemoveByMember(m)
+			}
+			for _, m := range t.Left {
+				c.PidCache.RemoveByMember(m)
+			}
+		}
+	})
 	c.StartMember()
 	return &Member{System: system, Cluster: c, provider: provider, log: o.Logger}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -62,7 +63,10 @@ type proc struct {
 	cmd  *exec.Cmd
 	log  string
 	done chan struct{}
+	seq  int64
 }
+
+var procSeq atomic.Int64
 
 func freePort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -86,14 +90,14 @@ func startBinary(t *testing.T, bin, name string, env []string, args ...string) *
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Dir = t.TempDir()
 	require.NoError(t, cmd.Start())
-	p := &proc{t: t, name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &proc{t: t, name: name, cmd: cmd, log: logPath, done: make(chan struct{}), seq: procSeq.Add(1)}
 	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			if dir := os.Getenv("PAPRIKA_E2E_KEEP_LOGS"); dir != "" {
-				_ = os.WriteFile(filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log"), b, 0o644)
+				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), name, p.seq)), b, 0o644)
 			}
 			if i := strings.Index(string(b), "WARNING: DATA RACE"); i >= 0 {
 				race := string(b[i:])

@@ -106,8 +106,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	case "hubs":
 		return c.hubs(ctx, rest)
 	case "bench":
-		fmt.Fprintln(c.stderr, "paprika bench: not implemented yet")
-		return exitUsage
+		return runBench(rest)
 	case "version", "--version", "-version":
 		fmt.Fprintf(c.stdout, "paprika %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return exitOK
@@ -130,7 +129,7 @@ func (c *cli) help(ctx context.Context, args []string) int {
 		fmt.Fprint(c.stdout, usage)
 		return exitOK
 	case "bench":
-		return c.run(ctx, args[:1])
+		return runBench([]string{"-h"})
 	}
 	return c.run(ctx, []string{args[0], "-h"})
 }

@@ -47,6 +47,7 @@ type Timing struct {
 	LogBudgetLines    int64         // log lines in memory before readers block
 	GrainTimeout      time.Duration // grain request timeout
 	IdlePassivate     time.Duration // idle final job grains stop after this
+	ForwardTimeout    time.Duration // bound on one session command (cluster.forward_timeout)
 }
 
 // Deps is what every actor of a hub shares: fixed after the hub starts.

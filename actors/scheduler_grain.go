@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -93,6 +94,18 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		panic("injected panic in scheduler")
 	case *messages.SchedRemove:
 		s.remove(msg.JobId)
+	case *messages.SchedPickSession:
+		c := s.rule.PickWorker(s.cands, "macro", s.deps.now(), s.rng)
+		if c == nil {
+			reply(ctx, fail("no_capacity", "no worker has a free chromium lane"))
+			return
+		}
+		slot := sessionSlot(msg.SessionId)
+		c.placing++
+		c.InFlight = c.reported + c.placing
+		s.pending[slot] = c.ID
+		s.timers.SendOnce(2*s.deps.Timing.AssignGrace, ctx.Self(), &placeTimeout{jobID: slot, workerID: c.ID})
+		reply(ctx, ok([]byte(`{"worker_id":"`+c.ID+`"}`)))
 	case *messages.SchedGetStats:
 		b, _ := json.Marshal(SchedStats{Queued: len(s.queue), Pending: len(s.pending), Workers: len(s.workers)})
 		reply(ctx, ok(b))
@@ -197,7 +210,7 @@ func (s *schedulerGrain) remove(id string) {
 
 func (s *schedulerGrain) placeFailed(m *messages.SchedPlaceFailed) {
 	s.settle(m.JobId, m.WorkerId)
-	if m.Requeue && !s.queued[m.JobId] {
+	if m.Requeue && !s.queued[m.JobId] && !strings.HasPrefix(m.JobId, "session:") {
 		// Back to the front: it waited longest.
 		s.queued[m.JobId] = true
 		s.queue = append([]queuedJob{{id: m.JobId}}, s.queue...)

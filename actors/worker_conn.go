@@ -308,7 +308,8 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		}
 		ctx.Send(pid, &logEnd{notify: ctx.Self(), payload: in})
 	case messages.TypeSessionResult:
-		c.deps.Metrics.Inc("paprika_link_unhandled_frames_total", "type="+f.Type)
+		sendGrain(ctx, cl, f.SessionID, KindSession, &messages.SessionResult{CommandId: f.CommandID, Ok: f.OK,
+			Result: f.Result, Error: f.Error})
 	default:
 		c.deps.Metrics.Inc("paprika_link_bad_frames_total")
 		c.sendFrame(ctx, messages.Frame{Type: messages.TypeError, Code: "unexpected_type",

@@ -71,6 +71,10 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 			g.info.InFlight = len(g.running)
 			g.publish(ctx)
 		}
+	case *messages.WorkerForward:
+		if g.conn != nil {
+			ctx.Send(g.conn, &messages.ConnSend{Frame: msg.Frame})
+		}
 	case *messages.WorkerCancelJob:
 		g.send(ctx, messages.Frame{Type: messages.TypeCancelJob, JobID: msg.JobId, Attempt: int(msg.Attempt)})
 	case *messages.WorkerSetStatus:
@@ -198,6 +202,15 @@ func (g *workerGrain) disconnected(ctx actor.Context, msg *messages.WorkerDiscon
 	g.conn = nil
 	g.info.Connected = false
 	g.log.Info("worker disconnected", slog.Int("running", len(g.running)))
+	// A session lives on its socket: it ends now, with a clear error to its
+	// caller (jobs, unlike sessions, survive a reconnect).
+	for key := range g.running {
+		if sid, isSession := strings.CutPrefix(key, "session:"); isSession {
+			sendGrain(ctx, g.cl, sid, KindSession, &messages.SessionWorkerGone{WorkerId: g.id})
+			delete(g.running, key)
+		}
+	}
+	g.info.InFlight = len(g.running)
 	g.publish(ctx)
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.FleetReadTimeout)
 	defer cancel()

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,6 +24,12 @@ type Backend interface {
 	Workers(ctx context.Context) ([]persistence.WorkerInfo, error)
 	SetWorkerStatus(ctx context.Context, id, status string) (persistence.WorkerInfo, error)
 	Hubs(ctx context.Context) ([]persistence.HubInfo, error)
+	// Sessions: each returns the session object (or a command's result) as
+	// JSON, whichever hub holds the session.
+	OpenSession(ctx context.Context, labels map[string]string, idleTimeoutS int) (json.RawMessage, error)
+	Session(ctx context.Context, id string) (json.RawMessage, error)
+	SessionCommand(ctx context.Context, id string, command json.RawMessage) (json.RawMessage, error)
+	CloseSession(ctx context.Context, id string) (json.RawMessage, error)
 	// Link takes over an authenticated worker-link request (WebSocket).
 	Link(w http.ResponseWriter, r *http.Request, workerID string)
 	// Ready reports each store's reachability (nil = reachable).
@@ -66,10 +73,10 @@ func New(b Backend, o Options) *Server {
 	api("GET /workers", s.workers)
 	api("PATCH /workers/{id}", s.patchWorker)
 	api("GET /hubs", s.hubs)
-	api("POST /sessions", s.sessionsPending)
-	api("GET /sessions/{id}", s.sessionsPending)
-	api("DELETE /sessions/{id}", s.sessionsPending)
-	api("POST /sessions/{id}/commands", s.sessionsPending)
+	api("POST /sessions", s.openSession)
+	api("GET /sessions/{id}", s.getSession)
+	api("DELETE /sessions/{id}", s.closeSession)
+	api("POST /sessions/{id}/commands", s.sessionCommand)
 	api("GET /metrics", s.metrics)
 	s.mux.Handle("GET /workers/{id}/link", s.auth(o.WorkerToken, s.link))
 	// Workers upload the files a job produced (screenshots, HTML) here, with
@@ -140,11 +147,6 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	if err := s.b.WriteMetrics(w); err != nil {
 		s.log.Warn("write metrics", slog.Any("err", err))
 	}
-}
-
-func (s *Server) sessionsPending(w http.ResponseWriter, _ *http.Request) {
-	writeError(w, Errorf(http.StatusNotImplemented, "not_implemented",
-		"interactive sessions need the chromium lane driver, which this hub does not have yet"))
 }
 
 // validID accepts the ids the hub hands out and worker ids: short, URL-safe.

@@ -109,6 +109,7 @@ func TimingFrom(cfg *config.Config) actors.Timing {
 		LogBudgetLines:    200_000,
 		GrainTimeout:      10 * time.Second,
 		IdlePassivate:     30 * time.Second,
+		ForwardTimeout:    cfg.Cluster.ForwardTimeout,
 	}
 }
 
@@ -155,7 +156,8 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	h.member, err = cluster.Start(cluster.Options{
 		Name:     "paprika-" + strings.TrimSuffix(h.cfg.Redis.Prefix, ":"),
 		Provider: provider, Host: h.cfg.Cluster.Host, Port: h.cfg.Cluster.Port, Logger: h.log,
-		Kinds:          []*pcluster.Kind{actors.NewWorkerKind(d), actors.NewJobKind(d), actors.NewSchedulerKind(d)},
+		Kinds: []*pcluster.Kind{actors.NewWorkerKind(d), actors.NewJobKind(d), actors.NewSchedulerKind(d),
+			actors.NewSessionKind(d)},
 		RequestTimeout: d.Timing.GrainTimeout,
 		Redis:          h.stores.Redis, RedisPrefix: h.cfg.Redis.Prefix, HubTTL: h.cfg.Cluster.HubTTL,
 		MemberTimeout: h.cfg.Cluster.MemberTimeout,

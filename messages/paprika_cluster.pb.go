@@ -1484,6 +1484,385 @@ func (x *ConnClose) GetMessage() string {
 	return ""
 }
 
+// SessionOpen reserves a lane for a new session (Reply.json: the session).
+type SessionOpen struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	IdleTimeoutS  int32                  `protobuf:"varint,1,opt,name=idle_timeout_s,json=idleTimeoutS,proto3" json:"idle_timeout_s,omitempty"`
+	Labels        map[string]string      `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionOpen) Reset() {
+	*x = SessionOpen{}
+	mi := &file_paprika_cluster_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionOpen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionOpen) ProtoMessage() {}
+
+func (x *SessionOpen) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionOpen.ProtoReflect.Descriptor instead.
+func (*SessionOpen) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SessionOpen) GetIdleTimeoutS() int32 {
+	if x != nil {
+		return x.IdleTimeoutS
+	}
+	return 0
+}
+
+func (x *SessionOpen) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// SessionCommand runs one command (JSON {"op": ...}) on the session's lane
+// (Reply.json: the command's result).
+type SessionCommand struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Command       []byte                 `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionCommand) Reset() {
+	*x = SessionCommand{}
+	mi := &file_paprika_cluster_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionCommand) ProtoMessage() {}
+
+func (x *SessionCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionCommand.ProtoReflect.Descriptor instead.
+func (*SessionCommand) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SessionCommand) GetCommand() []byte {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+// SessionClose frees the lane at once (Reply.json: the session).
+type SessionClose struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionClose) Reset() {
+	*x = SessionClose{}
+	mi := &file_paprika_cluster_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionClose) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionClose) ProtoMessage() {}
+
+func (x *SessionClose) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionClose.ProtoReflect.Descriptor instead.
+func (*SessionClose) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
+}
+
+// SessionGet asks for the session object (Reply.json).
+type SessionGet struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionGet) Reset() {
+	*x = SessionGet{}
+	mi := &file_paprika_cluster_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionGet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionGet) ProtoMessage() {}
+
+func (x *SessionGet) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionGet.ProtoReflect.Descriptor instead.
+func (*SessionGet) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
+}
+
+// SessionResult is a worker's answer to a session_command.
+type SessionResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CommandId     string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	Ok            bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
+	Result        []byte                 `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionResult) Reset() {
+	*x = SessionResult{}
+	mi := &file_paprika_cluster_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionResult) ProtoMessage() {}
+
+func (x *SessionResult) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionResult.ProtoReflect.Descriptor instead.
+func (*SessionResult) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SessionResult) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *SessionResult) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *SessionResult) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *SessionResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// SessionWorkerGone: the session's worker disconnected; the session ends.
+type SessionWorkerGone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionWorkerGone) Reset() {
+	*x = SessionWorkerGone{}
+	mi := &file_paprika_cluster_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionWorkerGone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionWorkerGone) ProtoMessage() {}
+
+func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionWorkerGone.ProtoReflect.Descriptor instead.
+func (*SessionWorkerGone) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *SessionWorkerGone) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+// SchedPickSession asks the scheduler for a worker with a free chromium
+// lane (Reply.json: {"worker_id": ...}); the slot counts as placing until
+// SchedPlaced or SchedPlaceFailed with job_id "session:<id>".
+type SchedPickSession struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedPickSession) Reset() {
+	*x = SchedPickSession{}
+	mi := &file_paprika_cluster_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedPickSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedPickSession) ProtoMessage() {}
+
+func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedPickSession.ProtoReflect.Descriptor instead.
+func (*SchedPickSession) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SchedPickSession) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// WorkerForward sends a frame to the worker's socket as it is.
+type WorkerForward struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Frame         []byte                 `protobuf:"bytes,1,opt,name=frame,proto3" json:"frame,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerForward) Reset() {
+	*x = WorkerForward{}
+	mi := &file_paprika_cluster_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerForward) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerForward) ProtoMessage() {}
+
+func (x *WorkerForward) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerForward.ProtoReflect.Descriptor instead.
+func (*WorkerForward) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *WorkerForward) GetFrame() []byte {
+	if x != nil {
+		return x.Frame
+	}
+	return nil
+}
+
 var File_paprika_cluster_proto protoreflect.FileDescriptor
 
 const file_paprika_cluster_proto_rawDesc = "" +
@@ -1579,7 +1958,31 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x03ack\x18\x02 \x01(\bR\x03ack\"9\n" +
 	"\tConnClose\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessageB)Z'github.com/paprika-hub/paprika/messagesb\x06proto3"
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xa8\x01\n" +
+	"\vSessionOpen\x12$\n" +
+	"\x0eidle_timeout_s\x18\x01 \x01(\x05R\fidleTimeoutS\x128\n" +
+	"\x06labels\x18\x02 \x03(\v2 .paprika.SessionOpen.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"*\n" +
+	"\x0eSessionCommand\x12\x18\n" +
+	"\acommand\x18\x01 \x01(\fR\acommand\"\x0e\n" +
+	"\fSessionClose\"\f\n" +
+	"\n" +
+	"SessionGet\"l\n" +
+	"\rSessionResult\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x0e\n" +
+	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x16\n" +
+	"\x06result\x18\x03 \x01(\fR\x06result\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"0\n" +
+	"\x11SessionWorkerGone\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"1\n" +
+	"\x10SchedPickSession\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"%\n" +
+	"\rWorkerForward\x12\x14\n" +
+	"\x05frame\x18\x01 \x01(\fR\x05frameB)Z'github.com/paprika-hub/paprika/messagesb\x06proto3"
 
 var (
 	file_paprika_cluster_proto_rawDescOnce sync.Once
@@ -1593,7 +1996,7 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                // 0: paprika.Ref
 	(*Reply)(nil),              // 1: paprika.Reply
@@ -1621,16 +2024,26 @@ var file_paprika_cluster_proto_goTypes = []any{
 	(*JobWorkerLost)(nil),      // 23: paprika.JobWorkerLost
 	(*ConnSend)(nil),           // 24: paprika.ConnSend
 	(*ConnClose)(nil),          // 25: paprika.ConnClose
+	(*SessionOpen)(nil),        // 26: paprika.SessionOpen
+	(*SessionCommand)(nil),     // 27: paprika.SessionCommand
+	(*SessionClose)(nil),       // 28: paprika.SessionClose
+	(*SessionGet)(nil),         // 29: paprika.SessionGet
+	(*SessionResult)(nil),      // 30: paprika.SessionResult
+	(*SessionWorkerGone)(nil),  // 31: paprika.SessionWorkerGone
+	(*SchedPickSession)(nil),   // 32: paprika.SchedPickSession
+	(*WorkerForward)(nil),      // 33: paprika.WorkerForward
+	nil,                        // 34: paprika.SessionOpen.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
-	0, // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
-	0, // 1: paprika.WorkerHeartbeat.conn:type_name -> paprika.Ref
-	0, // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
+	0,  // 1: paprika.WorkerHeartbeat.conn:type_name -> paprika.Ref
+	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
+	34, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	4,  // [4:4] is the sub-list for method output_type
+	4,  // [4:4] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_paprika_cluster_proto_init() }
@@ -1644,7 +2057,7 @@ func file_paprika_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -3,12 +3,17 @@
 # new contributor get the same thing. Idempotent: running services are kept.
 #   Redis   127.0.0.1:6379   (Debian redis-server)
 #   MariaDB 127.0.0.1:3306   (Debian mariadb-server; root, no password, database test)
+#   MinIO   127.0.0.1:9100   (built from the Go module proxy; minioadmin/minioadmin)
+#   Chromium                  (Debian chromium, for the chromium lane driver)
 # Each store test reads its URL from the environment (see README).
 set -euo pipefail
 
 need_apt=()
 command -v redis-server >/dev/null || need_apt+=(redis-server)
 command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server)
+# Headless Chromium for the browser lanes (Debian's package; the tests drive
+# it for real through chromedp).
+command -v chromium >/dev/null || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -27,6 +27,11 @@ import (
 func TestMain(m *testing.M) {
 	if _, err := LookPath(""); err != nil {
 		// Real Chromium or nothing: these tests never mock the browser.
+		// Under CI (where scripts/services.sh installs it) that is a failure.
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintln(os.Stderr, "agent/chromium tests need Chromium under CI=true (run scripts/services.sh):", err)
+			os.Exit(1)
+		}
 		fmt.Fprintln(os.Stderr, "skipping agent/chromium tests:", err)
 		os.Exit(0)
 	}

@@ -1,0 +1,101 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Session limits.
+const (
+	defaultIdleTimeoutS = 300
+	maxIdleTimeoutS     = 24 * 3600
+)
+
+func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Labels       map[string]string `json:"labels"`
+		IdleTimeoutS *int              `json:"idle_timeout_s"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil && err.Error() != "EOF" {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_json", "body must be {\"labels\": {...}, \"idle_timeout_s\": N}: %v", err))
+		return
+	}
+	idle := defaultIdleTimeoutS
+	if body.IdleTimeoutS != nil {
+		idle = *body.IdleTimeoutS
+	}
+	if idle < 1 || idle > maxIdleTimeoutS {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_idle_timeout", "idle_timeout_s %d is out of range 1..%d", idle, maxIdleTimeoutS))
+		return
+	}
+	sess, err := s.b.OpenSession(r.Context(), body.Labels, idle)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(sess)
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	sess, err := s.b.Session(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, sess)
+}
+
+func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	sess, err := s.b.CloseSession(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, sess)
+}
+
+func (s *Server) sessionCommand(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	var cmd map[string]any
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err := dec.Decode(&cmd); err != nil {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_json", "body must be a command {\"op\": ...}: %v", err))
+		return
+	}
+	op, _ := cmd["op"].(string)
+	if !macroOps[op] {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_op", "op %q is not one of navigate, click, type, wait, screenshot, text, eval", op))
+		return
+	}
+	raw, _ := json.Marshal(cmd)
+	res, err := s.b.SessionCommand(r.Context(), id, raw)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if len(res) == 0 {
+		res = json.RawMessage("null")
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "result": res})
+}
+
+func writeRaw(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

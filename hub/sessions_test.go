@@ -1,0 +1,150 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/agent/chromium"
+	"github.com/paprika-hub/paprika/persistence/storetest"
+)
+
+// startChromiumAgent runs a worker with real headless Chromium lanes.
+func startChromiumAgent(t *testing.T, url, id string, lanes int) (stop func()) {
+	if _, err := chromium.LookPath(""); err != nil {
+		storetest.Unavailable(t, "chromium", err)
+	}
+	var a *agent.Agent
+	drv, err := chromium.New(chromium.Config{Lanes: lanes, WorkDir: t.TempDir(), Logger: testLogger(t),
+		Upload: func(ctx context.Context, jobID, name, ct string, r io.Reader, size int64) error {
+			return a.UploadAsset(ctx, jobID, name, ct, r, size)
+		}})
+	require.NoError(t, err)
+	a, err = agent.New(agent.Config{HubURLs: []string{url}, ID: id, Lanes: lanes, DriverImpl: drv, Logger: testLogger(t)})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = a.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait(); _ = drv.Close() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+const formPage = `<!doctype html><title>Form</title>
+<form onsubmit="document.getElementById('out').textContent='hello '+document.getElementById('name').value;return false">
+<input id="name"><button id="go" type="submit">go</button></form><p id="out"></p>`
+
+// TestSessionThroughTheAPI drives an interactive session over HTTP: open,
+// a few commands, idle-out, and the lane is free again.
+func TestSessionThroughTheAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, formPage)
+	}))
+	defer page.Close()
+	h := startTestHub(t, testConfig(t))
+	startChromiumAgent(t, h.URL(), "wc", 1)
+	require.Eventually(t, func() bool {
+		ws, _ := h.Workers(context.Background())
+		return len(ws) == 1 && ws[0].Alive
+	}, 20*time.Second, 20*time.Millisecond)
+
+	st, b := do(t, "POST", h.URL()+"/sessions", `{"idle_timeout_s":2}`)
+	require.Equal(t, http.StatusCreated, st, string(b))
+	var sess struct{ ID, WorkerID, Lane, Status string }
+	require.NoError(t, json.Unmarshal(b, &sess))
+	require.Equal(t, "open", strings.ToLower(sess.Status))
+	require.NotEmpty(t, sess.Lane)
+
+	cmd := func(body string) (int, map[string]any) {
+		st, b := do(t, "POST", h.URL()+"/sessions/"+sess.ID+"/commands", body)
+		var out map[string]any
+		_ = json.Unmarshal(b, &out)
+		return st, out
+	}
+	st, out := cmd(`{"op":"navigate","url":"` + page.URL + `"}`)
+	require.Equal(t, http.StatusOK, st, out)
+	require.Equal(t, true, out["ok"])
+	st, out = cmd(`{"op":"type","selector":"#name","text":"paprika"}`)
+	require.Equal(t, http.StatusOK, st, out)
+	st, out = cmd(`{"op":"click","selector":"#go"}`)
+	require.Equal(t, http.StatusOK, st, out)
+	st, out = cmd(`{"op":"text","selector":"#out"}`)
+	require.Equal(t, http.StatusOK, st, out)
+	require.Contains(t, fmt.Sprint(out["result"]), "hello paprika")
+	st, out = cmd(`{"op":"click","selector":"#missing","timeout_ms":300}`)
+	require.Equal(t, http.StatusUnprocessableEntity, st, out)
+
+	ws, _ := h.Workers(context.Background())
+	require.Equal(t, 1, ws[0].InFlight, "the session holds the lane")
+	// A second session finds no free lane while the first is open.
+	st, _ = do(t, "POST", h.URL()+"/sessions", `{}`)
+	require.Equal(t, http.StatusServiceUnavailable, st)
+
+	// Idle past idle_timeout_s: closed, lane free.
+	require.Eventually(t, func() bool {
+		st, b := do(t, "GET", h.URL()+"/sessions/"+sess.ID, "")
+		return st == http.StatusOK && strings.Contains(string(b), `"closed"`)
+	}, 15*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool {
+		ws, _ := h.Workers(context.Background())
+		return len(ws) == 1 && ws[0].InFlight == 0
+	}, 10*time.Second, 50*time.Millisecond)
+	st, _ = cmd(`{"op":"text","selector":"#out"}`)
+	require.Equal(t, http.StatusGone, st)
+
+	// The freed lane takes a new session; DELETE frees it at once.
+	st, b = do(t, "POST", h.URL()+"/sessions", `{"idle_timeout_s":60}`)
+	require.Equal(t, http.StatusCreated, st, string(b))
+	require.NoError(t, json.Unmarshal(b, &sess))
+	st, b = do(t, "DELETE", h.URL()+"/sessions/"+sess.ID, "")
+	require.Equal(t, http.StatusOK, st, string(b))
+	require.Contains(t, string(b), `"closed"`)
+	require.Eventually(t, func() bool {
+		ws, _ := h.Workers(context.Background())
+		return len(ws) == 1 && ws[0].InFlight == 0
+	}, 10*time.Second, 50*time.Millisecond)
+}
+
+// TestSessionWorkerGone: the worker of an open session disappears; the
+// caller gets a clear error, not a hang.
+func TestSessionWorkerGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	h := startTestHub(t, testConfig(t))
+	stop := startChromiumAgent(t, h.URL(), "wc", 1)
+	require.Eventually(t, func() bool {
+		ws, _ := h.Workers(context.Background())
+		return len(ws) == 1 && ws[0].Alive
+	}, 20*time.Second, 20*time.Millisecond)
+	st, b := do(t, "POST", h.URL()+"/sessions", `{"idle_timeout_s":60}`)
+	require.Equal(t, http.StatusCreated, st, string(b))
+	var sess struct{ ID string }
+	require.NoError(t, json.Unmarshal(b, &sess))
+	stop()
+	require.Eventually(t, func() bool {
+		st, b := do(t, "GET", h.URL()+"/sessions/"+sess.ID, "")
+		return st == http.StatusOK && strings.Contains(string(b), "disconnected")
+	}, 15*time.Second, 100*time.Millisecond)
+	st, b = do(t, "POST", h.URL()+"/sessions/"+sess.ID+"/commands", `{"op":"text","selector":"p"}`)
+	require.Equal(t, http.StatusGone, st, string(b))
+	require.Contains(t, string(b), "disconnected")
+	_ = os.Getenv
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -147,4 +148,58 @@ func TestSessionWorkerGone(t *testing.T) {
 	require.Equal(t, http.StatusGone, st, string(b))
 	require.Contains(t, string(b), "disconnected")
 	_ = os.Getenv
+}
+
+// TestFetchAndMacroJobsThroughTheHub: browser jobs end to end — the hub
+// places them on a chromium worker, the worker stores the assets through
+// the hub, and the API serves them.
+func TestFetchAndMacroJobsThroughTheHub(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, formPage)
+	}))
+	defer page.Close()
+	h := startTestHub(t, testConfig(t))
+	startAgent(t, h.URL(), "sim", 2) // a simulated worker: browser jobs must not land there
+	startChromiumAgent(t, h.URL(), "wc", 2)
+
+	j := submit(t, h.URL(), `{"mode":"fetch","params":{"url":"`+page.URL+`"}}`)
+	got := waitFinal(t, h.URL(), j.ID, 60*time.Second)
+	require.Equal(t, "succeeded", string(got.Status), "%s %s", got.Reason, got.Error)
+	require.Equal(t, "wc", got.WorkerID)
+	var res struct {
+		Status int    `json:"status"`
+		Title  string `json:"title"`
+	}
+	require.NoError(t, json.Unmarshal(got.Result, &res))
+	require.Equal(t, 200, res.Status)
+	require.Equal(t, "Form", res.Title)
+	require.ElementsMatch(t, []string{"page.html", "screenshot.png"}, got.Assets)
+	resp, err := http.Get(h.URL() + "/jobs/" + j.ID + "/assets/screenshot.png")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, "image/png", resp.Header.Get("Content-Type"))
+	_, err = png.Decode(resp.Body)
+	require.NoError(t, err, "the screenshot is a PNG")
+
+	m := submit(t, h.URL(), `{"mode":"macro","params":{"steps":[
+		{"op":"navigate","url":"`+page.URL+`"},
+		{"op":"type","selector":"#name","text":"macro"},
+		{"op":"click","selector":"#go"},
+		{"op":"text","selector":"#out"}]}}`)
+	got = waitFinal(t, h.URL(), m.ID, 60*time.Second)
+	require.Equal(t, "succeeded", string(got.Status), "%s %s", got.Reason, got.Error)
+	require.Contains(t, string(got.Result), "hello macro")
+	st, b := do(t, "GET", h.URL()+"/jobs/"+m.ID+"/logs", "")
+	require.Equal(t, http.StatusOK, st)
+	require.GreaterOrEqual(t, strings.Count(string(b), "\n"), 4, "a log line per step: %s", b)
+
+	bad := submit(t, h.URL(), `{"mode":"macro","params":{"steps":[{"op":"navigate","url":"`+page.URL+`"},{"op":"click","selector":"#missing","timeout_ms":300}]}}`)
+	got = waitFinal(t, h.URL(), bad.ID, 60*time.Second)
+	require.Equal(t, "failed", string(got.Status))
+	require.Equal(t, "job_error", got.Reason)
+	require.Contains(t, got.Error, "step")
 }

@@ -85,7 +85,7 @@ func OpenStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *S
 		s.Hubs = redisstore.NewHubRegistry(rdb, opts...)
 		s.Kinds["logs"], s.Kinds["workers"], s.Kinds["hubs"] = "redis", "redis", "redis"
 	} else {
-		s.Logs, s.Kinds["logs"] = memory.NewLogStore(), "embedded:memory"
+		s.Logs, s.Kinds["logs"] = memory.NewLogStore(memory.WithRetention(cfg.Logs.Retention)), "embedded:memory"
 		s.Workers, s.Kinds["workers"] = memory.NewWorkerRegistry(), "embedded:memory"
 		s.Hubs, s.Kinds["hubs"] = memory.NewHubRegistry(), "embedded:memory"
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -21,20 +22,30 @@ const DefaultSubscriberBuffer = 256
 // A writer never waits for a reader: a subscriber whose buffer is full has
 // its channel closed and is forgotten, as Redis drops a pub/sub client over
 // its output-buffer limit; the follower resumes with Read. Subscribers of
-// one job share each event's Lines: treat them as read-only. Lines are kept
-// until the process ends (the embedded mode has no retention).
+// one job's share each event's Lines: treat them as read-only. With
+// WithRetention, a log not written for the retention is dropped (as Redis
+// expires it), so a long-running embedded hub does not grow without bound.
 type LogStore struct {
-	buffer int // channel capacity of each subscription; fixed
+	buffer    int           // channel capacity of each subscription; fixed
+	retention time.Duration // 0 = keep forever; fixed
 
-	mu   sync.Mutex
-	logs map[string]*jobLog
+	mu        sync.Mutex
+	logs      map[string]*jobLog
+	lastPrune time.Time
 }
 
 // jobLog is one job's log; guarded by LogStore.mu.
 type jobLog struct {
-	lines []string
-	done  bool
-	subs  map[*logSubscription]struct{}
+	lines   []string
+	done    bool
+	subs    map[*logSubscription]struct{}
+	written time.Time
+}
+
+// WithRetention drops a log (lines and done marker) not written for d;
+// 0 keeps every log until the process ends.
+func WithRetention(d time.Duration) LogStoreOption {
+	return func(s *LogStore) { s.retention = max(d, 0) }
 }
 
 // LogStoreOption configures NewLogStore.
@@ -55,11 +66,12 @@ func NewLogStore(opts ...LogStoreOption) *LogStore {
 	return s
 }
 
-// Write appends every batch to its job's log and publishes it to the job's
+// Write appends every batch at its index and publishes it to the job's
 // subscribers, all under one lock, so a follower never sees a batch out of
-// order. The stored lines are appended at the end of the log; the published
-// event carries the index they got, which equals the batch's From when the
-// writer is right about the length.
+// order. Lines the log already holds at their index are not appended again
+// (a retried write, two writers of one job); a batch past the end is
+// appended anyway, at the end. The published event carries the index the
+// lines got.
 func (s *LogStore) Write(ctx context.Context, batches []persistence.LogBatch) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("write logs: %w", err)
@@ -71,15 +83,22 @@ func (s *LogStore) Write(ctx context.Context, batches []persistence.LogBatch) er
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
+	s.pruneLocked(now)
 	for _, b := range batches {
 		l := s.log(b.JobID)
+		l.written = now
+		lines := b.Lines
+		if skip := int64(len(l.lines)) - b.From; skip > 0 {
+			lines = lines[min(skip, int64(len(lines))):]
+		}
 		ev := persistence.LogEvent{
 			JobID: b.JobID,
 			From:  int64(len(l.lines)),
-			Lines: slices.Clone(b.Lines),
+			Lines: slices.Clone(lines),
 			Done:  b.Done,
 		}
-		l.lines = append(l.lines, b.Lines...)
+		l.lines = append(l.lines, lines...)
 		l.done = l.done || b.Done
 		for sub := range l.subs {
 			select {
@@ -92,6 +111,20 @@ func (s *LogStore) Write(ctx context.Context, batches []persistence.LogBatch) er
 		}
 	}
 	return nil
+}
+
+// pruneLocked drops logs not written for the retention, at most once per
+// tenth of it (a scan of all logs, amortised over the writes).
+func (s *LogStore) pruneLocked(now time.Time) {
+	if s.retention <= 0 || now.Sub(s.lastPrune) < s.retention/10 {
+		return
+	}
+	s.lastPrune = now
+	for id, l := range s.logs {
+		if len(l.subs) == 0 && now.Sub(l.written) > s.retention {
+			delete(s.logs, id)
+		}
+	}
 }
 
 // Read returns up to max lines of jobID from index from (max <= 0: all) and

@@ -93,3 +93,23 @@ func TestLogStoreDropsSlowSubscriber(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 10, length, "dropping a follower loses no line")
 }
+
+func TestLogStoreWriteIsIdempotentAndExpires(t *testing.T) {
+	ctx := context.Background()
+	s := memory.NewLogStore(memory.WithRetention(50 * time.Millisecond))
+	w := func(from int64, lines ...string) {
+		require.NoError(t, s.Write(ctx, []persistence.LogBatch{{JobID: "j", From: from, Lines: lines}}))
+	}
+	w(0, "a", "b")
+	w(0, "a", "b") // a retried write
+	w(1, "b", "c") // overlapping
+	lines, _, err := s.Read(ctx, "j", 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b", "c"}, lines)
+	require.Eventually(t, func() bool {
+		// writes of another job drive the pruning
+		require.NoError(t, s.Write(ctx, []persistence.LogBatch{{JobID: "other", Lines: []string{"x"}}}))
+		n, _ := s.Len(ctx, "j")
+		return n == 0
+	}, 2*time.Second, 10*time.Millisecond, "a log not written for the retention is dropped")
+}

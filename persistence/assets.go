@@ -2,7 +2,11 @@ package persistence
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 )
 
 // AssetInfo describes one stored asset.
@@ -21,4 +25,40 @@ type AssetStore interface {
 	Get(ctx context.Context, jobID, name string) (io.ReadCloser, AssetInfo, error)
 	// List returns a job's assets by name.
 	List(ctx context.Context, jobID string) ([]AssetInfo, error)
+}
+
+// MaxAssetNameLen bounds job ids and asset names in asset stores; a key
+// stays far below S3's 1,024 bytes.
+const MaxAssetNameLen = 200
+
+// CheckAssetNames validates a job id and an asset name as every AssetStore
+// must: each a single path element (no separator of any OS, no NUL), not
+// starting with a dot (so not "." or ".."), valid UTF-8, at most
+// MaxAssetNameLen bytes. So an asset of one store can be copied to another,
+// and "<jobID>/" lists exactly one job's assets.
+func CheckAssetNames(jobID, name string) error {
+	if err := CheckAssetName(jobID); err != nil {
+		return fmt.Errorf("job id: %w", err)
+	}
+	if err := CheckAssetName(name); err != nil {
+		return fmt.Errorf("asset name: %w", err)
+	}
+	return nil
+}
+
+// CheckAssetName validates one job id or asset name (see CheckAssetNames).
+func CheckAssetName(n string) error {
+	switch {
+	case n == "":
+		return errors.New("empty")
+	case len(n) > MaxAssetNameLen:
+		return fmt.Errorf("%.20q…: longer than %d bytes", n, MaxAssetNameLen)
+	case strings.HasPrefix(n, "."):
+		return fmt.Errorf("%q starts with a dot", n)
+	case strings.ContainsAny(n, "/\\\x00"):
+		return fmt.Errorf("%q is not a single path element", n)
+	case !utf8.ValidString(n):
+		return fmt.Errorf("%q is not valid UTF-8", n)
+	}
+	return nil
 }

@@ -139,33 +139,10 @@ func (s *Store) List(ctx context.Context, jobID string) ([]persistence.AssetInfo
 	return out, nil
 }
 
-// checkNames validates a job id and an asset name.
-func checkNames(jobID, name string) error {
-	if err := checkName(jobID); err != nil {
-		return fmt.Errorf("job id: %w", err)
-	}
-	if err := checkName(name); err != nil {
-		return fmt.Errorf("asset name: %w", err)
-	}
-	return nil
-}
+// checkNames and checkName are the asset-name rule every store shares.
+func checkNames(jobID, name string) error { return persistence.CheckAssetNames(jobID, name) }
 
-// checkName accepts a single path element that does not start with a dot
-// (which also rules out "." and "..") and has no separator of any OS and no
-// NUL.
-func checkName(n string) error {
-	switch {
-	case n == "":
-		return errors.New("empty")
-	case len(n) > 200:
-		return fmt.Errorf("%.20q…: longer than 200 bytes", n)
-	case strings.HasPrefix(n, "."):
-		return fmt.Errorf("%q starts with a dot", n)
-	case strings.ContainsAny(n, "/\\\x00"):
-		return fmt.Errorf("%q is not a single path element", n)
-	}
-	return nil
-}
+func checkName(n string) error { return persistence.CheckAssetName(n) }
 
 func metaName(name string) string { return "." + name + metaSuffix }
 

@@ -151,8 +151,10 @@ type WorkerConfig struct {
 
 // SchedulerConfig is the "scheduler" section.
 type SchedulerConfig struct {
-	// AssignGrace is how long POST /jobs tries to place a new job before
-	// leaving it queued. Default 8s.
+	// AssignGrace bounds one placement: how long a job's claim waits for
+	// the chosen worker to take the assignment before it is rolled back
+	// and the job placed again (POST /jobs itself answers at once; the job
+	// waits queued in the scheduler). Default 8s.
 	AssignGrace time.Duration `yaml:"assign_grace"`
 	// DiskExcludePct excludes workers whose disk use is at or above this
 	// percentage from pick_worker. Default 90. Range 1..100.

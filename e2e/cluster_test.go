@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -336,5 +337,34 @@ func TestClusterRollingRestart(t *testing.T) {
 	close(stop)
 	ids := collect()
 	require.Greater(t, len(ids), 100)
+	f.checkInvariants(ids, 10, false)
+}
+
+// TestClusterFrozenHubIsFenced: one of three hubs is frozen (SIGSTOP) past
+// the member timeout under load. Its peers drop it and take over; when it
+// resumes it finds itself dropped and exits (status 3) instead of acting
+// on stale state; whatever it still sends is refused by the fenced grains
+// and the conditional writes. Every job ends final, none runs twice.
+func TestClusterFrozenHubIsFenced(t *testing.T) {
+	f := newFleet(t, 3)
+	f.startWorkers(6, 2)
+	c := f.client()
+	stop := make(chan struct{})
+	collect := load(t, c, 50*time.Millisecond, map[string]any{"lines": 10, "interval_ms": 20}, stop)
+	time.Sleep(2 * time.Second)
+	frozen := f.hubs[0]
+	require.NoError(t, frozen.cmd.Process.Signal(syscall.SIGSTOP))
+	time.Sleep(5 * time.Second) // member timeout is 2 s
+	require.NoError(t, frozen.cmd.Process.Signal(syscall.SIGCONT))
+	select {
+	case <-frozen.done:
+		require.Equal(t, 3, frozen.cmd.ProcessState.ExitCode(), "a dropped hub exits 3")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the frozen hub did not notice it was dropped")
+	}
+	time.Sleep(2 * time.Second)
+	close(stop)
+	ids := collect()
+	require.Greater(t, len(ids), 60)
 	f.checkInvariants(ids, 10, false)
 }

@@ -24,7 +24,7 @@ import (
 // fleet is a cluster of real hub processes sharing MariaDB and Redis, with
 // worker processes spread over them.
 type fleet struct {
-	t       *testing.T
+	t       testing.TB
 	env     []string
 	ports   []int
 	hubs    []*proc
@@ -33,7 +33,9 @@ type fleet struct {
 	execLog string
 }
 
-func newFleet(t *testing.T, hubs int) *fleet {
+func newFleet(t *testing.T, hubs int) *fleet { return newFleetTB(t, hubs) }
+
+func newFleetTB(t testing.TB, hubs int) *fleet {
 	if testing.Short() {
 		t.Skip("needs MariaDB and Redis; skipped with -short")
 	}
@@ -104,7 +106,7 @@ func (f *fleet) client() *client.Client {
 	return c
 }
 
-func getJSON(t *testing.T, url string, v any) {
+func getJSON(t testing.TB, url string, v any) {
 	t.Helper()
 	res, err := http.Get(url)
 	require.NoError(t, err)
@@ -115,7 +117,7 @@ func getJSON(t *testing.T, url string, v any) {
 }
 
 // load submits noop jobs at a steady pace until stop is closed.
-func load(t *testing.T, c *client.Client, every time.Duration, params map[string]any, stop <-chan struct{}) func() []string {
+func load(t testing.TB, c *client.Client, every time.Duration, params map[string]any, stop <-chan struct{}) func() []string {
 	var mu sync.Mutex
 	var ids []string
 	var wg sync.WaitGroup
@@ -367,4 +369,39 @@ func TestClusterFrozenHubIsFenced(t *testing.T) {
 	ids := collect()
 	require.Greater(t, len(ids), 60)
 	f.checkInvariants(ids, 10, false)
+}
+
+// BenchmarkClusterNoopThroughput: end-to-end no-op jobs per second through
+// 1 and 3 hubs sharing MariaDB and Redis, 6 workers × 4 lanes, jobs
+// submitted over HTTP by 8 concurrent clients spread over the hubs.
+func BenchmarkClusterNoopThroughput(b *testing.B) {
+	for _, hubs := range []int{1, 3} {
+		b.Run(fmt.Sprintf("hubs=%d", hubs), func(b *testing.B) {
+			f := newFleetTB(b, hubs)
+			f.startWorkers(6, 4)
+			c := f.client()
+			n := max(b.N, 400)
+			ids := make([]string, n)
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for w := 0; w < 8; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < n; i += 8 {
+						j, err := c.Submit(context.Background(), client.SubmitRequest{Mode: "noop"}, "")
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						ids[i] = j.ID
+					}
+				}()
+			}
+			wg.Wait()
+			waitAllFinal(b, c, ids, 5*time.Minute)
+			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "jobs/s")
+		})
+	}
 }

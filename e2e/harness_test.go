@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 
 // proc is one paprika process of a test.
 type proc struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 	cmd  *exec.Cmd
 	log  string
@@ -68,19 +68,19 @@ type proc struct {
 
 var procSeq atomic.Int64
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func start(t *testing.T, name string, env []string, args ...string) *proc {
+func start(t testing.TB, name string, env []string, args ...string) *proc {
 	t.Helper()
 	return startBinary(t, binary, name, env, args...)
 }
 
-func startBinary(t *testing.T, bin, name string, env []string, args ...string) *proc {
+func startBinary(t testing.TB, bin, name string, env []string, args ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)
@@ -153,14 +153,14 @@ func hubEnv(dataDir string, port int, extra ...string) []string {
 	}, extra...)
 }
 
-func startHub(t *testing.T, dataDir string, port int, extra ...string) (*proc, string) {
+func startHub(t testing.TB, dataDir string, port int, extra ...string) (*proc, string) {
 	p := start(t, "hub", hubEnv(dataDir, port, extra...), "hub")
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitReady(t, url)
 	return p, url
 }
 
-func waitReady(t *testing.T, url string) {
+func waitReady(t testing.TB, url string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		res, err := http.Get(url + "/readyz")
@@ -172,11 +172,11 @@ func waitReady(t *testing.T, url string) {
 	}, 30*time.Second, 50*time.Millisecond, "hub at %s never ready", url)
 }
 
-func startWorker(t *testing.T, hubURL, id string, lanes int, execLog string) *proc {
+func startWorker(t testing.TB, hubURL, id string, lanes int, execLog string) *proc {
 	return start(t, "worker-"+id, nil, "worker", "--hub", hubURL, "--id", id, "--lanes", strconv.Itoa(lanes), "--exec-log", execLog)
 }
 
-func waitWorkers(t *testing.T, c *client.Client, n int) {
+func waitWorkers(t testing.TB, c *client.Client, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		ws, err := c.Workers(context.Background())
@@ -201,7 +201,7 @@ type execution struct {
 }
 
 // readExecs parses exec logs ("start|end worker job attempt unixnano").
-func readExecs(t *testing.T, paths ...string) []execution {
+func readExecs(t testing.TB, paths ...string) []execution {
 	t.Helper()
 	var out []execution
 	open := map[string]int{}
@@ -264,7 +264,7 @@ func maxConcurrent(execs []execution, worker string) int {
 	return best
 }
 
-func logsOf(t *testing.T, url, id string) []string {
+func logsOf(t testing.TB, url, id string) []string {
 	res, err := http.Get(url + "/jobs/" + id + "/logs")
 	require.NoError(t, err)
 	defer res.Body.Close()
@@ -276,7 +276,7 @@ func logsOf(t *testing.T, url, id string) []string {
 	return strings.Split(s, "\n")
 }
 
-func waitAllFinal(t *testing.T, c *client.Client, ids []string, within time.Duration) map[string]client.Job {
+func waitAllFinal(t testing.TB, c *client.Client, ids []string, within time.Duration) map[string]client.Job {
 	t.Helper()
 	final := map[string]client.Job{}
 	deadline := time.Now().Add(within)

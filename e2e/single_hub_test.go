@@ -15,14 +15,14 @@ import (
 	"github.com/paprika-hub/paprika/client"
 )
 
-func newClient(t *testing.T, url string) *client.Client {
+func newClient(t testing.TB, url string) *client.Client {
 	c, err := client.New([]string{url})
 	require.NoError(t, err)
 	return c
 }
 
 // checkLog asserts a noop job's log: exactly n lines, in order.
-func checkLog(t *testing.T, url, id string, n int) {
+func checkLog(t testing.TB, url, id string, n int) {
 	t.Helper()
 	lines := logsOf(t, url, id)
 	require.Len(t, lines, n, "job %s log", id)

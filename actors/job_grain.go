@@ -346,6 +346,13 @@ func (g *jobGrain) assignLost(ctx actor.Context, m *messages.JobAssignLost) {
 	if !g.current(m.WorkerId, m.Attempt) {
 		return
 	}
+	if g.job.Lane != "" {
+		// It did start: the worker lost it (a restart that forgot its
+		// jobs), which is the lost-worker rule — retried only while
+		// attempts remain, never silently run again.
+		g.workerLost(ctx, &messages.JobWorkerLost{WorkerId: m.WorkerId, Attempt: m.Attempt})
+		return
+	}
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
 	err := g.deps.Jobs.Requeue(rctx, g.id, g.job.Attempts)
 	cancel()
@@ -382,7 +389,7 @@ func (g *jobGrain) workerLost(ctx actor.Context, m *messages.JobWorkerLost) {
 	}
 	g.log.Warn("worker lost; job failed", slog.String("worker_id", m.WorkerId))
 	g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonWorkerLost,
-		Error: fmt.Sprintf("worker %s gone for over %s", m.WorkerId, g.deps.Timing.OrphanGrace)})
+		Error: fmt.Sprintf("worker %s lost the job (gone past %s, or restarted without it)", m.WorkerId, g.deps.Timing.OrphanGrace)})
 }
 
 func (g *jobGrain) jobJSON() []byte {

@@ -30,6 +30,9 @@ type Backend interface {
 	Session(ctx context.Context, id string) (json.RawMessage, error)
 	SessionCommand(ctx context.Context, id string, command json.RawMessage) (json.RawMessage, error)
 	CloseSession(ctx context.Context, id string) (json.RawMessage, error)
+	// InjectPanic makes one actor panic (fault injection, only routed when
+	// Options.FaultInjection is set).
+	InjectPanic(ctx context.Context, kind, id string) error
 	// Link takes over an authenticated worker-link request (WebSocket).
 	Link(w http.ResponseWriter, r *http.Request, workerID string)
 	// Ready reports each store's reachability (nil = reachable).
@@ -44,6 +47,8 @@ type Options struct {
 	DefaultTimeout time.Duration
 	MaxAttempts    int
 	Logger         *slog.Logger
+	// FaultInjection routes POST /debug/panic (config debug.fault_injection).
+	FaultInjection bool
 }
 
 // Server routes the HTTP API to a Backend.
@@ -78,6 +83,9 @@ func New(b Backend, o Options) *Server {
 	api("DELETE /sessions/{id}", s.closeSession)
 	api("POST /sessions/{id}/commands", s.sessionCommand)
 	api("GET /metrics", s.metrics)
+	if o.FaultInjection {
+		api("POST /debug/panic", s.injectPanic)
+	}
 	s.mux.Handle("GET /workers/{id}/link", s.auth(o.WorkerToken, s.link))
 	// Workers upload the files a job produced (screenshots, HTML) here, with
 	// the worker token, before they report the job done.
@@ -140,6 +148,15 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
 	writeJSON(w, status, map[string]any{"status": overall, "checks": body})
+}
+
+func (s *Server) injectPanic(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if err := s.b.InjectPanic(r.Context(), q.Get("kind"), q.Get("id")); err != nil {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_fault", "%v", err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {

@@ -110,6 +110,8 @@ type Config struct {
 	MinIO MinIOConfig `yaml:"minio"`
 	// Assets configures the local asset store used without MinIO.
 	Assets AssetsConfig `yaml:"assets"`
+	// Debug holds switches for tests and drills; all off by default.
+	Debug DebugConfig `yaml:"debug"`
 
 	// origin records where each key's value came from ("file config.yaml:3",
 	// "env PAPRIKA_HUB_LISTEN", "flag"); absent means the default. It only
@@ -281,6 +283,14 @@ type AssetsConfig struct {
 	// Dir is the directory of the local asset store, used when
 	// minio.endpoint is empty. Default "./data/assets".
 	Dir string `yaml:"dir"`
+}
+
+// DebugConfig is the "debug" section.
+type DebugConfig struct {
+	// FaultInjection enables POST /debug/panic, which makes one actor of the
+	// hub panic (the chaos suite proves supervision with it). Never in
+	// production. Default false.
+	FaultInjection bool `yaml:"fault_injection"`
 }
 
 // Default returns the built-in configuration, before any file, env var or

@@ -196,6 +196,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Handler: api.New(h, api.Options{
 			APIToken: h.cfg.Auth.APIToken, WorkerToken: h.cfg.Auth.WorkerToken,
 			DefaultTimeout: h.cfg.Jobs.DefaultTimeout, MaxAttempts: h.cfg.Jobs.MaxAttempts, Logger: h.log,
+			FaultInjection: h.cfg.Debug.FaultInjection,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),

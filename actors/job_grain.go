@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
@@ -34,6 +35,10 @@ type jobGrain struct {
 	deadline scheduler.CancelFunc
 	queuedTO scheduler.CancelFunc
 }
+
+// storeRetry is how long a job waits before it is placed again after the
+// job store failed its claim (MariaDB down: no hot loop of failing claims).
+const storeRetry = time.Second
 
 type deadlineTick struct{}
 type queuedTimeoutTick struct{}
@@ -177,7 +182,8 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		g.deps.Metrics.Inc("paprika_claims_lost_total")
 		g.log.Info("claim lost or failed", slog.String("worker_id", msg.WorkerId), slog.Any("err", err))
 		if !errors.Is(err, persistence.ErrConflict) {
-			failed.Requeue = true // store trouble: try again later
+			// Store trouble: try again later, not in a tight loop.
+			failed.Requeue, failed.RetryAfterMs = true, storeRetry.Milliseconds()
 		} else {
 			g.load(ctx) // someone else moved it: take the stored truth
 		}

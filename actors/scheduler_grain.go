@@ -37,6 +37,7 @@ type schedulerGrain struct {
 	queued  map[string]bool
 	pending map[string]string // job id → worker id, placement in flight
 	timers  *scheduler.TimerScheduler
+	self    *actor.PID
 }
 
 type queuedJob struct {
@@ -48,6 +49,9 @@ type queuedJob struct {
 // placeTimeout fires when a placement got no answer (the job grain moved or
 // died): the slot is returned and the job placed again.
 type placeTimeout struct{ jobID, workerID string }
+
+// wakeJob re-activates a job whose placement failed on store trouble.
+type wakeJob struct{ jobID string }
 
 // schedRebuild reloads the queue from the store (start, and each re-drive).
 type schedRebuild struct{}
@@ -92,6 +96,8 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		}
 	case *InjectPanic:
 		panic("injected panic in scheduler")
+	case *wakeJob:
+		sendGrain(ctx, s.cl, msg.jobID, KindJob, &messages.JobEnsure{})
 	case *messages.SchedRemove:
 		s.remove(msg.JobId)
 	case *messages.SchedPickSession:
@@ -121,6 +127,7 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.queued = map[string]bool{}
 	s.pending = map[string]string{}
 	s.timers = scheduler.NewTimerScheduler(ctx)
+	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
 }
 
@@ -210,6 +217,11 @@ func (s *schedulerGrain) remove(id string) {
 
 func (s *schedulerGrain) placeFailed(m *messages.SchedPlaceFailed) {
 	s.settle(m.JobId, m.WorkerId)
+	if m.Requeue && m.RetryAfterMs > 0 {
+		// The job grain enqueues itself again (with its mode) when woken.
+		s.timers.SendOnce(time.Duration(m.RetryAfterMs)*time.Millisecond, s.self, &wakeJob{jobID: m.JobId})
+		return
+	}
 	if m.Requeue && !s.queued[m.JobId] && !strings.HasPrefix(m.JobId, "session:") {
 		// Back to the front: it waited longest.
 		s.queued[m.JobId] = true

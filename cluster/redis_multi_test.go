@@ -39,6 +39,8 @@ func TestMultiMemberRedisProviderMovesGrains(t *testing.T) {
 	<-done
 	died := time.Now()
 	require.Eventually(t, func() bool { return a.Cluster.MemberList.Length() == 1 }, 5*time.Second, 20*time.Millisecond)
+	require.EqualValues(t, 1, rdb.Exists(t.Context(), bp.droppedKey(bp.self.Cluster, bp.self.ID)).Val(),
+		"the survivor marked the dead member dropped")
 	t.Logf("dead member left the list after %s (ttl %s)", time.Since(died).Round(time.Millisecond), ttl)
 	b.System.Shutdown()
 	require.Eventually(t, func() bool {

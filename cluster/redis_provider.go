@@ -78,6 +78,12 @@ func NewRedisProvider(rdb redis.UniversalClient, prefix string, ttl, timeout tim
 }
 
 func (p *RedisProvider) indexKey(cluster string) string { return p.prefix + "members:" + cluster }
+
+// droppedKey marks a member that a peer dropped from its topology: the
+// member sees it when it can beat again and knows it must leave.
+func (p *RedisProvider) droppedKey(cluster, id string) string {
+	return p.prefix + "member-dropped:" + cluster + ":" + id
+}
 func (p *RedisProvider) memberKey(cluster, id string) string {
 	return p.prefix + "member:" + cluster + ":" + id
 }
@@ -135,6 +141,13 @@ func (p *RedisProvider) Shutdown(bool) error {
 }
 
 func (p *RedisProvider) register(ctx context.Context) error {
+	_, err := p.beat(ctx)
+	return err
+}
+
+// beat writes this member's record and reports whether a peer has marked
+// it dropped.
+func (p *RedisProvider) beat(ctx context.Context) (dropped bool, err error) {
 	now := p.now()
 	p.mu.Lock()
 	p.self.Beat = now.UnixMilli()
@@ -143,13 +156,14 @@ func (p *RedisProvider) register(ctx context.Context) error {
 	pipe := p.rdb.TxPipeline()
 	pipe.Set(ctx, p.memberKey(p.self.Cluster, p.self.ID), b, p.ttl)
 	pipe.ZAdd(ctx, p.indexKey(p.self.Cluster), redis.Z{Score: float64(time.Now().UnixMilli()), Member: p.self.ID})
+	marked := pipe.Exists(ctx, p.droppedKey(p.self.Cluster, p.self.ID))
 	if _, err := pipe.Exec(ctx); err != nil {
-		return err
+		return false, err
 	}
 	p.mu.Lock()
 	p.lastSet = now
 	p.mu.Unlock()
-	return nil
+	return marked.Val() > 0, nil
 }
 
 // sync reads the live members and publishes them; a failed read publishes
@@ -170,6 +184,7 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 		}
 	}
 	now := p.now()
+	var dropped []string
 	members := make([]*pcluster.Member, 0, len(ids))
 	var gone []interface{}
 	selfSeen := false
@@ -184,7 +199,10 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 			continue
 		}
 		if r.ID != p.self.ID && now.Sub(time.UnixMilli(r.Beat)) > p.timeout {
-			continue // silent past the timeout: gone, though its key lingers
+			// Silent past the timeout: gone, though its key lingers. Mark it
+			// dropped, so that should it resume it knows to leave.
+			dropped = append(dropped, r.ID)
+			continue
 		}
 		selfSeen = selfSeen || r.ID == p.self.ID
 		members = append(members, &pcluster.Member{Id: r.ID, Host: r.Host, Port: int32(r.Port), Kinds: r.Kinds})
@@ -198,6 +216,11 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 		// Index entries of expired members are kept for a while by the hub
 		// registry's view; here they only cost a read, so prune them.
 		_ = p.rdb.ZRem(ctx, p.indexKey(p.self.Cluster), gone...).Err()
+	}
+	for _, id := range dropped {
+		if err := p.rdb.Set(ctx, p.droppedKey(p.self.Cluster, id), "1", p.ttl).Err(); err != nil {
+			return fmt.Errorf("mark member %s dropped: %w", id, err)
+		}
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].Id < members[j].Id })
 	idsNow := make([]string, len(members))
@@ -235,21 +258,23 @@ func (p *RedisProvider) beatLoop(stop <-chan struct{}) {
 			return
 		case <-write.C:
 		}
-		// Measured before writing: a process frozen past the timeout
-		// (SIGSTOP, a long GC, a cut network) must notice even if this
-		// write works.
+		// A member silent past the timeout may have been dropped — or not:
+		// when Redis itself was away, no peer could read the list either,
+		// and a lone hub has no peer at all. Peers mark whom they drop; a
+		// member that finds the mark (after a freeze, a GC pause, a cut
+		// network) must leave, since protoactor never re-admits it.
 		p.mu.Lock()
 		since := p.now().Sub(p.lastSet)
 		p.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), max(p.timeout/3, time.Second))
-		err := p.register(ctx)
+		dropped, err := p.beat(ctx)
 		cancel()
 		if err != nil {
 			p.log.Warn("cluster member refresh failed", slog.Any("err", err))
 		}
-		if !lost && since > p.timeout {
+		if !lost && dropped {
 			lost = true
-			err := fmt.Errorf("member key not refreshed for %s (member timeout %s): peers have dropped this member", since.Round(time.Millisecond), p.timeout)
+			err := fmt.Errorf("peers dropped this member (last beat %s before this one; member timeout %s)", since.Round(time.Millisecond), p.timeout)
 			p.log.Error("cluster membership lost", slog.Any("err", err))
 			if p.OnLost != nil {
 				p.OnLost(err)

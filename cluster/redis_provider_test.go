@@ -77,23 +77,28 @@ func owners(m *Member, n int) (map[string]int, error) {
 	return out, nil
 }
 
-// TestRedisProviderReportsLostMembership: a member that could not refresh
-// its key for longer than the TTL reports itself lost.
+// TestRedisProviderReportsLostMembership: a member leaves only when a peer
+// dropped it (the peer's mark), not merely because it could not beat for a
+// while — Redis away, or no peer at all, drops nobody.
 func TestRedisProviderReportsLostMembership(t *testing.T) {
 	rdb, prefix := testRedis(t)
 	lost := make(chan error, 1)
 	_, rp := startRedisMember(t, rdb, prefix, 2*time.Second, func(rp *RedisProvider) {
 		rp.OnLost = func(err error) { lost <- err }
 	})
+	rp.skew.Store(int64(3 * time.Second)) // a gap past the timeout, as after a freeze or a Redis outage
 	select {
 	case err := <-lost:
-		t.Fatalf("lost reported without a freeze: %v", err)
+		t.Fatalf("lost reported with no peer having dropped it: %v", err)
 	case <-time.After(1500 * time.Millisecond):
 	}
-	rp.skew.Store(int64(3 * time.Second)) // the clock jumps past the TTL, as after a freeze
+	rp.mu.Lock()
+	key := rp.droppedKey(rp.self.Cluster, rp.self.ID)
+	rp.mu.Unlock()
+	require.NoError(t, rdb.Set(t.Context(), key, "1", time.Minute).Err()) // what a peer does
 	select {
 	case err := <-lost:
-		require.ErrorContains(t, err, "not refreshed")
+		require.ErrorContains(t, err, "dropped")
 	case <-time.After(3 * time.Second):
 		t.Fatal("lost membership not reported")
 	}

@@ -35,7 +35,11 @@ type fleet struct {
 
 func newFleet(t *testing.T, hubs int) *fleet { return newFleetTB(t, hubs) }
 
-func newFleetTB(t testing.TB, hubs int) *fleet {
+func newFleetTB(t testing.TB, hubs int) *fleet { return newFleetWith(t, hubs, nil) }
+
+// newFleetWith is newFleet with the stores' addresses rewritten (a fault
+// proxy in between) and extra env on top.
+func newFleetWith(t testing.TB, hubs int, tweak func(env []string) []string) *fleet {
 	if testing.Short() {
 		t.Skip("needs MariaDB and Redis; skipped with -short")
 	}
@@ -54,6 +58,9 @@ func newFleetTB(t testing.TB, hubs int) *fleet {
 		"PAPRIKA_WORKER_HEARTBEAT_INTERVAL=2s",
 		"PAPRIKA_WORKER_ALIVE_WINDOW=15s",
 		"PAPRIKA_SCHEDULER_ASSIGN_GRACE=3s",
+	}
+	if tweak != nil {
+		f.env = tweak(f.env)
 	}
 	for i := 0; i < hubs; i++ {
 		f.ports = append(f.ports, freePort(t))

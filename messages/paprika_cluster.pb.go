@@ -848,8 +848,9 @@ type SchedPlaceFailed struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	WorkerId      string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Requeue       bool                   `protobuf:"varint,3,opt,name=requeue,proto3" json:"requeue,omitempty"`   // the job is still queued: place it again
-	Reserved      bool                   `protobuf:"varint,4,opt,name=reserved,proto3" json:"reserved,omitempty"` // the worker grain had reserved the slot
+	Requeue       bool                   `protobuf:"varint,3,opt,name=requeue,proto3" json:"requeue,omitempty"`                                 // the job is still queued: place it again
+	Reserved      bool                   `protobuf:"varint,4,opt,name=reserved,proto3" json:"reserved,omitempty"`                               // the worker grain had reserved the slot
+	RetryAfterMs  int64                  `protobuf:"varint,5,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"` // store trouble: place it again only after this
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -910,6 +911,13 @@ func (x *SchedPlaceFailed) GetReserved() bool {
 		return x.Reserved
 	}
 	return false
+}
+
+func (x *SchedPlaceFailed) GetRetryAfterMs() int64 {
+	if x != nil {
+		return x.RetryAfterMs
+	}
+	return 0
 }
 
 // SchedRemove drops a job from the queue (canceled or final).
@@ -1921,12 +1929,13 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x04mode\x18\x03 \x01(\tR\x04mode\"A\n" +
 	"\vSchedPlaced\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
-	"\tworker_id\x18\x02 \x01(\tR\bworkerId\"|\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId\"\xa2\x01\n" +
 	"\x10SchedPlaceFailed\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x18\n" +
 	"\arequeue\x18\x03 \x01(\bR\arequeue\x12\x1a\n" +
-	"\breserved\x18\x04 \x01(\bR\breserved\"$\n" +
+	"\breserved\x18\x04 \x01(\bR\breserved\x12$\n" +
+	"\x0eretry_after_ms\x18\x05 \x01(\x03R\fretryAfterMs\"$\n" +
 	"\vSchedRemove\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\x0f\n" +
 	"\rSchedGetStats\"'\n" +

@@ -86,9 +86,9 @@ func jobLines(job string, from, n int) []string {
 }
 
 // Not parallel: INFO commandstats counts every client of the server, so the
-// deltas are taken while no other test of this package runs (another
-// process writing RPUSH or PUBLISH meanwhile would show up too). The hook
-// on the writer's own client gives the exact figures beside them.
+// deltas are taken while no other test of this package runs. The hook on
+// the writer's own client gives the exact figures (one script call per
+// batch, one round trip per Write).
 func TestWriteCommandCounts(t *testing.T) {
 	const (
 		jobs         = 100
@@ -155,9 +155,13 @@ func TestWriteCommandCounts(t *testing.T) {
 	rpush, publish := after["rpush"]-before["rpush"], after["publish"]-before["publish"]
 	t.Logf("server: rpush %d, publish %d; writer client: %d round trips for %d writes, %v, single commands %v",
 		rpush, publish, counter.pipelines, writes, counter.byName, counter.single)
-	require.LessOrEqual(t, rpush, int64(maxBatches), "rpush calls (server)")
-	require.LessOrEqual(t, publish, int64(maxBatches), "publish calls (server)")
+	// The server's counts cover every client: other packages' tests share
+	// this Redis and may push at the same time, so they bound ours from
+	// above only loosely; the hook on the writer's own client is exact.
+	// (hub's TestRedisCommandsPerLogLine counts with MONITOR, filtered to
+	// its own keys.)
 	require.GreaterOrEqual(t, rpush, int64(maxBatches), "the server saw every rpush")
+	require.GreaterOrEqual(t, publish, int64(maxBatches), "the server saw every publish")
 	require.Equal(t, maxBatches, counter.byName["evalsha"], "one append-script call per batch")
 	require.Equal(t, writes, counter.pipelines, "one round trip per Write")
 	require.Zero(t, counter.single, "Write sends nothing outside its pipeline")

@@ -51,6 +51,7 @@ type Agent struct {
 	box     *outbox
 	started atomic.Bool
 	statErr atomic.Bool // a failed host reading was logged once already
+	jobsRun atomic.Int64 // jobs finished since start (restart threshold)
 
 	// Guarded by mu; shared by the connect loop, the link readers and the
 	// job goroutines.
@@ -168,7 +169,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.lg().Info("worker agent started", "lan_ip", a.lanIP.String(),
 		"lanes", a.cfg.Lanes, "driver", a.driver.Name(), "hubs", a.cfg.HubURLs)
 
-	<-ctx.Done()
+	// A restart threshold ends the run as the caller's ctx would.
+	runCtx, endRun := context.WithCancel(ctx)
+	defer endRun()
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		a.watchRestart(runCtx, endRun)
+	}()
+	<-runCtx.Done()
+	<-watchDone
 	a.stop(cancelJobs)
 	stopLink()
 	<-loopDone

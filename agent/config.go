@@ -77,10 +77,22 @@ type Config struct {
 	// WorkDir is the directory whose file system disk_pct reports.
 	// Default ".".
 	WorkDir string
-	// ExecLog, when set, is a file to which the agent appends one line
-	// "job_id attempt" each time it starts executing a job, so tests can
-	// prove that no job ran twice. Default: none.
+	// ExecLog, when set, is a file to which the agent appends a line
+	// "start|end worker_id job_id attempt unix_nanos" as each job starts
+	// and ends, so tests can prove that no job ran twice and no worker ran
+	// more jobs at once than it has lanes. Default: none.
 	ExecLog string
+	// Restart thresholds (0 = off): after this uptime, this many jobs, or
+	// above this resident memory the agent drains, finishes its jobs and
+	// Run returns nil, for a supervisor (systemd) to start it again with
+	// the same id. Defaults 0.
+	RestartAfter     time.Duration
+	RestartAfterJobs int
+	RestartAboveRSS  int64
+	// RestartJitter is the most a restart waits after its threshold, at
+	// random, so a fleet deployed together does not leave together.
+	// Default 60s.
+	RestartJitter time.Duration
 	// Logger receives the agent's logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -144,6 +156,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FlushTimeout == 0 {
 		c.FlushTimeout = DefaultFlushTimeout
+	}
+	if c.RestartJitter == 0 {
+		c.RestartJitter = DefaultRestartJitter
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = "."

@@ -139,6 +139,7 @@ func (a *Agent) finish(rj *runningJob) {
 	defer a.mu.Unlock()
 	if a.jobs[rj.key.id] == rj {
 		delete(a.jobs, rj.key.id)
+		a.jobsRun.Add(1)
 	}
 	a.lanes.release(rj.lane)
 	if len(a.jobs) == 0 && (a.localDrain || a.hubDrain) && !a.stopping {

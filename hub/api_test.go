@@ -268,3 +268,32 @@ func TestAssetUploadAndDownload(t *testing.T) {
 	st, _ = do(t, "PUT", h.URL()+"/jobs/"+j.ID+"/assets/..", "x", "Authorization", "Bearer wt")
 	require.NotEqual(t, http.StatusNoContent, st)
 }
+
+// TestWorkerSelfRestart: a worker past its job threshold drains, finishes
+// what it runs, and its Run returns (exit 0 under a supervisor); started
+// again with the same id it takes the rest. Nothing fails, nothing runs
+// twice.
+func TestWorkerSelfRestart(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	a, err := agent.New(agent.Config{HubURLs: []string{h.URL()}, ID: "wr", Lanes: 2, Logger: testLogger(t),
+		RestartAfterJobs: 3, RestartJitter: time.Nanosecond})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	var ids []string
+	for i := 0; i < 8; i++ {
+		ids = append(ids, submit(t, h.URL(), `{"mode":"noop","params":{"lines":2,"sleep_ms":200}}`).ID)
+	}
+	select {
+	case err := <-done:
+		require.NoError(t, err, "Run returns nil after a threshold restart")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker did not restart itself")
+	}
+	startAgent(t, h.URL(), "wr", 2) // the supervisor starts it again, same id
+	for _, id := range ids {
+		j := waitFinal(t, h.URL(), id, 30*time.Second)
+		require.Equal(t, persistence.StatusSucceeded, j.Status, "job %s: %s %s", id, j.Reason, j.Error)
+		require.Equal(t, 1, j.Attempts, "job %s ran once", id)
+	}
+}

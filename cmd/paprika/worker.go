@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/paprika-hub/paprika/agent"
 	"github.com/paprika-hub/paprika/agent/chromium"
@@ -98,7 +99,15 @@ func runWorker(args []string) int {
 	token := fs.String("token", os.Getenv("PAPRIKA_AUTH_WORKER_TOKEN"), "worker token (default $PAPRIKA_AUTH_WORKER_TOKEN)")
 	execLog := fs.String("exec-log", "", "append one line per job execution start and end to this file (tests)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	restartAfter := fs.Duration("restart-after", 0, "drain and exit 0 after this uptime, for the supervisor to restart (0 = never)")
+	restartJobs := fs.Int("restart-jobs", 0, "drain and exit 0 after this many jobs (0 = never)")
+	restartRSS := fs.Int64("restart-rss-mib", 0, "drain and exit 0 above this resident memory in MiB (0 = never)")
+	restartJitter := fs.Duration("restart-jitter", agent.DefaultRestartJitter, "random wait (0..this) before a threshold restart, so a fleet does not leave together")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *restartAfter < 0 || *restartJobs < 0 || *restartRSS < 0 || *restartJitter < 0 {
+		fmt.Fprintln(os.Stderr, "paprika worker: --restart-after, --restart-jobs, --restart-rss-mib and --restart-jitter must not be negative")
 		return 2
 	}
 	if len(hubs) == 0 {
@@ -115,7 +124,9 @@ func runWorker(args []string) int {
 		return 2
 	}
 	w, err := workerSpec{driver: *driver, chromium: *chromiumPath, cfg: agent.Config{HubURLs: hubs, ID: *id,
-		Lanes: *lanes, Token: *token, ExecLog: *execLog, Logger: log}}.build()
+		Lanes: *lanes, Token: *token, ExecLog: *execLog, Logger: log,
+		RestartAfter: *restartAfter, RestartAfterJobs: *restartJobs, RestartAboveRSS: *restartRSS << 20,
+		RestartJitter: max(*restartJitter, time.Nanosecond)}}.build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "paprika worker:", err)
 		return 2

@@ -50,7 +50,7 @@ type Agent struct {
 	sampler *sysstat.Sampler
 	box     *outbox
 	started atomic.Bool
-	statErr atomic.Bool // a failed host reading was logged once already
+	statErr atomic.Bool  // a failed host reading was logged once already
 	jobsRun atomic.Int64 // jobs finished since start (restart threshold)
 
 	// Guarded by mu; shared by the connect loop, the link readers and the

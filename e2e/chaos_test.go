@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -308,3 +312,45 @@ func metric(t *testing.T, hubURL, series string) int64 {
 }
 
 var _ = os.Getenv
+
+// Scenario 3b: Redis restarted under load — a private redis-server with an
+// append-only file (what a deployment that keeps live logs across a Redis
+// restart runs), stopped and started again on its port. Hubs and workers
+// reconnect by themselves; nothing is lost or run twice.
+func TestChaosRedisRestarted(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		storetest.Unavailable(t, "redis-server", err)
+	}
+	dir := t.TempDir()
+	port := freePort(t)
+	startRedis := func() *exec.Cmd {
+		cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
+			"--appendonly", "yes", "--appendfsync", "always", "--save", "")
+		require.NoError(t, cmd.Start())
+		require.Eventually(t, func() bool {
+			c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		}, 10*time.Second, 20*time.Millisecond)
+		return cmd
+	}
+	rs := startRedis()
+	t.Cleanup(func() { _ = rs.Process.Kill(); _ = rs.Wait() })
+	f := newFleetWith(t, 1, func(env []string) []string {
+		return setEnv(env, fmt.Sprintf("PAPRIKA_REDIS_URL=redis://127.0.0.1:%d/0", port))
+	})
+	f.startWorkers(3, 2)
+	stop := chaosLoad(t, f, 60*time.Millisecond, 10)
+	time.Sleep(2 * time.Second)
+	require.NoError(t, rs.Process.Signal(syscall.SIGTERM))
+	_ = rs.Wait()
+	time.Sleep(time.Second)
+	rs = startRedis()
+	time.Sleep(4 * time.Second)
+	ids := stop()
+	final := f.checkInvariants(ids, 10, false)
+	report(t, f, "Redis restarted (append-only file)", final, 10)
+}

@@ -4,7 +4,7 @@ BIN      ?= bin/paprika
 PKGS     ?= ./...
 PROTOC_GEN_GO_VERSION ?= v1.36.12
 
-.PHONY: help build run test test-short bench chaos lint fuzz generate verify services clean
+.PHONY: help build run test test-short test-rolling bench chaos lint fuzz generate verify services clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ bench: ## benchmarks (pick_worker, log path, ...)
 
 chaos: services ## the fault-injection suite alone (real processes; also part of make test)
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 20m -v -run '^TestChaos' ./e2e/ | grep -E '^(---|ok|FAIL)|CHAOS'
+
+test-rolling: services ## the multi-hub rolling-restart test, not yet in make test (see e2e/rolling_restart_test.go)
+	CI=$${CI:-true} $(GO) test -count=1 -timeout 20m -tags rolling -v -run '^TestClusterRollingRestart' ./e2e/
 
 fuzz: ## fuzz the worker-link frame decoder for 30 s
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 30s ./messages/

@@ -74,11 +74,18 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 	}
 	switch msg := ctx.Message().(type) {
 	case *messages.JobEnsure:
+		// Re-drive and recovery wake jobs with this: a queued job asks the
+		// scheduler again (it ignores jobs it holds), since the scheduler
+		// may have moved or restarted and forgotten it.
+		g.log.Debug("job ensure", slog.String("status", string(g.job.Status)), slog.String("worker_id", g.job.WorkerID))
+		if g.job.Status == persistence.StatusQueued {
+			g.sched(ctx, &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode})
+		}
 		reply(ctx, ok(g.jobJSON()))
 	case *messages.JobPlace:
 		g.place(ctx, msg)
 	case *messages.JobStarted:
-		reply(ctx, g.started(msg))
+		reply(ctx, g.started(ctx, msg))
 	case *messages.JobFinished:
 		reply(ctx, g.finished(ctx, msg))
 	case *messages.JobCancel:
@@ -194,10 +201,25 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		Mode: claimed.Mode, Params: claimed.Params, Deadline: claimed.Deadline().UnixMilli()}.Encode()
 	var res *messages.Reply
 	if err == nil {
-		res, err = requestGrain(g.cl, msg.WorkerId, KindWorker,
+		res, err = requestQuick(g.cl, msg.WorkerId, KindWorker,
 			&messages.WorkerAssign{JobId: g.id, Attempt: int32(claimed.Attempts), Frame: frame}, g.deps.Timing.AssignGrace)
 	}
-	if err != nil || !res.Ok {
+	if err != nil || res.Code == "internal" || res.Code == "unconfirmed" {
+		// No answer is not a refusal: the worker may well have the job (its
+		// grain's reply was lost with a dying hub). Rolling the claim back
+		// now could run it twice, so the claim stands: if the worker has
+		// it, it reports under this attempt; if not, the reconciler sees it
+		// missing from the worker's reports and queues it again under a new
+		// attempt, fencing this one.
+		g.deps.Metrics.Inc("paprika_assignments_unconfirmed_total")
+		g.log.Warn("assignment unconfirmed; keeping the claim for the reconciler to settle",
+			slog.String("worker_id", msg.WorkerId), slog.String("cause", errString(err, res)))
+		g.job = claimed
+		g.arm(ctx)
+		g.sched(ctx, &messages.SchedPlaced{JobId: g.id, WorkerId: msg.WorkerId})
+		return
+	}
+	if !res.Ok {
 		cause := errString(err, res)
 		g.log.Info("worker refused the job; rolling the claim back", slog.String("worker_id", msg.WorkerId), slog.String("cause", cause))
 		rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
@@ -227,12 +249,24 @@ func errString(err error, r *messages.Reply) string {
 	return "no reply"
 }
 
+// refreshIfStale reloads the job before a report is judged stale: two
+// activations of one job grain can coexist for a moment after a topology
+// change (protoactor #799), and the one holding an old copy must not refuse
+// — and so lose — a report the store says is current. The store's
+// conditional writes still fence whatever is really stale.
+func (g *jobGrain) refreshIfStale(ctx actor.Context, workerID string, attempt int32) {
+	if !g.current(workerID, attempt) {
+		g.load(ctx)
+	}
+}
+
 // current reports whether a worker's report belongs to the live attempt.
 func (g *jobGrain) current(workerID string, attempt int32) bool {
 	return g.job.Status == persistence.StatusRunning && g.job.WorkerID == workerID && int32(g.job.Attempts) == attempt
 }
 
-func (g *jobGrain) started(m *messages.JobStarted) *messages.Reply {
+func (g *jobGrain) started(ctx actor.Context, m *messages.JobStarted) *messages.Reply {
+	g.refreshIfStale(ctx, m.WorkerId, m.Attempt)
 	if !g.current(m.WorkerId, m.Attempt) {
 		g.deps.Metrics.Inc("paprika_fenced_reports_total", "kind=started")
 		return fail("stale", "attempt %d on %s is not current", m.Attempt, m.WorkerId)
@@ -247,6 +281,7 @@ func (g *jobGrain) started(m *messages.JobStarted) *messages.Reply {
 }
 
 func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *messages.Reply {
+	g.refreshIfStale(ctx, m.WorkerId, m.Attempt)
 	if !g.current(m.WorkerId, m.Attempt) {
 		if g.job.Status.Final() && g.job.WorkerID == m.WorkerId && int32(g.job.Attempts) == m.Attempt {
 			return ok(g.jobJSON()) // a re-sent report of what is stored: ack again

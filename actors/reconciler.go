@@ -79,6 +79,9 @@ func (r *reconciler) redrive(ctx actor.Context) {
 			return false // oldest first: the rest are younger
 		}
 		if j.WorkerID == "" {
+			// A job still queued past the age gate may have a grain whose
+			// cached PID is stale: look it up afresh.
+			r.deps.Cluster().PidCache.Remove(j.ID, KindJob)
 			sendGrain(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobEnsure{})
 			n++
 		}

@@ -27,17 +27,18 @@ type schedulerGrain struct {
 	deps *Deps
 
 	// actor-confined state
-	cl      *cluster.Cluster
-	log     *slog.Logger
-	rule    PickRule
-	rng     *rand.Rand
-	workers map[string]*Candidate
-	cands   []*Candidate // the same candidates, for a cheap scan
-	queue   []queuedJob  // FIFO by arrival
-	queued  map[string]bool
-	pending map[string]string // job id → worker id, placement in flight
-	timers  *scheduler.TimerScheduler
-	self    *actor.PID
+	cl           *cluster.Cluster
+	log          *slog.Logger
+	rule         PickRule
+	rng          *rand.Rand
+	workers      map[string]*Candidate
+	cands        []*Candidate // the same candidates, for a cheap scan
+	queue        []queuedJob  // FIFO by arrival
+	queued       map[string]bool
+	pending      map[string]string // job id → worker id, placement in flight
+	pendingSince map[string]time.Time
+	timers       *scheduler.TimerScheduler
+	self         *actor.PID
 }
 
 type queuedJob struct {
@@ -52,6 +53,16 @@ type placeTimeout struct{ jobID, workerID string }
 
 // wakeJob re-activates a job whose placement failed on store trouble.
 type wakeJob struct{ jobID string }
+
+// ownerCheck fires periodically: is this activation still the one the
+// cluster routes scheduler/default to?
+type ownerCheck struct{}
+
+// ownerCheckEvery is how often a scheduler activation verifies that it is
+// the grain's owner. Two activations of one identity can coexist after a
+// topology change (protoactor #799); a stale one would hold jobs it can
+// never place, since the worker grains report to the other.
+const ownerCheckEvery = 3 * time.Second
 
 // schedRebuild reloads the queue from the store (start, and each re-drive).
 type schedRebuild struct{}
@@ -91,11 +102,16 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 	case *placeTimeout:
 		if w, ok := s.pending[msg.jobID]; ok && w == msg.workerID {
 			s.deps.Metrics.Inc("paprika_sched_place_timeouts_total")
+			// The job grain did not answer: its cached PID may be of an
+			// activation that is gone; look it up afresh next time.
+			s.cl.PidCache.Remove(msg.jobID, KindJob)
 			s.placeFailed(&messages.SchedPlaceFailed{JobId: msg.jobID, WorkerId: msg.workerID, Requeue: true})
 			s.place(ctx)
 		}
 	case *InjectPanic:
 		panic("injected panic in scheduler")
+	case *ownerCheck:
+		s.checkOwner(ctx)
 	case *wakeJob:
 		sendGrain(ctx, s.cl, msg.jobID, KindJob, &messages.JobEnsure{})
 	case *messages.SchedRemove:
@@ -109,7 +125,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		slot := sessionSlot(msg.SessionId)
 		c.placing++
 		c.InFlight = c.reported + c.placing
-		s.pending[slot] = c.ID
+		s.pending[slot], s.pendingSince[slot] = c.ID, s.deps.now()
 		s.timers.SendOnce(2*s.deps.Timing.AssignGrace, ctx.Self(), &placeTimeout{jobID: slot, workerID: c.ID})
 		reply(ctx, ok([]byte(`{"worker_id":"`+c.ID+`"}`)))
 	case *messages.SchedGetStats:
@@ -126,9 +142,11 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.workers = map[string]*Candidate{}
 	s.queued = map[string]bool{}
 	s.pending = map[string]string{}
+	s.pendingSince = map[string]time.Time{}
 	s.timers = scheduler.NewTimerScheduler(ctx)
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
+	s.timers.SendRepeatedly(ownerCheckEvery, ownerCheckEvery, ctx.Self(), &ownerCheck{})
 }
 
 // rebuild asks every known worker grain for its state and queues every
@@ -195,8 +213,23 @@ func (s *schedulerGrain) workerState(m *messages.SchedWorkerState) {
 }
 
 func (s *schedulerGrain) enqueue(id, mode string, created time.Time) {
-	if s.queued[id] || s.pending[id] != "" {
+	if w := s.pending[id]; w != "" && s.deps.now().Sub(s.pendingSince[id]) > 2*s.deps.Timing.AssignGrace {
+		// The job asks again long after its placement: the answer was lost
+		// (a hub left mid-way). Forget the placement and place it anew.
+		s.deps.Metrics.Inc("paprika_sched_stale_placements_total")
+		s.settle(id, w)
+	}
+	if s.pending[id] != "" {
 		return
+	}
+	if s.queued[id] {
+		for _, q := range s.queue {
+			if q.id == id {
+				return
+			}
+		}
+		s.deps.Metrics.Inc("paprika_sched_queue_repaired_total")
+		s.log.Warn("queued job missing from the queue; queued again", slog.String("job_id", id))
 	}
 	s.queued[id] = true
 	s.queue = append(s.queue, queuedJob{id: id, mode: mode, created: created})
@@ -229,6 +262,27 @@ func (s *schedulerGrain) placeFailed(m *messages.SchedPlaceFailed) {
 	}
 }
 
+// checkOwner stops this activation when the cluster routes the scheduler
+// elsewhere: its queued jobs are woken so they enqueue with the owner.
+func (s *schedulerGrain) checkOwner(ctx actor.Context) {
+	s.cl.PidCache.Remove(SchedulerID, KindScheduler)
+	owner := s.cl.Get(SchedulerID, KindScheduler)
+	if owner == nil || samePID(owner, ctx.Self()) {
+		return
+	}
+	s.deps.Metrics.Inc("paprika_sched_stale_activations_total")
+	s.log.Warn("another scheduler activation owns the grain; handing over and stopping",
+		slog.String("owner", owner.String()), slog.Int("queued", len(s.queue)))
+	for _, q := range s.queue {
+		sendGrain(ctx, s.cl, q.id, KindJob, &messages.JobEnsure{})
+	}
+	for id := range s.pending {
+		sendGrain(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
+	}
+	s.queue, s.queued, s.pending = nil, map[string]bool{}, map[string]string{}
+	ctx.Stop(ctx.Self())
+}
+
 // settle ends a placement in flight: the worker grain's next report counts
 // it (or not, when it failed).
 func (s *schedulerGrain) settle(jobID, workerID string) {
@@ -236,6 +290,7 @@ func (s *schedulerGrain) settle(jobID, workerID string) {
 		return
 	}
 	delete(s.pending, jobID)
+	delete(s.pendingSince, jobID)
 	if c := s.workers[workerID]; c != nil && c.placing > 0 {
 		c.placing--
 		c.InFlight = c.reported + c.placing
@@ -270,7 +325,7 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 		c.placing++ // at once, so the next pick of this pass sees it
 		c.InFlight = c.reported + c.placing
 		delete(s.queued, q.id)
-		s.pending[q.id] = c.ID
+		s.pending[q.id], s.pendingSince[q.id] = c.ID, s.deps.now()
 		s.deps.Metrics.Inc("paprika_sched_placements_total")
 		sendGrain(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})
 		s.timers.SendOnce(2*s.deps.Timing.AssignGrace, ctx.Self(), &placeTimeout{jobID: q.id, workerID: c.ID})

@@ -338,7 +338,7 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 		c.closeWith(ctx, "id_taken", fmt.Sprintf("worker id %s belongs to %s", c.workerID, holder))
 		return
 	}
-	res, err := requestGrain(c.deps.Cluster(), c.workerID, KindWorker,
+	res, err := requestQuick(c.deps.Cluster(), c.workerID, KindWorker,
 		&messages.WorkerConnected{HubId: c.deps.HubID, Conn: refOf(ctx.Self()), Hello: in.raw,
 			ConnStartedUnixNs: c.startedAt}, c.deps.Timing.GrainTimeout)
 	if err != nil || !res.Ok {

@@ -261,6 +261,14 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) *mes
 	// a PID of a hub that restarted would swallow it, and the job would sit
 	// "running" on a worker that never heard of it.
 	res, err := ctx.RequestFuture(g.conn, &messages.ConnSend{Frame: msg.Frame, Ack: true}, connAckTimeout).Result()
+	if errors.Is(err, actor.ErrTimeout) {
+		// A slow link, or a dead hub's: the frame may still go out. Keep the
+		// slot; the job grain keeps its claim and the reconciler settles it.
+		g.running[msg.JobId] = msg.Attempt
+		g.info.InFlight = len(g.running)
+		g.publish(ctx)
+		return fail("unconfirmed", "worker %s link did not confirm within %s", g.id, connAckTimeout)
+	}
 	if r, _ := res.(*messages.Reply); err != nil || r == nil || !r.Ok {
 		g.log.Warn("worker link did not take the job; treating it as gone", slog.String("job_id", msg.JobId),
 			slog.String("cause", errString(err, r)))
@@ -365,15 +373,21 @@ func sendGrain(ctx actor.SenderContext, cl *cluster.Cluster, identity, kind stri
 	ctx.Send(pid, msg)
 }
 
-// requestGrain calls a grain with a bounded timeout and a real retry backoff
-// (protoactor's default backoff is nanoseconds).
+// quickAttempt bounds one attempt of a quick grain call. protoactor waits
+// the whole timeout on a PID of a member that just died; with short
+// attempts and a fresh lookup each time, a call finds the grain's new home
+// as soon as the topology has dropped the dead member.
+const quickAttempt = 2 * time.Second
+
+// requestGrain calls a grain with a bounded timeout. Calls that may run
+// long (session commands) get one attempt; quick ones (requestQuick) retry.
 func requestGrain(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
 	res, err := cl.Request(identity, kind, msg,
 		cluster.WithTimeout(timeout),
 		cluster.WithRetryCount(4),
 		cluster.WithRetryAction(func(i int) int {
 			i++
-			time.Sleep(time.Duration(i*i) * 20 * time.Millisecond)
+			time.Sleep(time.Duration(i*i) * 20 * time.Millisecond) // protoactor's default backoff is nanoseconds
 			return i
 		}))
 	if err != nil {
@@ -384,4 +398,20 @@ func requestGrain(cl *cluster.Cluster, identity, kind string, msg interface{}, t
 		return nil, errors.New("unexpected reply type")
 	}
 	return r, nil
+}
+
+// requestQuick is requestGrain in short attempts until timeout, forgetting
+// the cached PID between attempts; for idempotent calls that answer in
+// milliseconds when the grain is alive.
+func requestQuick(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
+	deadline := time.Now().Add(timeout)
+	for attempt := 1; ; attempt++ {
+		left := time.Until(deadline)
+		r, err := requestGrain(cl, identity, kind, msg, min(left, quickAttempt))
+		if err == nil || time.Until(deadline) <= 0 {
+			return r, err
+		}
+		cl.PidCache.Remove(identity, kind)
+		time.Sleep(min(time.Duration(attempt)*100*time.Millisecond, max(time.Until(deadline), 0)))
+	}
 }

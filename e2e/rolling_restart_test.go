@@ -38,4 +38,3 @@ func TestClusterRollingRestart(t *testing.T) {
 	require.Greater(t, len(ids), 100)
 	f.checkInvariants(ids, 10, false)
 }
-

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -100,20 +101,30 @@ func (c *cli) oneID(name string, pos []string) (string, int) {
 	}
 }
 
-func (c *cli) jobsGet(ctx context.Context, args []string) int {
-	fs := newFlagSet("jobs get")
-	cf := c.addClientFlags(fs)
-	pos, code := c.parseOrExit(fs, "paprika jobs get ID [--hub URL] [--json]", args)
+// idCommand parses a one-job command's flags and ID and builds its client;
+// code >= 0 means stop with that exit status.
+func (c *cli) idCommand(fs *flag.FlagSet, cf *clientFlags, usage string, args []string) (string, *client.Client, int) {
+	pos, code := c.parseOrExit(fs, usage, args)
 	if code >= 0 {
-		return code
+		return "", nil, code
 	}
 	id, code := c.oneID(fs.Name(), pos)
 	if code >= 0 {
-		return code
+		return "", nil, code
 	}
 	cl, err := c.newClient(cf)
 	if err != nil {
-		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
+		return "", nil, c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	}
+	return id, cl, -1
+}
+
+func (c *cli) jobsGet(ctx context.Context, args []string) int {
+	fs := newFlagSet("jobs get")
+	cf := c.addClientFlags(fs)
+	id, cl, code := c.idCommand(fs, cf, "paprika jobs get ID [--hub URL] [--json]", args)
+	if code >= 0 {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
 	defer cancel()
@@ -134,17 +145,9 @@ func (c *cli) jobsLogs(ctx context.Context, args []string) int {
 	var follow bool
 	fs.BoolVar(&follow, "f", false, "follow the log until the job ends")
 	fs.BoolVar(&follow, "follow", false, "same as -f")
-	pos, code := c.parseOrExit(fs, "paprika jobs logs ID [-f] [--hub URL]", args)
+	id, cl, code := c.idCommand(fs, cf, "paprika jobs logs ID [-f] [--hub URL]", args)
 	if code >= 0 {
 		return code
-	}
-	id, code := c.oneID(fs.Name(), pos)
-	if code >= 0 {
-		return code
-	}
-	cl, err := c.newClient(cf)
-	if err != nil {
-		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
 	}
 	if follow {
 		if err := cl.Follow(ctx, id, func(line string) { fmt.Fprintln(c.stdout, line) }); err != nil {
@@ -168,17 +171,9 @@ func (c *cli) jobsLogs(ctx context.Context, args []string) int {
 func (c *cli) jobsCancel(ctx context.Context, args []string) int {
 	fs := newFlagSet("jobs cancel")
 	cf := c.addClientFlags(fs)
-	pos, code := c.parseOrExit(fs, "paprika jobs cancel ID [--hub URL] [--json]", args)
+	id, cl, code := c.idCommand(fs, cf, "paprika jobs cancel ID [--hub URL] [--json]", args)
 	if code >= 0 {
 		return code
-	}
-	id, code := c.oneID(fs.Name(), pos)
-	if code >= 0 {
-		return code
-	}
-	cl, err := c.newClient(cf)
-	if err != nil {
-		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
 	}
 	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
 	defer cancel()

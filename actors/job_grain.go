@@ -92,8 +92,6 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		reply(ctx, g.cancel(ctx))
 	case *messages.JobWorkerLost:
 		g.workerLost(ctx, msg)
-	case *messages.JobAssignLost:
-		g.assignLost(ctx, msg)
 	case *deadlineTick:
 		g.deadline = nil
 		if !g.job.Status.Final() {
@@ -208,9 +206,8 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		// No answer is not a refusal: the worker may well have the job (its
 		// grain's reply was lost with a dying hub). Rolling the claim back
 		// now could run it twice, so the claim stands: if the worker has
-		// it, it reports under this attempt; if not, the reconciler sees it
-		// missing from the worker's reports and queues it again under a new
-		// attempt, fencing this one.
+		// it, it reports under this attempt; if not, the job ends at its
+		// deadline (forced close) rather than risk a second run.
 		g.deps.Metrics.Inc("paprika_assignments_unconfirmed_total")
 		g.log.Warn("assignment unconfirmed; keeping the claim for the reconciler to settle",
 			slog.String("worker_id", msg.WorkerId), slog.String("cause", errString(err, res)))
@@ -378,35 +375,6 @@ func (g *jobGrain) cancel(ctx actor.Context) *messages.Reply {
 		return fail("unavailable", "job %s could not be canceled now", g.id)
 	}
 	return ok(g.jobJSON())
-}
-
-// assignLost: the worker never got the job. Queue it again under a new
-// attempt (the old one is fenced off should the frame surface after all)
-// and tell the worker to drop that attempt.
-func (g *jobGrain) assignLost(ctx actor.Context, m *messages.JobAssignLost) {
-	if !g.current(m.WorkerId, m.Attempt) {
-		return
-	}
-	if g.job.Lane != "" {
-		// It did start: the worker lost it (a restart that forgot its
-		// jobs), which is the lost-worker rule — retried only while
-		// attempts remain, never silently run again.
-		g.workerLost(ctx, &messages.JobWorkerLost{WorkerId: m.WorkerId, Attempt: m.Attempt})
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
-	err := g.deps.Jobs.Requeue(rctx, g.id, g.job.Attempts)
-	cancel()
-	if err != nil {
-		g.log.Warn("requeue of a lost assignment failed", slog.Any("err", err))
-		return
-	}
-	g.deps.Metrics.Inc("paprika_assignments_lost_total")
-	g.log.Warn("assignment never reached the worker; queued again", slog.String("worker_id", m.WorkerId),
-		slog.Int("attempt", int(m.Attempt)))
-	sendGrain(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerCancelJob{JobId: g.id, Attempt: m.Attempt})
-	sendGrain(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
-	g.load(ctx)
 }
 
 // workerLost: the worker stayed away past the grace. Retry while attempts

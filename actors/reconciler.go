@@ -128,7 +128,7 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 		byID[w.ID] = w
 	}
 	lost := 0
-	overdue, lostAssign := 0, 0
+	overdue := 0
 	r.eachJob(persistence.StatusRunning, 10000, func(j persistence.Job) bool {
 		if now.After(j.Deadline()) {
 			// Its grain may have lived on a hub that died: wake it so its
@@ -139,10 +139,6 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 		}
 		w, known := byID[j.WorkerID]
 		if known && w.Connected && now.Sub(w.LastSeen) <= t.AliveWindow {
-			if assignLost(j, w, t) {
-				sendGrain(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobAssignLost{WorkerId: j.WorkerID, Attempt: int32(j.Attempts)})
-				lostAssign++
-			}
 			return true
 		}
 		since := j.StartedAt
@@ -163,29 +159,11 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 		overdue++
 		return true
 	})
-	if lost+overdue+lostAssign > 0 {
+	if lost+overdue > 0 {
 		r.deps.Metrics.Add("paprika_reconciler_lost_total", int64(lost))
 		r.deps.Metrics.Add("paprika_reconciler_overdue_total", int64(overdue))
-		r.deps.Metrics.Add("paprika_reconciler_assign_lost_total", int64(lostAssign))
-		r.log.Info("reconciler swept", slog.Int("worker_lost", lost), slog.Int("overdue", overdue),
-			slog.Int("assignments_lost", lostAssign), slog.Int("fleet", len(ws)))
+		r.log.Info("reconciler swept", slog.Int("worker_lost", lost), slog.Int("overdue", overdue), slog.Int("fleet", len(ws)))
 	}
-}
-
-// assignLost: the worker is alive and has reported what it runs twice
-// since the assignment had time to arrive, and the job was not among it —
-// the assign frame died with a socket or a hub.
-func assignLost(j persistence.Job, w persistence.WorkerInfo, t Timing) bool {
-	settle := j.StartedAt.Add(t.AssignGrace + t.HeartbeatInterval)
-	if w.ReportedAt.Before(settle) {
-		return false
-	}
-	for _, id := range w.Reported {
-		if id == j.ID {
-			return false
-		}
-	}
-	return true
 }
 
 // eachJob visits jobs of one status oldest first until fn returns false.

@@ -60,17 +60,3 @@ func TestReconcilerFleetViewGuards(t *testing.T) {
 	require.False(t, ok)
 	require.EqualValues(t, 3, r.deps.Metrics.Get("paprika_fleet_read_errors_total"))
 }
-
-func TestAssignLostGuard(t *testing.T) {
-	tm := Timing{AssignGrace: 8 * time.Second, HeartbeatInterval: 15 * time.Second}
-	started := time.Now()
-	job := persistence.Job{ID: "j", StartedAt: started}
-	w := persistence.WorkerInfo{ID: "w", Reported: []string{"other"}}
-
-	w.ReportedAt = started.Add(10 * time.Second) // the worker has not had time to report it
-	require.False(t, assignLost(job, w, tm))
-	w.ReportedAt = started.Add(30 * time.Second) // reported since, without it
-	require.True(t, assignLost(job, w, tm))
-	w.Reported = []string{"other", "j"} // it is running there
-	require.False(t, assignLost(job, w, tm))
-}

@@ -263,7 +263,8 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) *mes
 	res, err := ctx.RequestFuture(g.conn, &messages.ConnSend{Frame: msg.Frame, Ack: true}, connAckTimeout).Result()
 	if errors.Is(err, actor.ErrTimeout) {
 		// A slow link, or a dead hub's: the frame may still go out. Keep the
-		// slot; the job grain keeps its claim and the reconciler settles it.
+		// slot; the job grain keeps its claim (never a second run), and the
+		// worker's report or the job's deadline settles it.
 		g.running[msg.JobId] = msg.Attempt
 		g.info.InFlight = len(g.running)
 		g.publish(ctx)

@@ -375,8 +375,10 @@ func TestDrainFinishesRunningAndRejectsNew(t *testing.T) {
 	require.Equal(t, ReasonRejected, rej.Reason)
 	require.Contains(t, rej.Error, "draining")
 	require.Equal(t, messages.TypeJobDone, hub.waitFor(isJob("run", messages.TypeJobDone), "done").f.Type)
-	// A heartbeat built just before the job ended may still arrive after
-	// job_done; the next ones report the idle worker.
+	// Until the hub acknowledges its result the job is still reported as
+	// the worker's; after the ack (and a heartbeat built just before the
+	// job ended, which may still arrive late) the worker reports idle.
+	hub.send(messages.Frame{Type: messages.TypeJobAck, JobID: "run"})
 	mark := hub.mark()
 	hb := hub.waitFor(func(rf recvFrame) bool {
 		return rf.n >= mark && rf.f.Type == messages.TypeHeartbeat && rf.f.Stats.InFlight == 0

@@ -31,8 +31,8 @@ type WorkerInfo struct {
 	// socket of a worker is its live one.
 	LinkStarted int64 `json:"link_started,omitempty"`
 	// Reported is what the worker itself last said it runs (heartbeat or
-	// hello), at ReportedAt; Running is what the hub reserved for it. A job
-	// reserved long ago but never reported was lost on its way.
+	// hello, results not yet acknowledged included), at ReportedAt; Running
+	// is what the hub reserved for it. Operators compare the two.
 	Reported   []string  `json:"reported,omitempty"`
 	ReportedAt time.Time `json:"reported_at,omitzero"`
 }

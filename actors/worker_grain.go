@@ -248,6 +248,11 @@ func (g *workerGrain) cancelLost() {
 }
 
 func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) *messages.Reply {
+	if att, held := g.running[msg.JobId]; held && att == msg.Attempt {
+		// A retried request (the first answer was late): the job is already
+		// sent. Refusing now would roll the claim back and run it twice.
+		return ok(nil)
+	}
 	switch {
 	case g.conn == nil:
 		return fail("not_connected", "worker %s has no link", g.id)

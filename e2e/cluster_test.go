@@ -60,6 +60,9 @@ func newFleetWith(t testing.TB, hubs int, tweak func(env []string) []string) *fl
 		"PAPRIKA_WORKER_HEARTBEAT_INTERVAL=2s",
 		"PAPRIKA_WORKER_ALIVE_WINDOW=15s",
 		"PAPRIKA_SCHEDULER_ASSIGN_GRACE=3s",
+		// An assignment whose answer died with a hub keeps its claim (never
+		// a second run) and ends at the deadline: short here.
+		"PAPRIKA_JOBS_DEFAULT_TIMEOUT=30s",
 	}
 	if tweak != nil {
 		f.env = tweak(f.env)
@@ -345,7 +348,13 @@ func clusterHubKilled(t *testing.T, f *fleet) {
 	close(stop)
 	ids := collect()
 	require.Greater(t, len(ids), 100)
-	final := f.checkInvariants(ids, 20, false)
+	final := f.checkInvariants(ids, 20, true)
+	for id, j := range final {
+		if j.Status != client.StatusSucceeded {
+			// only an assignment lost with the dead hub, ended by its deadline
+			require.Equal(t, client.ReasonDeadlineExceeded, j.Reason, "job %s: %s", id, j.Error)
+		}
+	}
 	first := time.Time{}
 	for _, e := range readExecs(t, f.execLog) {
 		if orphans[e.worker] && e.start.After(killed) && (first.IsZero() || e.start.Before(first)) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,7 @@ type workerGrain struct {
 	conn     *actor.PID
 	connAt   int64            // when conn's socket was accepted (unix ns)
 	running  map[string]int32 // job id → attempt holding a slot
+	heldAt   map[string]time.Time
 	lostStop scheduler.CancelFunc
 	timers   *scheduler.TimerScheduler
 }
@@ -40,6 +42,16 @@ type workerGrain struct {
 // connAckTimeout bounds the wait for a WorkerConn to take a frame; a live
 // one answers in microseconds, a dead hub's never.
 const connAckTimeout = 3 * time.Second
+
+// SlotPruneAfter is how long a slot may go unreported before the worker's own
+// report frees it. Reports and assignments cross on the socket, so a job
+// sent a moment ago may be missing from a report composed before it
+// arrived; past this age it is not: the worker finished it (and the
+// release was lost — sent to an activation that a topology change had just
+// stopped) or never got it. Either way the lane is free, and a slot leaked
+// this way would shrink the fleet for good. Over-assigning by mistake only
+// costs a "rejected" requeue.
+const SlotPruneAfter = 5 * time.Second
 
 // workerLostTick fires orphan_grace after the socket closed.
 type workerLostTick struct{ conn *actor.PID }
@@ -67,7 +79,7 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 		reply(ctx, g.assign(ctx, msg))
 	case *messages.WorkerRelease:
 		if att, ok := g.running[msg.JobId]; ok && (msg.Attempt == 0 || att == msg.Attempt || att == 0) {
-			delete(g.running, msg.JobId)
+			g.release(msg.JobId)
 			g.info.InFlight = len(g.running)
 			g.publish(ctx)
 		}
@@ -95,6 +107,7 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	g.cl = msg.Cluster
 	g.log = g.deps.Log.With(slog.String("worker_id", g.id), slog.String("hub_id", g.deps.HubID))
 	g.running = map[string]int32{}
+	g.heldAt = map[string]time.Time{}
 	g.timers = scheduler.NewTimerScheduler(ctx)
 	g.info = persistence.WorkerInfo{ID: g.id, Status: WorkerActive}
 	// The registry keeps what must outlive this activation: the operator's
@@ -105,7 +118,7 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 		g.info = w
 		g.info.Alive = false
 		for _, j := range w.Running {
-			g.running[j] = 0
+			g.hold(j, 0)
 		}
 		// A restart (or a move) keeps the socket: its WorkerConn is still
 		// there, recorded by the last activation.
@@ -148,6 +161,7 @@ func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected
 		g.applyStats(hello.Stats)
 	}
 	g.adoptRunning(hello.Running)
+	g.pruneUnreported(hello.Running)
 	g.info.LastSeen = g.deps.now()
 	g.info.Reported, g.info.ReportedAt = hello.Running, g.info.LastSeen
 	g.log.Info("worker connected", slog.String("lan_ip", hello.LanIP), slog.Int("max_concurrent", caps.MaxConcurrent),
@@ -174,6 +188,7 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 	}
 	g.applyStats(f.Stats)
 	g.adoptRunning(f.Running)
+	g.pruneUnreported(f.Running)
 	g.info.LastSeen = g.deps.now()
 	g.info.Reported, g.info.ReportedAt = f.Running, g.info.LastSeen
 	g.publish(ctx)
@@ -185,10 +200,40 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 func (g *workerGrain) adoptRunning(ids []string) {
 	for _, id := range ids {
 		if _, ok := g.running[id]; !ok {
-			g.running[id] = 0
+			g.hold(id, 0)
 		}
 	}
 	g.info.InFlight = len(g.running)
+}
+
+// pruneUnreported frees the slots of jobs the worker's report leaves out
+// (see SlotPruneAfter). Sessions are not in the report: their slots end by
+// close or disconnect.
+func (g *workerGrain) pruneUnreported(reported []string) {
+	now := g.deps.now()
+	for id := range g.running {
+		if strings.HasPrefix(id, "session:") || slices.Contains(reported, id) || now.Sub(g.heldAt[id]) < SlotPruneAfter {
+			continue
+		}
+		g.deps.Metrics.Inc("paprika_worker_slots_pruned_total")
+		g.log.Info("worker no longer reports the job; slot freed", slog.String("job_id", id))
+		g.release(id)
+	}
+	g.info.InFlight = len(g.running)
+}
+
+// hold reserves a slot for a job (or session) under an attempt.
+func (g *workerGrain) hold(id string, attempt int32) {
+	if _, ok := g.running[id]; !ok {
+		g.heldAt[id] = g.deps.now()
+	}
+	g.running[id] = attempt
+}
+
+// release frees a slot.
+func (g *workerGrain) release(id string) {
+	delete(g.running, id)
+	delete(g.heldAt, id)
 }
 
 func (g *workerGrain) applyStats(s *messages.Stats) {
@@ -207,7 +252,7 @@ func (g *workerGrain) disconnected(ctx actor.Context, msg *messages.WorkerDiscon
 	for key := range g.running {
 		if sid, isSession := strings.CutPrefix(key, "session:"); isSession {
 			sendGrain(ctx, g.cl, sid, KindSession, &messages.SessionWorkerGone{WorkerId: g.id})
-			delete(g.running, key)
+			g.release(key)
 		}
 	}
 	g.info.InFlight = len(g.running)
@@ -234,7 +279,7 @@ func (g *workerGrain) lost(ctx actor.Context, _ *workerLostTick) {
 	for jobID, att := range g.running {
 		g.deps.Metrics.Inc("paprika_worker_lost_jobs_total")
 		sendGrain(ctx, g.cl, jobID, KindJob, &messages.JobWorkerLost{WorkerId: g.id, Attempt: att})
-		delete(g.running, jobID)
+		g.release(jobID)
 	}
 	g.info.InFlight = 0
 	g.publish(ctx)
@@ -270,7 +315,7 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) *mes
 		// A slow link, or a dead hub's: the frame may still go out. Keep the
 		// slot; the job grain keeps its claim (never a second run), and the
 		// worker's report or the job's deadline settles it.
-		g.running[msg.JobId] = msg.Attempt
+		g.hold(msg.JobId, msg.Attempt)
 		g.info.InFlight = len(g.running)
 		g.publish(ctx)
 		return fail("unconfirmed", "worker %s link did not confirm within %s", g.id, connAckTimeout)
@@ -283,7 +328,7 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) *mes
 		g.publish(ctx)
 		return fail("not_connected", "worker %s link is gone: %s", g.id, errString(err, r))
 	}
-	g.running[msg.JobId] = msg.Attempt
+	g.hold(msg.JobId, msg.Attempt)
 	g.info.InFlight = len(g.running)
 	g.publish(ctx)
 	return ok(nil)

@@ -1,0 +1,108 @@
+package hub
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/actors"
+	"github.com/paprika-hub/paprika/messages"
+)
+
+// rawLink is a hand-driven worker link: the test decides what the worker
+// says and when, which a real agent never gets wrong on purpose.
+type rawLink struct {
+	t      *testing.T
+	conn   *websocket.Conn
+	frames chan messages.Frame // read by one goroutine: gorilla fails every read after a timed-out one
+}
+
+func dialRawLink(t *testing.T, hubURL, id string, lanes int) *rawLink {
+	ws := "ws" + strings.TrimPrefix(hubURL, "http") + "/workers/" + id + "/link"
+	conn, _, err := websocket.DefaultDialer.Dial(ws, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	l := &rawLink{t: t, conn: conn, frames: make(chan messages.Frame, 64)}
+	go func() {
+		defer close(l.frames)
+		for {
+			_, b, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			if f, err := messages.DecodeFrame(b); err == nil {
+				l.frames <- f
+			}
+		}
+	}()
+	l.send(messages.Frame{Type: messages.TypeHello, WorkerID: id, LanIP: "127.0.0.1", Version: "test",
+		Capabilities: &messages.Capabilities{MaxConcurrent: lanes, LaneURLs: laneURLs(id, lanes), Drivers: []string{"simulated"}},
+		Stats:        &messages.Stats{}})
+	require.Equal(t, messages.TypeWelcome, l.next(5*time.Second).Type)
+	return l
+}
+
+func (l *rawLink) send(f messages.Frame) {
+	b, err := json.Marshal(f)
+	require.NoError(l.t, err)
+	require.NoError(l.t, l.conn.WriteMessage(websocket.TextMessage, b))
+}
+
+// next returns the next frame within d; a zero Frame when none came.
+func (l *rawLink) next(d time.Duration) messages.Frame {
+	select {
+	case f := <-l.frames:
+		return f
+	case <-time.After(d):
+		return messages.Frame{}
+	}
+}
+
+// heartbeat reports the jobs the worker holds.
+func (l *rawLink) heartbeat(running ...string) {
+	l.send(messages.Frame{Type: messages.TypeHeartbeat, Stats: &messages.Stats{InFlight: len(running)}, Running: running})
+}
+
+// A slot whose job the worker no longer reports is freed (the release that
+// should have freed it can be lost in a topology change, and the fleet would
+// shrink for good), but not while the assignment may still be in flight.
+func TestUnreportedSlotIsFreed(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	url := h.URL()
+	l := dialRawLink(t, url, "w-raw", 1)
+
+	a := submit(t, url, `{"mode":"noop"}`)
+	f := l.next(5 * time.Second)
+	require.Equal(t, messages.TypeAssignJob, f.Type)
+	require.Equal(t, a.ID, f.JobID)
+	held := time.Now()
+
+	// The worker never runs it (the assign frame "got lost").
+	b := submit(t, url, `{"mode":"noop"}`)
+	l.heartbeat() // composed before the assignment could have arrived: no effect
+	require.Equal(t, "", l.next(time.Second).Type, "the only slot is held: nothing else may be assigned")
+
+	for time.Since(held) < actors.SlotPruneAfter {
+		l.heartbeat(a.ID) // reported: held however old
+		require.Equal(t, "", l.next(500*time.Millisecond).Type)
+	}
+	l.heartbeat()
+	f = l.next(5 * time.Second)
+	require.Equal(t, messages.TypeAssignJob, f.Type, "the unreported slot was not freed")
+	require.Equal(t, b.ID, f.JobID)
+	_, m := do(t, "GET", url+"/metrics", "")
+	require.Contains(t, string(m), "paprika_worker_slots_pruned_total 1")
+}
+
+func laneURLs(id string, n int) []string {
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("sim://%s/lane/%d", id, i)
+	}
+	return urls
+}

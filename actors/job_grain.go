@@ -34,6 +34,8 @@ type jobGrain struct {
 	timers   *scheduler.TimerScheduler
 	deadline scheduler.CancelFunc
 	queuedTO scheduler.CancelFunc
+	audit    scheduler.CancelFunc
+	audited  int // the attempt its worker said it runs: no more queries
 }
 
 // storeRetry is how long a job waits before it is placed again after the
@@ -42,6 +44,21 @@ const storeRetry = time.Second
 
 type deadlineTick struct{}
 type queuedTimeoutTick struct{}
+
+// auditTick: the worker has not reported the attempt yet; ask it.
+type auditTick struct{}
+
+// AssignAuditAfter is how long a claimed attempt may go without a
+// job_started before the hub asks the worker (job_query) whether it holds
+// it. An assignment whose confirmation died with a hub or a socket keeps
+// its claim — rolling it back on a guess could run the job twice — until
+// the worker itself says it will never run it; then the job is queued
+// again at once instead of failing at its deadline.
+const AssignAuditAfter = 5 * time.Second
+
+// auditEvery spaces the queries while the worker does not answer (it is
+// reconnecting, or its grain moving).
+const auditEvery = 5 * time.Second
 
 // NewJobKind registers the job grain.
 func NewJobKind(d *Deps) *cluster.Kind {
@@ -92,6 +109,11 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		reply(ctx, g.cancel(ctx))
 	case *messages.JobWorkerLost:
 		g.workerLost(ctx, msg)
+	case *auditTick:
+		g.audit = nil
+		g.query(ctx)
+	case *messages.JobAudit:
+		g.onAudit(ctx, msg)
 	case *deadlineTick:
 		g.deadline = nil
 		if !g.job.Status.Final() {
@@ -149,6 +171,10 @@ func (g *jobGrain) arm(ctx actor.Context) {
 	}
 	ctx.CancelReceiveTimeout()
 	g.deadline = g.timers.SendOnce(max(g.job.Deadline().Sub(now), 0), ctx.Self(), &deadlineTick{})
+	if g.unconfirmed() {
+		due := g.job.StartedAt.Add(AssignAuditAfter)
+		g.audit = g.timers.SendOnce(max(due.Sub(now), 0), ctx.Self(), &auditTick{})
+	}
 	if g.job.Status == persistence.StatusQueued {
 		due := g.job.CreatedAt.Add(g.deps.Timing.QueuedTimeout)
 		g.queuedTO = g.timers.SendOnce(max(due.Sub(now), 0), ctx.Self(), &queuedTimeoutTick{})
@@ -165,6 +191,68 @@ func (g *jobGrain) stopTimers() {
 		g.queuedTO()
 		g.queuedTO = nil
 	}
+	g.stopAudit()
+}
+
+func (g *jobGrain) stopAudit() {
+	if g.audit != nil {
+		g.audit()
+		g.audit = nil
+	}
+}
+
+// unconfirmed: claimed, but the worker has not said it started the attempt.
+func (g *jobGrain) unconfirmed() bool {
+	return g.job.Status == persistence.StatusRunning && g.job.Lane == "" && g.audited != g.job.Attempts
+}
+
+// query asks the worker whether it holds the current attempt; its
+// job_status answer comes back as JobAudit, through whichever hub holds its
+// socket.
+func (g *jobGrain) query(ctx actor.Context) {
+	if !g.unconfirmed() {
+		return
+	}
+	frame, err := messages.Frame{Type: messages.TypeJobQuery, JobID: g.id, Attempt: g.job.Attempts}.Encode()
+	if err != nil {
+		g.log.Error("encode job_query", slog.Any("err", err))
+		return
+	}
+	g.deps.Metrics.Inc("paprika_assignment_queries_total")
+	g.log.Info("worker has not started the attempt; asking it", slog.String("worker_id", g.job.WorkerID),
+		slog.Int("attempt", g.job.Attempts))
+	sendGrain(ctx, g.cl, g.job.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
+	g.audit = g.timers.SendOnce(auditEvery, ctx.Self(), &auditTick{})
+}
+
+// onAudit acts on the worker's answer. "unknown" is final on the worker's
+// side (it refuses that attempt from now on), so the job goes back to the
+// queue under a new attempt with no risk of a second run.
+func (g *jobGrain) onAudit(ctx actor.Context, m *messages.JobAudit) {
+	g.load(ctx) // act on the stored truth, not on this activation's copy
+	if !g.current(m.WorkerId, m.Attempt) {
+		return
+	}
+	if m.State != messages.JobStateUnknown {
+		g.audited = int(m.Attempt)
+		g.stopAudit()
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	err := g.deps.Jobs.Requeue(rctx, g.id, int(m.Attempt))
+	cancel()
+	if err != nil {
+		g.log.Warn("requeue of a disowned attempt failed; asking again later", slog.Any("err", err))
+		if errors.Is(err, persistence.ErrConflict) {
+			g.load(ctx)
+		}
+		return
+	}
+	g.deps.Metrics.Inc("paprika_assignments_recovered_total")
+	g.log.Warn("worker never got the attempt; job queued again", slog.String("worker_id", m.WorkerId),
+		slog.Int("attempt", int(m.Attempt)))
+	sendGrain(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
+	g.load(ctx)
 }
 
 func (g *jobGrain) sched(ctx actor.Context, msg interface{}) {
@@ -209,7 +297,7 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		// it, it reports under this attempt; if not, the job ends at its
 		// deadline (forced close) rather than risk a second run.
 		g.deps.Metrics.Inc("paprika_assignments_unconfirmed_total")
-		g.log.Warn("assignment unconfirmed; keeping the claim for the reconciler to settle",
+		g.log.Warn("assignment unconfirmed; keeping the claim until the worker reports or disowns it",
 			slog.String("worker_id", msg.WorkerId), slog.String("cause", errString(err, res)))
 		g.job = claimed
 		g.arm(ctx)
@@ -274,6 +362,7 @@ func (g *jobGrain) started(ctx actor.Context, m *messages.JobStarted) *messages.
 		return fail("store", "set lane: %v", err)
 	}
 	g.job.Lane = m.Lane
+	g.stopAudit()
 	return ok(nil)
 }
 

@@ -137,6 +137,11 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 			overdue++
 			return true
 		}
+		if j.Lane == "" && now.Sub(j.StartedAt) > 2*AssignAuditAfter {
+			// Claimed but never started: its grain (and its audit timer) may
+			// have died with a hub. Waking it re-arms the audit.
+			sendGrain(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobEnsure{})
+		}
 		w, known := byID[j.WorkerID]
 		if known && w.Connected && now.Sub(w.LastSeen) <= t.AliveWindow {
 			return true

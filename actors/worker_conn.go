@@ -307,6 +307,8 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 			return
 		}
 		ctx.Send(pid, &logEnd{notify: ctx.Self(), payload: in})
+	case messages.TypeJobStatus:
+		sendGrain(ctx, cl, f.JobID, KindJob, &messages.JobAudit{WorkerId: c.workerID, Attempt: int32(f.Attempt), State: f.State})
 	case messages.TypeSessionResult:
 		sendGrain(ctx, cl, f.SessionID, KindSession, &messages.SessionResult{CommandId: f.CommandID, Ok: f.OK,
 			Result: f.Result, Error: f.Error})

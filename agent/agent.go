@@ -67,6 +67,7 @@ type Agent struct {
 	hubDrain   bool // the hub sent drain on the current link
 	jobWG      sync.WaitGroup
 	sessions   map[string]*sessionRunner // by session id (session.go)
+	refused    refusedSet                // attempts answered "unknown" to job_query
 	sessWG     sync.WaitGroup
 
 	hubURL atomic.Pointer[string] // base URL of the hub linked last (upload.go)

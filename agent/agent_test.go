@@ -487,3 +487,37 @@ func TestSilentHubIsLeftByKeepalive(t *testing.T) {
 	hub2.waitType(messages.TypeHello) // no pong within 3 pings: the agent moved on
 	require.Equal(t, 1, hub1.connCount())
 }
+
+// job_query: the worker answers from what it holds, and an attempt it
+// disowned stays refused, so a late assign_job can never run it after the
+// hub gave the job to another worker.
+func TestJobQueryAnswersAndDisowns(t *testing.T) {
+	t.Parallel()
+	hub := newFakeHub(t)
+	hub.setAutoAck(false)
+	b := setup(t, Config{Lanes: 2, FlushTimeout: 100 * time.Millisecond}, hub)
+	hub.waitType(messages.TypeHello)
+	query := func(id string) string {
+		hub.send(messages.Frame{Type: messages.TypeJobQuery, JobID: id, Attempt: 1})
+		return hub.waitFor(isJob(id, messages.TypeJobStatus), "job_status of "+id).f.State
+	}
+
+	require.Equal(t, messages.JobStateUnknown, query("lost"))
+	hub.assign("lost", `{}`) // the late copy
+	hub.heartbeatAfter(hub.mark())
+
+	hub.assign("r", `{"sleep_ms": 300}`)
+	hub.waitFor(isJob("r", messages.TypeJobStarted), "started")
+	require.Equal(t, messages.JobStateRunning, query("r"))
+	hub.waitFor(isJob("r", messages.TypeJobDone), "done")
+	require.Equal(t, messages.JobStateRunning, query("r"), "finished but not acknowledged: still held")
+	hub.send(messages.Frame{Type: messages.TypeJobAck, JobID: "r", Attempt: 1})
+	require.Eventually(t, func() bool { n, _ := b.a.box.kept(); return n == 0 }, waitTimeout, 10*time.Millisecond)
+	require.Equal(t, messages.JobStateUnknown, query("r"), "acknowledged: no longer held")
+
+	hub.heartbeatAfter(hub.mark())
+	require.Equal(t, []string{"r#1"}, b.execLines(t), "the disowned attempt must never run")
+	for _, rf := range hub.all() {
+		require.False(t, rf.f.JobID == "lost" && rf.f.Type != messages.TypeJobStatus, "disowned attempt produced %+v", rf.f)
+	}
+}

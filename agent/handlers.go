@@ -37,6 +37,8 @@ func (a *Agent) handleFrame(l *link, f messages.Frame) {
 		a.lg().Info("hub asked to drain: no new jobs", "running", running)
 	case messages.TypeSessionCommand:
 		a.handleSessionCommand(l, f)
+	case messages.TypeJobQuery:
+		a.handleJobQuery(l, f)
 	default:
 		a.lg().Warn("unexpected frame from hub", "type", f.Type)
 	}
@@ -70,6 +72,13 @@ func (a *Agent) handleAssign(l *link, f messages.Frame) {
 		// the job twice.
 		a.mu.Unlock()
 		a.lg().Warn("duplicate assign_job ignored", "job_id", f.JobID, "attempt", f.Attempt)
+		return
+	}
+	if a.refused.has(key) {
+		// This worker told the hub it did not hold the attempt, and the hub
+		// gave the job to another: this is a late copy of the assignment.
+		a.mu.Unlock()
+		a.lg().Warn("assign_job for an attempt already disowned; ignored", "job_id", f.JobID, "attempt", f.Attempt)
 		return
 	}
 	var why string
@@ -116,6 +125,58 @@ func (a *Agent) handleAssign(l *link, f messages.Frame) {
 	a.jobWG.Add(1) // under mu, ordered before stop's Wait by the stopping flag
 	a.mu.Unlock()
 	go rj.run()
+}
+
+// handleJobQuery answers whether this worker holds an assignment. The
+// answer is final: an attempt it does not hold is refused from now on, so a
+// copy of its assign_job still on the way can never run it after the hub
+// gave the job to another worker. It runs under mu, like handleAssign, so
+// the two cannot interleave.
+func (a *Agent) handleJobQuery(l *link, f messages.Frame) {
+	key := jobKey{id: f.JobID, attempt: f.Attempt}
+	state := messages.JobStateUnknown
+	a.mu.Lock()
+	// A job is in jobs from assign until its lane is free, and its frames
+	// are kept from job_started (queued before the lane is freed) until
+	// job_ack: together they cover its whole life here.
+	if rj := a.jobs[f.JobID]; (rj != nil && rj.key == key) || a.box.has(key) {
+		state = messages.JobStateRunning
+	} else {
+		a.refused.add(key)
+	}
+	a.mu.Unlock()
+	a.lg().Info("hub asked about an assignment", "job_id", f.JobID, "attempt", f.Attempt, "state", state)
+	l.send(messages.Frame{Type: messages.TypeJobStatus, JobID: f.JobID, Attempt: f.Attempt, State: state})
+}
+
+// refusedSet remembers the attempts this worker disowned, the newest
+// refusedKeep of them: a late assign_job comes seconds after the query, not
+// hours, so a bounded memory is enough.
+type refusedSet struct {
+	keys  map[jobKey]struct{}
+	order []jobKey
+}
+
+const refusedKeep = 4096
+
+func (r *refusedSet) has(k jobKey) bool {
+	_, ok := r.keys[k]
+	return ok
+}
+
+func (r *refusedSet) add(k jobKey) {
+	if r.keys == nil {
+		r.keys = make(map[jobKey]struct{})
+	}
+	if _, ok := r.keys[k]; ok {
+		return
+	}
+	r.keys[k] = struct{}{}
+	r.order = append(r.order, k)
+	if len(r.order) > refusedKeep {
+		delete(r.keys, r.order[0])
+		r.order = r.order[1:]
+	}
 }
 
 // handleCancel cancels a running job; it reports job_failed canceled.

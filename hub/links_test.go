@@ -12,6 +12,7 @@ import (
 
 	"github.com/paprika-hub/paprika/actors"
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // rawLink is a hand-driven worker link: the test decides what the worker
@@ -105,4 +106,71 @@ func laneURLs(id string, n int) []string {
 		urls[i] = fmt.Sprintf("sim://%s/lane/%d", id, i)
 	}
 	return urls
+}
+
+// An assignment the worker never got (its confirmation died with a hub or a
+// socket) keeps its claim until the worker itself disowns it: then the job
+// runs under a new attempt instead of failing at its deadline. An attempt
+// the worker says it runs is left alone.
+func TestUnconfirmedAssignmentIsAskedAbout(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	url := h.URL()
+	l := dialRawLink(t, url, "w-raw", 2)
+
+	lost := submit(t, url, `{"mode":"noop"}`)
+	kept := submit(t, url, `{"mode":"noop"}`)
+	assigned := map[string]int{}
+	for len(assigned) < 2 {
+		f := l.next(5 * time.Second)
+		require.Equal(t, messages.TypeAssignJob, f.Type)
+		assigned[f.JobID] = f.Attempt
+	}
+	require.Equal(t, map[string]int{lost.ID: 1, kept.ID: 1}, assigned)
+
+	// Neither is started: after AssignAuditAfter the hub asks about both.
+	// The disowned one comes again under attempt 2 (maybe before the other
+	// query is out).
+	asked, again := map[string]bool{}, false
+	for len(asked) < 2 || !again {
+		f := l.next(actors.AssignAuditAfter + 5*time.Second)
+		switch f.Type {
+		case messages.TypeJobQuery:
+			require.Equal(t, 1, f.Attempt)
+			require.False(t, asked[f.JobID], "asked twice about %s", f.JobID)
+			asked[f.JobID] = true
+			state := messages.JobStateRunning
+			if f.JobID == lost.ID {
+				state = messages.JobStateUnknown
+			}
+			l.send(messages.Frame{Type: messages.TypeJobStatus, JobID: f.JobID, Attempt: 1, State: state})
+		case messages.TypeAssignJob:
+			require.Equal(t, lost.ID, f.JobID, "only the disowned job is assigned again")
+			require.Equal(t, 2, f.Attempt)
+			require.True(t, asked[lost.ID], "assigned again before the worker disowned it")
+			again = true
+		default:
+			t.Fatalf("expected a job_query or assign_job, got %+v", f)
+		}
+	}
+	// The other is not asked about again, nor reassigned.
+	l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: lost.ID, Attempt: 2, Lane: "sim://w-raw/lane/0"})
+	require.Equal(t, "", l.next(actors.AssignAuditAfter+time.Second).Type, "nothing more for attempts the worker runs")
+
+	l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: kept.ID, Attempt: 1, Lane: "sim://w-raw/lane/1"})
+	for _, j := range []struct {
+		id      string
+		attempt int
+	}{{lost.ID, 2}, {kept.ID, 1}} {
+		l.send(messages.Frame{Type: messages.TypeJobDone, JobID: j.id, Attempt: j.attempt, Result: []byte(`{}`)})
+	}
+	for _, j := range []struct {
+		id       string
+		attempts int
+	}{{lost.ID, 2}, {kept.ID, 1}} {
+		got := waitFinal(t, url, j.id, 10*time.Second)
+		require.Equal(t, persistence.StatusSucceeded, got.Status, "job %s", j.id)
+		require.Equal(t, j.attempts, got.Attempts, "job %s", j.id)
+	}
+	_, m := do(t, "GET", url+"/metrics", "")
+	require.Contains(t, string(m), "paprika_assignments_recovered_total 1")
 }

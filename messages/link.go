@@ -17,6 +17,9 @@ const (
 	TypeJobDone       = "job_done"
 	TypeJobFailed     = "job_failed"
 	TypeSessionResult = "session_result"
+	// TypeJobStatus answers job_query: whether the worker holds the
+	// assignment (State is one of the JobState* values).
+	TypeJobStatus = "job_status"
 
 	// Hub → worker.
 	TypeWelcome        = "welcome"
@@ -28,6 +31,12 @@ const (
 	// arrives the worker keeps the job's frames and re-sends them after a
 	// reconnect, so a result is never lost with a socket.
 	TypeJobAck = "job_ack"
+	// TypeJobQuery asks whether the worker holds an assignment (job id and
+	// attempt) the hub could not confirm it delivered. The worker answers
+	// job_status; when it does not hold it, it also refuses that attempt
+	// from then on, so the hub may hand the job to another worker without
+	// any risk of a late assign_job running it a second time.
+	TypeJobQuery = "job_query"
 	// TypeError answers a malformed or unknown frame; the link stays open.
 	TypeError = "error"
 )
@@ -76,6 +85,9 @@ type Frame struct {
 	Command   json.RawMessage `json:"command,omitempty"`
 	OK        bool            `json:"ok,omitempty"`
 
+	// job_status
+	State string `json:"state,omitempty"`
+
 	// welcome
 	HeartbeatIntervalMS int64  `json:"heartbeat_interval_ms,omitempty"`
 	AliveWindowMS       int64  `json:"alive_window_ms,omitempty"`
@@ -85,6 +97,16 @@ type Frame struct {
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
 }
+
+// States of a job_status answer.
+const (
+	// JobStateRunning: the worker runs the attempt (or holds its final frames
+	// until job_ack); it will report it.
+	JobStateRunning = "running"
+	// JobStateUnknown: the worker never got the attempt, or already had its
+	// end acknowledged. Either way it will never run it now.
+	JobStateUnknown = "unknown"
+)
 
 // Capabilities is what a worker announces in hello.
 type Capabilities struct {
@@ -113,6 +135,7 @@ var knownTypes = map[string]bool{
 	TypeJobDone: true, TypeJobFailed: true, TypeSessionResult: true,
 	TypeWelcome: true, TypeAssignJob: true, TypeCancelJob: true,
 	TypeSessionCommand: true, TypeDrain: true, TypeJobAck: true, TypeError: true,
+	TypeJobQuery: true, TypeJobStatus: true,
 }
 
 // DecodeFrame parses one frame and checks the fields its type needs. It never
@@ -150,6 +173,16 @@ func (f *Frame) validate() error {
 	case TypeJobStarted, TypeJobDone, TypeJobFailed, TypeAssignJob, TypeCancelJob, TypeJobAck:
 		if f.JobID == "" {
 			return errors.New("job_id missing")
+		}
+	case TypeJobQuery, TypeJobStatus:
+		if f.JobID == "" {
+			return errors.New("job_id missing")
+		}
+		if f.Attempt < 1 {
+			return fmt.Errorf("attempt %d: must be 1 or more", f.Attempt)
+		}
+		if f.Type == TypeJobStatus && f.State != JobStateRunning && f.State != JobStateUnknown {
+			return fmt.Errorf("state %q is not one of %s, %s", f.State, JobStateRunning, JobStateUnknown)
 		}
 	case TypeJobLog:
 		if f.JobID == "" {

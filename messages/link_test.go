@@ -23,6 +23,10 @@ func TestDecodeFrame(t *testing.T) {
 		{`{"type":"job_log","job_id":"j","seq":-1}`, ErrMalformed},
 		{`{"type":"job_done","job_id":"j","result":{"lines":2}}`, nil},
 		{`{"type":"session_result"}`, ErrMalformed},
+		{`{"type":"job_query","job_id":"j","attempt":2}`, nil},
+		{`{"type":"job_query","job_id":"j"}`, ErrMalformed},
+		{`{"type":"job_status","job_id":"j","attempt":1,"state":"unknown"}`, nil},
+		{`{"type":"job_status","job_id":"j","attempt":1,"state":"maybe"}`, ErrMalformed},
 		{`{"type":"teleport"}`, ErrUnknownType},
 		{`{"type":`, ErrMalformed},
 		{`[]`, ErrMalformed},
@@ -62,6 +66,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"job_log","job_id":"j","attempt":1,"seq":7,"line":"hello"}`,
 		`{"type":"job_failed","job_id":"j","reason":"job_error","error":"boom"}`,
 		`{"type":"job_done","job_id":"j","result":{"lines":2},"assets":["a.png"]}`,
+		`{"type":"job_status","job_id":"j","attempt":3,"state":"running"}`,
+		`{"type":"job_query","job_id":"j","attempt":1}`,
 		`{"type":"x"}`, `{}`, `null`, `"s"`, `{"type":"job_log","seq":1e99}`,
 	} {
 		f.Add([]byte(s))

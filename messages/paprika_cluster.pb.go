@@ -1276,6 +1276,69 @@ func (*JobCancel) Descriptor() ([]byte, []int) {
 	return file_paprika_cluster_proto_rawDescGZIP(), []int{21}
 }
 
+// JobAudit: a worker's job_status answer to a job_query about an
+// assignment the hub could not confirm. state is "running" or "unknown"
+// (the worker will never run that attempt).
+type JobAudit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobAudit) Reset() {
+	*x = JobAudit{}
+	mi := &file_paprika_cluster_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobAudit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobAudit) ProtoMessage() {}
+
+func (x *JobAudit) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobAudit.ProtoReflect.Descriptor instead.
+func (*JobAudit) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *JobAudit) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *JobAudit) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *JobAudit) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
 // JobWorkerLost: the reconciler found the job's worker gone past the grace.
 type JobWorkerLost struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1287,7 +1350,7 @@ type JobWorkerLost struct {
 
 func (x *JobWorkerLost) Reset() {
 	*x = JobWorkerLost{}
-	mi := &file_paprika_cluster_proto_msgTypes[22]
+	mi := &file_paprika_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1362,7 @@ func (x *JobWorkerLost) String() string {
 func (*JobWorkerLost) ProtoMessage() {}
 
 func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[22]
+	mi := &file_paprika_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1375,7 @@ func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobWorkerLost.ProtoReflect.Descriptor instead.
 func (*JobWorkerLost) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{22}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *JobWorkerLost) GetWorkerId() string {
@@ -1342,7 +1405,7 @@ type ConnSend struct {
 
 func (x *ConnSend) Reset() {
 	*x = ConnSend{}
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1354,7 +1417,7 @@ func (x *ConnSend) String() string {
 func (*ConnSend) ProtoMessage() {}
 
 func (x *ConnSend) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1367,7 +1430,7 @@ func (x *ConnSend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnSend.ProtoReflect.Descriptor instead.
 func (*ConnSend) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ConnSend) GetFrame() []byte {
@@ -1395,7 +1458,7 @@ type ConnClose struct {
 
 func (x *ConnClose) Reset() {
 	*x = ConnClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1407,7 +1470,7 @@ func (x *ConnClose) String() string {
 func (*ConnClose) ProtoMessage() {}
 
 func (x *ConnClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1420,7 +1483,7 @@ func (x *ConnClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnClose.ProtoReflect.Descriptor instead.
 func (*ConnClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConnClose) GetCode() string {
@@ -1448,7 +1511,7 @@ type SessionOpen struct {
 
 func (x *SessionOpen) Reset() {
 	*x = SessionOpen{}
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1523,7 @@ func (x *SessionOpen) String() string {
 func (*SessionOpen) ProtoMessage() {}
 
 func (x *SessionOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1536,7 @@ func (x *SessionOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOpen.ProtoReflect.Descriptor instead.
 func (*SessionOpen) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SessionOpen) GetIdleTimeoutS() int32 {
@@ -1501,7 +1564,7 @@ type SessionCommand struct {
 
 func (x *SessionCommand) Reset() {
 	*x = SessionCommand{}
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1576,7 @@ func (x *SessionCommand) String() string {
 func (*SessionCommand) ProtoMessage() {}
 
 func (x *SessionCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1589,7 @@ func (x *SessionCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCommand.ProtoReflect.Descriptor instead.
 func (*SessionCommand) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SessionCommand) GetCommand() []byte {
@@ -1545,7 +1608,7 @@ type SessionClose struct {
 
 func (x *SessionClose) Reset() {
 	*x = SessionClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1620,7 @@ func (x *SessionClose) String() string {
 func (*SessionClose) ProtoMessage() {}
 
 func (x *SessionClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1633,7 @@ func (x *SessionClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionClose.ProtoReflect.Descriptor instead.
 func (*SessionClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 // SessionGet asks for the session object (Reply.json).
@@ -1582,7 +1645,7 @@ type SessionGet struct {
 
 func (x *SessionGet) Reset() {
 	*x = SessionGet{}
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1594,7 +1657,7 @@ func (x *SessionGet) String() string {
 func (*SessionGet) ProtoMessage() {}
 
 func (x *SessionGet) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1607,7 +1670,7 @@ func (x *SessionGet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionGet.ProtoReflect.Descriptor instead.
 func (*SessionGet) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 // SessionResult is a worker's answer to a session_command.
@@ -1623,7 +1686,7 @@ type SessionResult struct {
 
 func (x *SessionResult) Reset() {
 	*x = SessionResult{}
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1635,7 +1698,7 @@ func (x *SessionResult) String() string {
 func (*SessionResult) ProtoMessage() {}
 
 func (x *SessionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1648,7 +1711,7 @@ func (x *SessionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResult.ProtoReflect.Descriptor instead.
 func (*SessionResult) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SessionResult) GetCommandId() string {
@@ -1689,7 +1752,7 @@ type SessionWorkerGone struct {
 
 func (x *SessionWorkerGone) Reset() {
 	*x = SessionWorkerGone{}
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +1764,7 @@ func (x *SessionWorkerGone) String() string {
 func (*SessionWorkerGone) ProtoMessage() {}
 
 func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +1777,7 @@ func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionWorkerGone.ProtoReflect.Descriptor instead.
 func (*SessionWorkerGone) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SessionWorkerGone) GetWorkerId() string {
@@ -1736,7 +1799,7 @@ type SchedPickSession struct {
 
 func (x *SchedPickSession) Reset() {
 	*x = SchedPickSession{}
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +1811,7 @@ func (x *SchedPickSession) String() string {
 func (*SchedPickSession) ProtoMessage() {}
 
 func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +1824,7 @@ func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedPickSession.ProtoReflect.Descriptor instead.
 func (*SchedPickSession) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SchedPickSession) GetSessionId() string {
@@ -1781,7 +1844,7 @@ type WorkerForward struct {
 
 func (x *WorkerForward) Reset() {
 	*x = WorkerForward{}
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1793,7 +1856,7 @@ func (x *WorkerForward) String() string {
 func (*WorkerForward) ProtoMessage() {}
 
 func (x *WorkerForward) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1806,7 +1869,7 @@ func (x *WorkerForward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerForward.ProtoReflect.Descriptor instead.
 func (*WorkerForward) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WorkerForward) GetFrame() []byte {
@@ -1900,7 +1963,11 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x16\n" +
 	"\x06result\x18\x06 \x01(\fR\x06result\x12\x16\n" +
 	"\x06assets\x18\a \x03(\tR\x06assets\"\v\n" +
-	"\tJobCancel\"F\n" +
+	"\tJobCancel\"W\n" +
+	"\bJobAudit\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\"F\n" +
 	"\rJobWorkerLost\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"2\n" +
@@ -1947,7 +2014,7 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                // 0: paprika.Ref
 	(*Reply)(nil),              // 1: paprika.Reply
@@ -1971,24 +2038,25 @@ var file_paprika_cluster_proto_goTypes = []any{
 	(*JobStarted)(nil),         // 19: paprika.JobStarted
 	(*JobFinished)(nil),        // 20: paprika.JobFinished
 	(*JobCancel)(nil),          // 21: paprika.JobCancel
-	(*JobWorkerLost)(nil),      // 22: paprika.JobWorkerLost
-	(*ConnSend)(nil),           // 23: paprika.ConnSend
-	(*ConnClose)(nil),          // 24: paprika.ConnClose
-	(*SessionOpen)(nil),        // 25: paprika.SessionOpen
-	(*SessionCommand)(nil),     // 26: paprika.SessionCommand
-	(*SessionClose)(nil),       // 27: paprika.SessionClose
-	(*SessionGet)(nil),         // 28: paprika.SessionGet
-	(*SessionResult)(nil),      // 29: paprika.SessionResult
-	(*SessionWorkerGone)(nil),  // 30: paprika.SessionWorkerGone
-	(*SchedPickSession)(nil),   // 31: paprika.SchedPickSession
-	(*WorkerForward)(nil),      // 32: paprika.WorkerForward
-	nil,                        // 33: paprika.SessionOpen.LabelsEntry
+	(*JobAudit)(nil),           // 22: paprika.JobAudit
+	(*JobWorkerLost)(nil),      // 23: paprika.JobWorkerLost
+	(*ConnSend)(nil),           // 24: paprika.ConnSend
+	(*ConnClose)(nil),          // 25: paprika.ConnClose
+	(*SessionOpen)(nil),        // 26: paprika.SessionOpen
+	(*SessionCommand)(nil),     // 27: paprika.SessionCommand
+	(*SessionClose)(nil),       // 28: paprika.SessionClose
+	(*SessionGet)(nil),         // 29: paprika.SessionGet
+	(*SessionResult)(nil),      // 30: paprika.SessionResult
+	(*SessionWorkerGone)(nil),  // 31: paprika.SessionWorkerGone
+	(*SchedPickSession)(nil),   // 32: paprika.SchedPickSession
+	(*WorkerForward)(nil),      // 33: paprika.WorkerForward
+	nil,                        // 34: paprika.SessionOpen.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
 	0,  // 1: paprika.WorkerHeartbeat.conn:type_name -> paprika.Ref
 	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
-	33, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	34, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
 	4,  // [4:4] is the sub-list for method output_type
 	4,  // [4:4] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
@@ -2007,7 +2075,7 @@ func file_paprika_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

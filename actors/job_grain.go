@@ -56,6 +56,10 @@ type auditTick struct{}
 // again at once instead of failing at its deadline.
 const AssignAuditAfter = 5 * time.Second
 
+// restartSlack widens "the worker started after the claim" for the error
+// of its uptime (network delay) and for the clocks of two hubs.
+const restartSlack = 2 * time.Second
+
 // auditEvery spaces the queries while the worker does not answer (it is
 // reconnecting, or its grain moving).
 const auditEvery = 5 * time.Second
@@ -236,6 +240,14 @@ func (g *jobGrain) onAudit(ctx actor.Context, m *messages.JobAudit) {
 	if m.State != messages.JobStateUnknown {
 		g.audited = int(m.Attempt)
 		g.stopAudit()
+		return
+	}
+	if m.WorkerStartedUnixMs == 0 || time.UnixMilli(m.WorkerStartedUnixMs).After(g.job.StartedAt.Add(-restartSlack)) {
+		// A worker process younger than the claim cannot know whether its
+		// predecessor got (and ran) the attempt: that is a lost worker, not
+		// an undelivered assignment — retried only while attempts remain.
+		g.log.Warn("worker restarted since the assignment; treating the attempt as lost", slog.String("worker_id", m.WorkerId))
+		g.workerLost(ctx, &messages.JobWorkerLost{WorkerId: m.WorkerId, Attempt: m.Attempt})
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)

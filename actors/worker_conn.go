@@ -308,7 +308,11 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		}
 		ctx.Send(pid, &logEnd{notify: ctx.Self(), payload: in})
 	case messages.TypeJobStatus:
-		sendGrain(ctx, cl, f.JobID, KindJob, &messages.JobAudit{WorkerId: c.workerID, Attempt: int32(f.Attempt), State: f.State})
+		audit := &messages.JobAudit{WorkerId: c.workerID, Attempt: int32(f.Attempt), State: f.State}
+		if f.UptimeMS > 0 {
+			audit.WorkerStartedUnixMs = c.deps.now().UnixMilli() - f.UptimeMS
+		}
+		sendGrain(ctx, cl, f.JobID, KindJob, audit)
 	case messages.TypeSessionResult:
 		sendGrain(ctx, cl, f.SessionID, KindSession, &messages.SessionResult{CommandId: f.CommandID, Ok: f.OK,
 			Result: f.Result, Error: f.Error})

@@ -43,15 +43,16 @@ var (
 // on its lanes and reports them. Build it with New and start it with Run.
 type Agent struct {
 	// Fixed after New.
-	cfg     Config
-	logp    atomic.Pointer[slog.Logger] // carries worker_id; replaced when the id changes
-	driver  Driver
-	lanIP   net.IP
-	sampler *sysstat.Sampler
-	box     *outbox
-	started atomic.Bool
-	statErr atomic.Bool  // a failed host reading was logged once already
-	jobsRun atomic.Int64 // jobs finished since start (restart threshold)
+	cfg      Config
+	logp     atomic.Pointer[slog.Logger] // carries worker_id; replaced when the id changes
+	driver   Driver
+	lanIP    net.IP
+	sampler  *sysstat.Sampler
+	box      *outbox
+	started  atomic.Bool
+	statErr  atomic.Bool  // a failed host reading was logged once already
+	jobsRun  atomic.Int64 // jobs finished since start (restart threshold)
+	bootTime time.Time    // when this process's agent was built (job_status uptime)
 
 	// Guarded by mu; shared by the connect loop, the link readers and the
 	// job goroutines.
@@ -99,6 +100,7 @@ func New(cfg Config) (*Agent, error) {
 		lanIP:      ip,
 		sampler:    sysstat.NewSampler(cfg.WorkDir),
 		box:        newOutbox(maxPendingFrames),
+		bootTime:   time.Now(),
 		jobs:       make(map[string]*runningJob),
 		sessions:   make(map[string]*sessionRunner),
 		hbInterval: cfg.HeartbeatInterval,

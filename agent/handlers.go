@@ -146,7 +146,8 @@ func (a *Agent) handleJobQuery(l *link, f messages.Frame) {
 	}
 	a.mu.Unlock()
 	a.lg().Info("hub asked about an assignment", "job_id", f.JobID, "attempt", f.Attempt, "state", state)
-	l.send(messages.Frame{Type: messages.TypeJobStatus, JobID: f.JobID, Attempt: f.Attempt, State: state})
+	l.send(messages.Frame{Type: messages.TypeJobStatus, JobID: f.JobID, Attempt: f.Attempt, State: state,
+		UptimeMS: max(time.Since(a.bootTime).Milliseconds(), 1)})
 }
 
 // refusedSet remembers the attempts this worker disowned, the newest

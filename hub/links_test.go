@@ -111,43 +111,52 @@ func laneURLs(id string, n int) []string {
 // An assignment the worker never got (its confirmation died with a hub or a
 // socket) keeps its claim until the worker itself disowns it: then the job
 // runs under a new attempt instead of failing at its deadline. An attempt
-// the worker says it runs is left alone.
+// the worker says it runs is left alone. A worker process younger than the
+// claim cannot vouch for its predecessor: that attempt counts as lost.
 func TestUnconfirmedAssignmentIsAskedAbout(t *testing.T) {
 	h := startTestHub(t, testConfig(t))
 	url := h.URL()
-	l := dialRawLink(t, url, "w-raw", 2)
+	l := dialRawLink(t, url, "w-raw", 3)
 
 	lost := submit(t, url, `{"mode":"noop"}`)
 	kept := submit(t, url, `{"mode":"noop"}`)
+	forgot := submit(t, url, `{"mode":"noop","max_attempts":1}`)
 	assigned := map[string]int{}
-	for len(assigned) < 2 {
+	for len(assigned) < 3 {
 		f := l.next(5 * time.Second)
 		require.Equal(t, messages.TypeAssignJob, f.Type)
 		assigned[f.JobID] = f.Attempt
 	}
-	require.Equal(t, map[string]int{lost.ID: 1, kept.ID: 1}, assigned)
+	require.Equal(t, map[string]int{lost.ID: 1, kept.ID: 1, forgot.ID: 1}, assigned)
 
 	// Neither is started: after AssignAuditAfter the hub asks about both.
 	// The disowned one comes again under attempt 2 (maybe before the other
 	// query is out).
-	asked, again := map[string]bool{}, false
-	for len(asked) < 2 || !again {
+	asked, again, canceled := map[string]bool{}, false, false
+	for len(asked) < 3 || !again || !canceled {
 		f := l.next(actors.AssignAuditAfter + 5*time.Second)
 		switch f.Type {
 		case messages.TypeJobQuery:
 			require.Equal(t, 1, f.Attempt)
 			require.False(t, asked[f.JobID], "asked twice about %s", f.JobID)
 			asked[f.JobID] = true
-			state := messages.JobStateRunning
-			if f.JobID == lost.ID {
-				state = messages.JobStateUnknown
+			answer := messages.Frame{Type: messages.TypeJobStatus, JobID: f.JobID, Attempt: 1,
+				State: messages.JobStateRunning, UptimeMS: time.Hour.Milliseconds()}
+			switch f.JobID {
+			case lost.ID:
+				answer.State = messages.JobStateUnknown
+			case forgot.ID:
+				answer.State, answer.UptimeMS = messages.JobStateUnknown, 10 // restarted just now
 			}
-			l.send(messages.Frame{Type: messages.TypeJobStatus, JobID: f.JobID, Attempt: 1, State: state})
+			l.send(answer)
 		case messages.TypeAssignJob:
 			require.Equal(t, lost.ID, f.JobID, "only the disowned job is assigned again")
 			require.Equal(t, 2, f.Attempt)
 			require.True(t, asked[lost.ID], "assigned again before the worker disowned it")
 			again = true
+		case messages.TypeCancelJob:
+			require.Equal(t, forgot.ID, f.JobID, "only the lost attempt is canceled")
+			canceled = true
 		default:
 			t.Fatalf("expected a job_query or assign_job, got %+v", f)
 		}
@@ -171,6 +180,9 @@ func TestUnconfirmedAssignmentIsAskedAbout(t *testing.T) {
 		require.Equal(t, persistence.StatusSucceeded, got.Status, "job %s", j.id)
 		require.Equal(t, j.attempts, got.Attempts, "job %s", j.id)
 	}
+	got := waitFinal(t, url, forgot.ID, 10*time.Second)
+	require.Equal(t, persistence.StatusFailed, got.Status)
+	require.Equal(t, persistence.ReasonWorkerLost, got.Reason)
 	_, m := do(t, "GET", url+"/metrics", "")
 	require.Contains(t, string(m), "paprika_assignments_recovered_total 1")
 }

@@ -85,8 +85,11 @@ type Frame struct {
 	Command   json.RawMessage `json:"command,omitempty"`
 	OK        bool            `json:"ok,omitempty"`
 
-	// job_status
-	State string `json:"state,omitempty"`
+	// job_status: State, and how long the worker process has run, so the
+	// hub can tell "never got it" from "restarted since, and forgot it"
+	// without comparing clocks across machines.
+	State    string `json:"state,omitempty"`
+	UptimeMS int64  `json:"uptime_ms,omitempty"`
 
 	// welcome
 	HeartbeatIntervalMS int64  `json:"heartbeat_interval_ms,omitempty"`

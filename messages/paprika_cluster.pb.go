@@ -1278,14 +1278,16 @@ func (*JobCancel) Descriptor() ([]byte, []int) {
 
 // JobAudit: a worker's job_status answer to a job_query about an
 // assignment the hub could not confirm. state is "running" or "unknown"
-// (the worker will never run that attempt).
+// (the worker will never run that attempt). worker_started_unix_ms is when
+// the worker process started, on the receiving hub's clock (0: unknown).
 type JobAudit struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId            string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Attempt             int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	State               string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	WorkerStartedUnixMs int64                  `protobuf:"varint,4,opt,name=worker_started_unix_ms,json=workerStartedUnixMs,proto3" json:"worker_started_unix_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *JobAudit) Reset() {
@@ -1337,6 +1339,13 @@ func (x *JobAudit) GetState() string {
 		return x.State
 	}
 	return ""
+}
+
+func (x *JobAudit) GetWorkerStartedUnixMs() int64 {
+	if x != nil {
+		return x.WorkerStartedUnixMs
+	}
+	return 0
 }
 
 // JobWorkerLost: the reconciler found the job's worker gone past the grace.
@@ -1963,11 +1972,12 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x16\n" +
 	"\x06result\x18\x06 \x01(\fR\x06result\x12\x16\n" +
 	"\x06assets\x18\a \x03(\tR\x06assets\"\v\n" +
-	"\tJobCancel\"W\n" +
+	"\tJobCancel\"\x8c\x01\n" +
 	"\bJobAudit\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
-	"\x05state\x18\x03 \x01(\tR\x05state\"F\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x123\n" +
+	"\x16worker_started_unix_ms\x18\x04 \x01(\x03R\x13workerStartedUnixMs\"F\n" +
 	"\rJobWorkerLost\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"2\n" +

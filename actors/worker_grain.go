@@ -187,6 +187,11 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 		return
 	}
 	g.applyStats(f.Stats)
+	if len(f.LaneURLs) > 0 {
+		// A lane's browser started, restarted or exited since hello: its
+		// address changed. Absent means unchanged (most heartbeats).
+		g.info.Lanes = f.LaneURLs
+	}
 	g.adoptRunning(f.Running)
 	g.pruneUnreported(f.Running)
 	g.info.LastSeen = g.deps.now()

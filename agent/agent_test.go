@@ -134,6 +134,7 @@ func TestHelloWelcomeHeartbeat(t *testing.T) {
 		}
 		require.Positive(t, hb.Stats.MemPct, "a running machine uses some memory")
 		require.Positive(t, hb.Stats.DiskPct, "a file system holding files is not empty")
+		require.Nil(t, hb.LaneURLs, "the lanes did not change since hello")
 	}
 	require.Equal(t, "w5150", b.a.ID())
 }

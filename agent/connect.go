@@ -83,6 +83,7 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 	l.start()
 
 	running, stats := a.report()
+	helloLanes := a.laneURLs()
 	l.send(messages.Frame{
 		Type:     messages.TypeHello,
 		WorkerID: id,
@@ -90,7 +91,7 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 		Version:  a.cfg.Version,
 		Capabilities: &messages.Capabilities{
 			MaxConcurrent: a.cfg.Lanes,
-			LaneURLs:      a.laneURLs(),
+			LaneURLs:      helloLanes,
 			Drivers:       []string{a.driver.Name()},
 		},
 		Stats:   stats,
@@ -125,6 +126,12 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 	interval := a.heartbeatInterval()
 	hb := time.NewTicker(interval)
 	defer hb.Stop()
+	lanes := newLaneReport(helloLanes)
+	defer lanes.stop()
+	var laneChanges <-chan struct{} // nil (never ready) for drivers whose lanes do not change
+	if w, ok := a.driver.(LaneWatcher); ok {
+		laneChanges = w.LaneChanges()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -136,13 +143,38 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 			a.box.detach(l.ready)
 			return true, false, fmt.Errorf("link: %w", l.err)
 		case <-hb.C:
-			running, stats := a.report()
-			l.send(messages.Frame{Type: messages.TypeHeartbeat, Stats: stats, Running: running})
+			a.heartbeat(l, lanes)
 			if iv := a.heartbeatInterval(); iv != interval {
 				interval = iv
 				hb.Reset(iv)
 			}
+		case <-laneChanges:
+			lanes.changed(time.Now())
+		case <-lanes.due():
+			lanes.fired()
+			// Skipped when a regular heartbeat carried the change already,
+			// or the lanes changed back.
+			if lanes.differs(a.laneURLs()) {
+				a.heartbeat(l, lanes)
+			}
 		}
+	}
+}
+
+// heartbeat sends a heartbeat with the running jobs and host stats, and the
+// lanes' addresses when they are news to this link's hub.
+func (a *Agent) heartbeat(l *link, lanes *laneReport) {
+	running, stats := a.report()
+	f := messages.Frame{Type: messages.TypeHeartbeat, Stats: stats, Running: running}
+	urls := a.laneURLs()
+	if lanes.differs(urls) {
+		f.LaneURLs = urls
+	}
+	// A dropped frame leaves the change unreported: the next heartbeat
+	// carries it.
+	if l.send(f) && f.LaneURLs != nil {
+		lanes.reported(urls, time.Now())
+		a.lg().Info("lane addresses reported", "lane_urls", urls)
 	}
 }
 
@@ -169,9 +201,15 @@ func (a *Agent) heartbeatInterval() time.Duration {
 	return a.hbInterval
 }
 
-// laneURLs lists the lanes' URLs for hello.
+// laneURLs is every lane's current address as the driver reports it (for
+// chromium: the DevTools URL of a started lane, else its placeholder). It
+// asks the driver each time rather than keeping a copy, because a
+// LaneWatcher's addresses change at run time.
 func (a *Agent) laneURLs() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.lanes.urls...)
+	id := a.ID()
+	urls := make([]string, a.cfg.Lanes)
+	for i := range urls {
+		urls[i] = a.driver.LaneURL(id, i)
+	}
+	return urls
 }

@@ -15,6 +15,10 @@
 //     control queue, ping/pong keepalive, heartbeats with real host readings
 //     (package sysstat). A lost link is redialled with exponential backoff
 //     and jitter, rotating through Config.HubURLs.
+//   - What the hub knows of the lanes' addresses: hello carries them as
+//     they are; when a LaneWatcher driver's addresses change (a browser
+//     started, restarted or exited) a heartbeat carries the new list
+//     within laneReportDelay, bursts coalesced (lane_report.go).
 //   - The lanes: never more than Config.Lanes jobs at once; an assign_job
 //     with no free lane is answered with job_failed reason "rejected".
 //   - The sessions (session.go): session_command "open" reserves a lane

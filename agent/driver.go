@@ -46,8 +46,12 @@ type Driver interface {
 	// Name is the driver's name, announced in hello's capabilities.drivers.
 	Name() string
 	// LaneURL is the address of lane (0-based) on the worker with the given
-	// id, announced in hello's capabilities.lane_urls and reported as the
-	// lane of job_started.
+	// id, announced in hello's capabilities.lane_urls (and in heartbeat
+	// lane_urls when a LaneWatcher says it changed). Its answer when the
+	// worker id is set names the lane in job_started and in a session's
+	// open result. It is called from any of the agent's goroutines, at
+	// times under the agent's lock: it must answer at once and never call
+	// back into the agent.
 	LaneURL(workerID string, lane int) string
 	// Run executes job on lane. ctx ends at the job's deadline, on
 	// cancel_job and when the agent stops; Run must return soon after.
@@ -55,6 +59,19 @@ type Driver interface {
 	// concurrent use. A failure is returned as a *JobError naming its
 	// reason; any other error counts as ReasonJobError.
 	Run(ctx context.Context, lane int, job Job, emit func(line string) error) (Result, error)
+}
+
+// LaneWatcher is implemented by a Driver whose lane addresses change while
+// the agent runs: a lane's browser starts lazily, restarts, or exits. The
+// agent then reads every lane's LaneURL again and tells the hub in a
+// heartbeat, so the hub shows the lanes' live addresses, not the ones hello
+// carried.
+type LaneWatcher interface {
+	// LaneChanges returns the channel on which the driver signals that one
+	// or more LaneURLs changed. The driver sends without blocking into a
+	// buffer of one: a burst of changes is one wake-up, and a lane never
+	// waits for the agent. The agent is its only reader.
+	LaneChanges() <-chan struct{}
 }
 
 // Job is what a driver needs to run one assignment.

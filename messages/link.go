@@ -44,6 +44,10 @@ const (
 // MaxFrameBytes bounds one frame; a longer one is refused by the reader.
 const MaxFrameBytes = 1 << 20
 
+// maxLanes bounds a worker's lane count as announced (max_concurrent,
+// lane_urls).
+const maxLanes = 10000
+
 // Frame is the union of every worker-link frame. Only the fields of its Type
 // are set; encoding omits the rest, so each frame on the wire carries just
 // what API.md lists for it.
@@ -59,6 +63,11 @@ type Frame struct {
 	// heartbeat (and hello, so a reconnecting worker reports at once)
 	Stats   *Stats   `json:"stats,omitempty"`
 	Running []string `json:"running,omitempty"`
+	// LaneURLs (heartbeat only) is the worker's lane list as in hello's
+	// capabilities.lane_urls, sent when a lane's address changed since the
+	// worker last reported it (a lane's browser started, restarted or
+	// exited). Absent means unchanged, so the common heartbeat stays small.
+	LaneURLs []string `json:"lane_urls,omitempty"`
 
 	// job frames
 	JobID    string          `json:"job_id,omitempty"`
@@ -166,12 +175,15 @@ func (f *Frame) validate() error {
 		if f.Capabilities == nil {
 			return errors.New("capabilities missing")
 		}
-		if f.Capabilities.MaxConcurrent < 0 || f.Capabilities.MaxConcurrent > 10000 {
-			return fmt.Errorf("max_concurrent %d out of range 0..10000", f.Capabilities.MaxConcurrent)
+		if f.Capabilities.MaxConcurrent < 0 || f.Capabilities.MaxConcurrent > maxLanes {
+			return fmt.Errorf("max_concurrent %d out of range 0..%d", f.Capabilities.MaxConcurrent, maxLanes)
 		}
 	case TypeHeartbeat:
 		if f.Stats == nil {
 			return errors.New("stats missing")
+		}
+		if len(f.LaneURLs) > maxLanes {
+			return fmt.Errorf("lane_urls has %d entries, limit %d", len(f.LaneURLs), maxLanes)
 		}
 	case TypeJobStarted, TypeJobDone, TypeJobFailed, TypeAssignJob, TypeCancelJob, TypeJobAck:
 		if f.JobID == "" {

@@ -2,6 +2,7 @@ package messages
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,9 @@ func TestDecodeFrame(t *testing.T) {
 		{`{"type":"hello","capabilities":{"max_concurrent":-1}}`, ErrMalformed},
 		{`{"type":"heartbeat","stats":{"in_flight":1}}`, nil},
 		{`{"type":"heartbeat"}`, ErrMalformed},
+		{`{"type":"heartbeat","stats":{"in_flight":0},"lane_urls":["ws://127.0.0.1:9222/devtools/browser/x","chromium://w1/lane/1"]}`, nil},
+		{`{"type":"heartbeat","stats":{"in_flight":0},"lane_urls":"ws://x"}`, ErrMalformed},
+		{`{"type":"heartbeat","stats":{"in_flight":0},"lane_urls":[` + strings.TrimSuffix(strings.Repeat(`"x",`, maxLanes+1), ",") + `]}`, ErrMalformed},
 		{`{"type":"job_log","job_id":"j","seq":3,"line":"x"}`, nil},
 		{`{"type":"job_log","seq":3}`, ErrMalformed},
 		{`{"type":"job_log","job_id":"j","seq":-1}`, ErrMalformed},
@@ -44,6 +48,25 @@ func TestDecodeFrame(t *testing.T) {
 	require.ErrorIs(t, err, ErrMalformed)
 }
 
+// TestHeartbeatLaneURLs: lane_urls of a heartbeat survives the wire, and a
+// heartbeat without it decodes to nil (the hub reads that as unchanged).
+func TestHeartbeatLaneURLs(t *testing.T) {
+	urls := []string{"ws://127.0.0.1:41235/devtools/browser/0b1c", "chromium://w1/lane/1"}
+	b, err := Frame{Type: TypeHeartbeat, Stats: &Stats{InFlight: 1}, LaneURLs: urls}.Encode()
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"lane_urls":["ws://127.0.0.1:41235/devtools/browser/0b1c","chromium://w1/lane/1"]`)
+	g, err := DecodeFrame(b)
+	require.NoError(t, err)
+	require.Equal(t, urls, g.LaneURLs)
+
+	b, err = Frame{Type: TypeHeartbeat, Stats: &Stats{}}.Encode()
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "lane_urls")
+	g, err = DecodeFrame(b)
+	require.NoError(t, err)
+	require.Nil(t, g.LaneURLs)
+}
+
 func TestFrameRoundTrip(t *testing.T) {
 	f := Frame{Type: TypeAssignJob, JobID: "j1", Attempt: 2, Mode: "noop", Params: []byte(`{"lines":3}`), Deadline: 1234}
 	b, err := f.Encode()
@@ -63,6 +86,7 @@ func FuzzDecodeFrame(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"hello","worker_id":"w1","lan_ip":"10.0.0.1","capabilities":{"max_concurrent":4,"lane_urls":["a"]}}`,
 		`{"type":"heartbeat","stats":{"in_flight":1,"cpu_pct":3.5},"running":["j1"]}`,
+		`{"type":"heartbeat","stats":{"in_flight":0},"lane_urls":["ws://127.0.0.1:41235/devtools/browser/0b1c","chromium://w1/lane/1"]}`,
 		`{"type":"job_log","job_id":"j","attempt":1,"seq":7,"line":"hello"}`,
 		`{"type":"job_failed","job_id":"j","reason":"job_error","error":"boom"}`,
 		`{"type":"job_done","job_id":"j","result":{"lines":2},"assets":["a.png"]}`,
@@ -85,7 +109,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decode of %s: %v", b, err)
 		}
-		if g.Type != fr.Type || g.JobID != fr.JobID || g.Seq != fr.Seq {
+		if g.Type != fr.Type || g.JobID != fr.JobID || g.Seq != fr.Seq || !slices.Equal(g.LaneURLs, fr.LaneURLs) {
 			t.Fatalf("round trip changed the frame: %+v vs %+v", fr, g)
 		}
 	})

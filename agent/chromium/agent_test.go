@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -216,6 +217,10 @@ func TestAgentWithChromium(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.Result, &opened))
 	require.Equal(t, "chromium://w-test/lane/0", opened["lane"])
 	require.True(t, strings.HasPrefix(opened["devtools_url"], "ws://127.0.0.1:"), opened["devtools_url"])
+	// The started lane's live address reaches the hub in a heartbeat.
+	hub.wait("heartbeat with lane 0's DevTools URL", func(f messages.Frame) bool {
+		return f.Type == messages.TypeHeartbeat && slices.Equal(f.LaneURLs, []string{opened["devtools_url"]})
+	})
 	hub.heartbeat(1)
 
 	r = hub.command("s2", "c2", map[string]any{"op": "open"})

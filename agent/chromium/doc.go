@@ -74,6 +74,13 @@
 // chromium: ..."). Close kills every lane the same way (tested: no process
 // left).
 //
+// A lane's address (LaneURL) is its browser's DevTools URL while the
+// browser runs, and the placeholder chromium://<worker id>/lane/<n> before
+// its first use and from the moment its browser exits on its own (a watcher
+// per browser notices) until the next user restarts it under a new URL.
+// LaneChanges signals each change; the agent reports the lanes' addresses
+// to the hub in a heartbeat's lane_urls.
+//
 // A job's context reaches the browser: when it ends (deadline, cancel_job,
 // agent stopping) the call in progress returns at once and the page is
 // closed, which aborts its navigation; the lane is clean for the next job,

@@ -36,6 +36,7 @@ type Driver struct {
 	cancel   context.CancelFunc
 	lanes    []*lane
 	closeErr error
+	changes  chan struct{} // LaneChanges; buffer of one, sent to without blocking
 
 	closeOnce sync.Once
 }
@@ -43,6 +44,7 @@ type Driver struct {
 var (
 	_ agent.Driver        = (*Driver)(nil)
 	_ agent.SessionDriver = (*Driver)(nil)
+	_ agent.LaneWatcher   = (*Driver)(nil)
 )
 
 // New checks cfg and finds Chromium; it starts no browser (lanes start on
@@ -56,7 +58,7 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, path: path, log: cfg.Logger.With("driver", agent.DriverChromium)}
+	d := &Driver{cfg: cfg, path: path, log: cfg.Logger.With("driver", agent.DriverChromium), changes: make(chan struct{}, 1)}
 	if cfg.WorkDir == "" {
 		if d.workDir, err = os.MkdirTemp("", "paprika-chromium-"); err != nil {
 			return nil, fmt.Errorf("chromium work dir: %w", err)
@@ -85,8 +87,9 @@ func (d *Driver) Name() string { return agent.DriverChromium }
 
 // LaneURL implements agent.Driver: the lane's DevTools WebSocket URL
 // (ws://127.0.0.1:<port>/devtools/browser/<id>) while its browser runs,
-// else the stable placeholder chromium://<worker id>/lane/<n>. The URL
-// changes when the lane restarts.
+// else the stable placeholder chromium://<worker id>/lane/<n> (a lane not
+// started yet, or whose browser exited and was not restarted yet). The URL
+// changes when the lane restarts; LaneChanges signals every change.
 func (d *Driver) LaneURL(workerID string, lane int) string {
 	if lane >= 0 && lane < len(d.lanes) {
 		if u := d.lanes[lane].url.Load(); u != nil {
@@ -94,6 +97,19 @@ func (d *Driver) LaneURL(workerID string, lane int) string {
 		}
 	}
 	return fmt.Sprintf("chromium://%s/lane/%d", workerID, lane)
+}
+
+// LaneChanges implements agent.LaneWatcher: it signals after a lane's
+// browser started, restarted, exited or was stopped by Close.
+func (d *Driver) LaneChanges() <-chan struct{} { return d.changes }
+
+// laneChanged signals LaneChanges. A signal already pending covers this
+// change too: the reader reads every lane's URL when it wakes.
+func (d *Driver) laneChanged() {
+	select {
+	case d.changes <- struct{}{}:
+	default:
+	}
 }
 
 // Run implements agent.Driver for the modes fetch, macro and noop (noop as

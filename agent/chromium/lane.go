@@ -25,6 +25,10 @@ type lane struct {
 
 	url atomic.Pointer[string] // DevTools URL while a browser runs
 
+	// watchers are the watch goroutines, one per browser started; each
+	// ends with its browser's context, and shutdown waits for them.
+	watchers sync.WaitGroup
+
 	mu      sync.Mutex
 	b       *browserProc // nil until the first use, and after a failed restart
 	suspect string       // why the next user must restart the browser; "" if none
@@ -68,7 +72,11 @@ func (l *lane) ensure(ctx context.Context, note func(string)) (*browserProc, err
 		l.mu.Lock()
 		if l.b == b {
 			l.b = nil
-			l.url.Store(nil)
+			// Signalled with the start's outcome below, so that a restart
+			// is one change (old URL → new URL), not two.
+			if l.url.Swap(nil) != nil {
+				defer l.d.laneChanged()
+			}
 		}
 		l.mu.Unlock()
 		b.stop()
@@ -91,11 +99,31 @@ func (l *lane) ensure(ctx context.Context, note func(string)) (*browserProc, err
 	l.b = nb
 	l.starts++
 	l.url.Store(&nb.wsURL)
+	// Started under mu after the closed check: shutdown's Wait never runs
+	// concurrently with this Add.
+	l.watchers.Go(func() { l.watch(nb) })
 	l.mu.Unlock()
+	l.d.laneChanged()
 	took := time.Since(start).Round(time.Millisecond)
 	note(fmt.Sprintf("lane %d: chromium started (pid %d) in %s", l.idx, nb.pid, took))
 	l.d.log.Info("chromium lane started", "lane", l.idx, "pid", nb.pid, "devtools_url", nb.wsURL, "took", took)
 	return nb, nil
+}
+
+// watch takes a browser that exited on its own (killed, crashed, its
+// connection lost) out of LaneURL at once, so that the hub is not shown a
+// dead address until the lane's next user restarts it. It leaves l.b alone:
+// that user's health check finds the exit and cleans up. It ends with b's
+// context, which stop also ends.
+func (l *lane) watch(b *browserProc) {
+	<-b.ctx.Done()
+	// Only if the URL is still b's: after a restart or shutdown it is not.
+	if l.url.CompareAndSwap(&b.wsURL, nil) {
+		if l.d.ctx.Err() == nil { // Close kills every browser: not news
+			l.d.log.Warn("chromium lane exited; its next user restarts it", "lane", l.idx, "pid", b.pid, "cause", b.exitCause())
+		}
+		l.d.laneChanged()
+	}
 }
 
 // markSuspect makes the next user restart the browser first.
@@ -119,9 +147,13 @@ func (l *lane) shutdown() {
 	l.mu.Lock()
 	b := l.b
 	l.b, l.closed = nil, true
-	l.url.Store(nil)
+	changed := l.url.Swap(nil) != nil
 	l.mu.Unlock()
 	if b != nil {
 		b.stop()
+	}
+	l.watchers.Wait()
+	if changed {
+		l.d.laneChanged()
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/paprika-hub/paprika/agent"
 	"github.com/paprika-hub/paprika/agent/chromium"
+	"github.com/paprika-hub/paprika/persistence"
 	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 
@@ -148,6 +149,70 @@ func TestSessionWorkerGone(t *testing.T) {
 	require.Equal(t, http.StatusGone, st, string(b))
 	require.Contains(t, string(b), "disconnected")
 	_ = os.Getenv
+}
+
+// openFormSession opens a session on h, fills the form page on it and
+// returns the session id: the page's text is the proof, later, that the
+// session still drives the same browser tab.
+func openFormSession(t *testing.T, hubURL, pageURL string) string {
+	t.Helper()
+	st, b := do(t, "POST", hubURL+"/sessions", `{"idle_timeout_s":60}`)
+	require.Equal(t, http.StatusCreated, st, string(b))
+	var sess struct{ ID string }
+	require.NoError(t, json.Unmarshal(b, &sess))
+	for _, c := range []string{`{"op":"navigate","url":"` + pageURL + `"}`,
+		`{"op":"type","selector":"#name","text":"paprika"}`, `{"op":"click","selector":"#go"}`} {
+		st, b := do(t, "POST", hubURL+"/sessions/"+sess.ID+"/commands", c)
+		require.Equal(t, http.StatusOK, st, "%s: %s", c, b)
+	}
+	return sess.ID
+}
+
+// requireSameTab checks the session still shows the filled-in form.
+func requireSameTab(t *testing.T, hubURL, id string) {
+	t.Helper()
+	st, b := do(t, "POST", hubURL+"/sessions/"+id+"/commands", `{"op":"text","selector":"#out"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	require.Contains(t, string(b), "hello paprika")
+}
+
+// TestSessionSurvivesGrainRestart: the session grain panics and restarts
+// with a fresh struct; it reloads the session from the (embedded) session
+// store and drives the same tab, and DELETE still frees the lane.
+func TestSessionSurvivesGrainRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, formPage)
+	}))
+	defer page.Close()
+	h := startTestHub(t, testConfig(t))
+	require.Equal(t, "embedded:memory", h.stores.Kinds["sessions"])
+	startChromiumAgent(t, h.URL(), "wc", 1)
+	require.Eventually(t, func() bool {
+		ws, _ := h.Workers(context.Background())
+		return len(ws) == 1 && ws[0].Alive
+	}, 20*time.Second, 20*time.Millisecond)
+	id := openFormSession(t, h.URL(), page.URL)
+
+	require.NoError(t, h.InjectPanic(context.Background(), "session", id))
+	require.Eventually(t, func() bool { return h.Metrics().Get("paprika_sessions_resumed_total") == 1 },
+		10*time.Second, 10*time.Millisecond, "the restarted grain reloads the session")
+	requireSameTab(t, h.URL(), id)
+	ws, _ := h.Workers(context.Background())
+	require.Equal(t, 1, ws[0].InFlight, "the session still holds the lane")
+
+	st, b := do(t, "DELETE", h.URL()+"/sessions/"+id, "")
+	require.Equal(t, http.StatusOK, st, string(b))
+	require.Contains(t, string(b), `"closed"`)
+	require.Eventually(t, func() bool {
+		ws, _ := h.Workers(context.Background())
+		return len(ws) == 1 && ws[0].InFlight == 0
+	}, 10*time.Second, 50*time.Millisecond)
+	_, err := h.stores.Sessions.Get(context.Background(), id)
+	require.ErrorIs(t, err, persistence.ErrNotFound, "a closed session leaves no record")
 }
 
 // TestFetchAndMacroJobsThroughTheHub: browser jobs end to end — the hub

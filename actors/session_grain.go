@@ -159,11 +159,11 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		g.close(ctx, "closed by request")
 		reply(ctx, ok(g.json()))
 	case *messages.SessionWorkerGone:
-		if g.s.Status != SessionClosed && msg.WorkerId == g.s.WorkerID {
+		if g.s.ID != "" && g.s.Status != SessionClosed && msg.WorkerId == g.s.WorkerID {
 			g.end(ctx, fmt.Sprintf("worker %s disconnected", g.s.WorkerID))
 		}
 	case *messages.SessionEnsure:
-		if g.s.ID == "" && msg.WorkerId != "" {
+		if g.s.ID == "" && g.closeCmd == "" && msg.WorkerId != "" {
 			g.reclaim(ctx, msg.WorkerId)
 		}
 	case *sessionCmdTimeout:
@@ -234,11 +234,13 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 // the session (mid-open), or the release of a closed session was lost with
 // its hub. Nobody else would free it: the worker grain keeps a session's
 // slot until the session grain releases it or the worker disconnects.
+// Callers still get not-found: nothing is known of the session but its
+// worker.
 func (g *sessionGrain) reclaim(ctx actor.Context, workerID string) {
 	g.deps.Metrics.Inc("paprika_sessions_reclaimed_total")
 	g.log.Warn("worker holds a lane for an unrecorded session; closing it", slog.String("worker_id", workerID))
-	g.s = Session{ID: g.id, WorkerID: workerID, Status: SessionOpen}
-	g.close(ctx, "lost with its hub before it was recorded")
+	g.s.WorkerID = workerID
+	g.closeOnWorker(ctx)
 }
 
 func (g *sessionGrain) idleTimeout() time.Duration {
@@ -405,12 +407,18 @@ func (g *sessionGrain) close(ctx actor.Context, reason string) {
 	if g.s.Status == SessionClosed {
 		return
 	}
+	g.closeOnWorker(ctx)
+	g.finish(ctx, reason)
+}
+
+// closeOnWorker sends the close command to g.s.WorkerID; its answer (or
+// closeWait) releases the slot.
+func (g *sessionGrain) closeOnWorker(ctx actor.Context) {
 	g.closeCmd = g.nextCommand()
 	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: g.closeCmd,
 		Command: json.RawMessage(`{"op":"close"}`)}.Encode()
 	sendGrain(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
 	g.timers.SendOnce(closeWait, ctx.Self(), &sessionReleaseTimeout{})
-	g.finish(ctx, reason)
 }
 
 // closeWait bounds the wait for a worker to confirm a session's close.

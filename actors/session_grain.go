@@ -71,6 +71,12 @@ type sessionGrain struct {
 	loaded   bool      // the store was read, or this activation opened the session
 	savedAt  time.Time // last write of the record
 	timers   *scheduler.TimerScheduler
+	// Cancels of the armed timers: a restart keeps the PID, and a timer of
+	// the struct before it must not fire into the one after it (which
+	// re-arms its own from the store).
+	idleStop    scheduler.CancelFunc
+	releaseStop scheduler.CancelFunc
+	cmdStops    map[string]scheduler.CancelFunc // command id → its timeout
 }
 
 // Session record timing.
@@ -119,6 +125,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		g.cl = msg.Cluster
 		g.log = g.deps.Log.With(slog.String("session_id", g.id), slog.String("hub_id", g.deps.HubID))
 		g.pending = map[string]*actor.PID{}
+		g.cmdStops = map[string]scheduler.CancelFunc{}
 		g.timers = scheduler.NewTimerScheduler(ctx)
 		// Command ids must not repeat an earlier activation's: the worker
 		// may still answer those, and a stale answer must match nothing.
@@ -126,6 +133,9 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		if err := g.restore(ctx); err != nil {
 			g.log.Warn("session store read failed; retrying on the next request", slog.Any("err", err))
 		}
+		return
+	case *actor.Stopping, *actor.Restarting:
+		g.stopTimers()
 		return
 	case *messages.SessionOpen:
 		// A new id has no record, so a failed read does not stop an open.
@@ -167,6 +177,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 			g.reclaim(ctx, msg.WorkerId)
 		}
 	case *sessionCmdTimeout:
+		delete(g.cmdStops, msg.commandID)
 		if p, ok := g.pending[msg.commandID]; ok {
 			delete(g.pending, msg.commandID)
 			ctx.Send(p, fail("timeout", "worker %s did not answer within %s", g.s.WorkerID, g.deps.commandTimeout()))
@@ -178,7 +189,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 			return
 		}
 		if left := g.idleTimeout() - g.deps.now().Sub(g.s.LastUsed); left > 0 || len(g.pending) > 0 {
-			g.timers.SendOnce(max(left, 100*time.Millisecond), ctx.Self(), &sessionIdleCheck{})
+			g.armIdle(ctx, max(left, 100*time.Millisecond))
 			return
 		}
 		g.close(ctx, "idle timeout")
@@ -225,7 +236,7 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 		g.close(ctx, "idle timeout")
 		return nil
 	}
-	g.timers.SendOnce(left, ctx.Self(), &sessionIdleCheck{})
+	g.armIdle(ctx, left)
 	return nil
 }
 
@@ -241,6 +252,26 @@ func (g *sessionGrain) reclaim(ctx actor.Context, workerID string) {
 	g.log.Warn("worker holds a lane for an unrecorded session; closing it", slog.String("worker_id", workerID))
 	g.s.WorkerID = workerID
 	g.closeOnWorker(ctx)
+}
+
+// armIdle sets the one idle check of the session to fire after d.
+func (g *sessionGrain) armIdle(ctx actor.Context, d time.Duration) {
+	if g.idleStop != nil {
+		g.idleStop()
+	}
+	g.idleStop = g.timers.SendOnce(d, ctx.Self(), &sessionIdleCheck{})
+}
+
+func (g *sessionGrain) stopTimers() {
+	for _, stop := range []scheduler.CancelFunc{g.idleStop, g.releaseStop} {
+		if stop != nil {
+			stop()
+		}
+	}
+	for id, stop := range g.cmdStops {
+		stop()
+		delete(g.cmdStops, id)
+	}
 }
 
 func (g *sessionGrain) idleTimeout() time.Duration {
@@ -332,7 +363,7 @@ func (g *sessionGrain) await(ctx actor.Context, cmdID string) {
 	if ctx.Sender() != nil {
 		g.pending[cmdID] = ctx.Sender()
 	}
-	g.timers.SendOnce(g.deps.commandTimeout(), ctx.Self(), &sessionCmdTimeout{commandID: cmdID})
+	g.cmdStops[cmdID] = g.timers.SendOnce(g.deps.commandTimeout(), ctx.Self(), &sessionCmdTimeout{commandID: cmdID})
 }
 
 func (g *sessionGrain) command(ctx actor.Context, m *messages.SessionCommand) {
@@ -360,6 +391,10 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 		g.release(ctx) // the worker's lane is free now
 		return
 	}
+	if stop := g.cmdStops[m.CommandId]; stop != nil {
+		stop()
+		delete(g.cmdStops, m.CommandId)
+	}
 	caller, waiting := g.pending[m.CommandId]
 	delete(g.pending, m.CommandId)
 	if g.s.Status == SessionOpening {
@@ -381,7 +416,7 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 		g.s.Status, g.s.Lane, g.s.DevtoolsURL, g.s.LastUsed = SessionOpen, r.Lane, r.DevtoolsURL, g.deps.now()
 		g.save()
 		g.log.Info("session open", slog.String("worker_id", g.s.WorkerID), slog.String("lane", r.Lane))
-		g.timers.SendOnce(g.idleTimeout(), ctx.Self(), &sessionIdleCheck{})
+		g.armIdle(ctx, g.idleTimeout())
 		if waiting {
 			ctx.Send(caller, ok(g.json()))
 		}
@@ -418,7 +453,7 @@ func (g *sessionGrain) closeOnWorker(ctx actor.Context) {
 	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: g.closeCmd,
 		Command: json.RawMessage(`{"op":"close"}`)}.Encode()
 	sendGrain(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
-	g.timers.SendOnce(closeWait, ctx.Self(), &sessionReleaseTimeout{})
+	g.releaseStop = g.timers.SendOnce(closeWait, ctx.Self(), &sessionReleaseTimeout{})
 }
 
 // closeWait bounds the wait for a worker to confirm a session's close.

@@ -154,7 +154,13 @@ func TestSessionWorkerGone(t *testing.T) {
 // openSession opens a session through hubURL and returns its id.
 func openSession(t *testing.T, hubURL string) string {
 	t.Helper()
-	st, b := do(t, "POST", hubURL+"/sessions", `{"idle_timeout_s":60}`)
+	return openSessionIdle(t, hubURL, 60)
+}
+
+// openSessionIdle opens a session with idle_timeout_s idle.
+func openSessionIdle(t *testing.T, hubURL string, idle int) string {
+	t.Helper()
+	st, b := do(t, "POST", hubURL+"/sessions", fmt.Sprintf(`{"idle_timeout_s":%d}`, idle))
 	require.Equal(t, http.StatusCreated, st, string(b))
 	var sess struct{ ID string }
 	require.NoError(t, json.Unmarshal(b, &sess))
@@ -218,6 +224,21 @@ func TestSessionSurvivesGrainRestart(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 	_, err := h.stores.Sessions.Get(context.Background(), id)
 	require.ErrorIs(t, err, persistence.ErrNotFound, "a closed session leaves no record")
+
+	// A resumed session still idles out: its timer is re-armed from the
+	// recorded last use.
+	id = openSessionIdle(t, h.URL(), 2)
+	require.NoError(t, h.InjectPanic(context.Background(), "session", id))
+	require.Eventually(t, func() bool { return h.Metrics().Get("paprika_sessions_resumed_total") == 2 },
+		10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		st, b := do(t, "GET", h.URL()+"/sessions/"+id, "")
+		return st == http.StatusOK && strings.Contains(string(b), `"closed"`) && strings.Contains(string(b), "idle")
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		ws, _ := h.Workers(context.Background())
+		return len(ws) == 1 && ws[0].InFlight == 0
+	}, 10*time.Second, 50*time.Millisecond)
 }
 
 // TestSessionLaneWithoutRecordIsReclaimed: a worker holds a lane for a

@@ -58,11 +58,21 @@ type Deps struct {
 	Logs     persistence.LogStore
 	Workers  persistence.WorkerRegistry
 	Hubs     persistence.HubRegistry
+	Sessions persistence.SessionStore
 	Log      *slog.Logger
 	Metrics  *Metrics
 	Cluster  func() *cluster.Cluster // set once the member starts
 	LogRoute func() *LogRouter       // the hub's log router (local)
 	Now      func() time.Time
+}
+
+// storeTimeout bounds one registry or session store call made inside an
+// actor's turn (reconciler.fleet_read_timeout, 1.5 s).
+func (d *Deps) storeTimeout() time.Duration {
+	if d.Timing.FleetReadTimeout > 0 {
+		return d.Timing.FleetReadTimeout
+	}
+	return 1500 * time.Millisecond
 }
 
 func (d *Deps) now() time.Time {

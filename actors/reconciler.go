@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -122,6 +123,7 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 	if !ok {
 		return
 	}
+	r.wakeSessions(ctx, ws)
 	now := r.deps.now()
 	byID := make(map[string]persistence.WorkerInfo, len(ws))
 	for _, w := range ws {
@@ -168,6 +170,22 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 		r.deps.Metrics.Add("paprika_reconciler_lost_total", int64(lost))
 		r.deps.Metrics.Add("paprika_reconciler_overdue_total", int64(overdue))
 		r.log.Info("reconciler swept", slog.Int("worker_lost", lost), slog.Int("overdue", overdue), slog.Int("fleet", len(ws)))
+	}
+}
+
+// wakeSessions activates the grain of every session a worker holds a lane
+// for. A session whose grain died with its hub is otherwise woken only by
+// its next caller: an abandoned one would never idle out, and the worker
+// grain would keep its lane reserved. Woken, the grain resumes from the
+// session store (and idles out in time) or, with no record left, frees the
+// lane. A live grain ignores the message.
+func (r *reconciler) wakeSessions(ctx actor.Context, ws []persistence.WorkerInfo) {
+	for _, w := range ws {
+		for _, slot := range w.Running {
+			if sid, ok := strings.CutPrefix(slot, sessionSlotPrefix); ok {
+				sendGrain(ctx, r.deps.Cluster(), sid, KindSession, &messages.SessionEnsure{WorkerId: w.ID})
+			}
+		}
 	}
 }
 

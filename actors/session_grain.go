@@ -1,9 +1,12 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // KindSession is the session grain kind: `session/<id>`.
@@ -29,6 +33,7 @@ type Session struct {
 	ID           string            `json:"id"`
 	WorkerID     string            `json:"worker_id,omitempty"`
 	Lane         string            `json:"lane,omitempty"`
+	DevtoolsURL  string            `json:"devtools_url,omitempty"`
 	Status       string            `json:"status"`
 	Reason       string            `json:"reason,omitempty"`
 	IdleTimeoutS int               `json:"idle_timeout_s"`
@@ -40,9 +45,15 @@ type Session struct {
 // sessionGrain is `session/<id>`: an interactive lane reserved on a worker.
 // Any hub reaches it by identity (no hub-to-hub forwarding): it sends each
 // command to the worker's socket through the worker grain and answers the
-// caller when the worker's session_result comes back. Its state is live
-// only: if its hub dies, the session is lost (the worker frees the lane
-// after the idle timeout) — the caller gets a clear not-found.
+// caller when the worker's session_result comes back.
+//
+// An open session is recorded in the session store, so it outlives its
+// activation: when the grain's hub dies (or the grain restarts), the next
+// message activates it elsewhere, it loads the record and carries on with
+// the same worker and lane, its idle timer re-armed from the recorded last
+// use. The lane's reservation needs nothing from here: the worker grain
+// holds it (and records it in the registry) until this grain releases it.
+// Commands in flight when the hub died are lost; their callers time out.
 type sessionGrain struct {
 	// fixed after construction
 	deps *Deps
@@ -52,12 +63,36 @@ type sessionGrain struct {
 	cl       *cluster.Cluster
 	log      *slog.Logger
 	s        Session
+	epoch    string // this activation's part of its command ids
 	seq      int
 	pending  map[string]*actor.PID // command id → caller waiting for the result
 	closeCmd string                // the close command whose answer frees the slot
 	released bool
+	loaded   bool      // the store was read, or this activation opened the session
+	savedAt  time.Time // last write of the record
 	timers   *scheduler.TimerScheduler
+	// Cancels of the armed timers: a restart keeps the PID, and a timer of
+	// the struct before it must not fire into the one after it (which
+	// re-arms its own from the store).
+	idleStop    scheduler.CancelFunc
+	releaseStop scheduler.CancelFunc
+	cmdStops    map[string]scheduler.CancelFunc // command id → its timeout
 }
+
+// Session record timing.
+const (
+	// sessionTouchEvery bounds how often commands rewrite the record's
+	// last_used (see touch).
+	sessionTouchEvery = 5 * time.Second
+	// sessionRecordSlack is how long a record outlives the idle timeout
+	// counted from its last write. The grain deletes the record when it
+	// closes the session; the TTL only clears records of sessions whose
+	// grain died and was never woken again.
+	sessionRecordSlack = time.Minute
+)
+
+// sessionSlotPrefix starts a session's key among a worker's reservations.
+const sessionSlotPrefix = "session:"
 
 type sessionCmdTimeout struct{ commandID string }
 
@@ -84,13 +119,38 @@ func NewSessionKind(d *Deps) *cluster.Kind {
 func (g *sessionGrain) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *cluster.ClusterInit:
+		// Also after a restart: protoactor sends ClusterInit after every
+		// Started, and a restart starts a fresh struct.
 		g.id = msg.Identity.Identity
 		g.cl = msg.Cluster
 		g.log = g.deps.Log.With(slog.String("session_id", g.id), slog.String("hub_id", g.deps.HubID))
 		g.pending = map[string]*actor.PID{}
+		g.cmdStops = map[string]scheduler.CancelFunc{}
 		g.timers = scheduler.NewTimerScheduler(ctx)
+		// Command ids must not repeat an earlier activation's: the worker
+		// may still answer those, and a stale answer must match nothing.
+		g.epoch = strconv.FormatUint(uint64(rand.Uint32()), 36)
+		if err := g.restore(ctx); err != nil {
+			g.log.Warn("session store read failed; retrying on the next request", slog.Any("err", err))
+		}
+		return
+	case *actor.Stopping, *actor.Restarting:
+		g.stopTimers()
+		return
 	case *messages.SessionOpen:
+		// A new id has no record, so a failed read does not stop an open.
+		g.loaded = true
 		g.open(ctx, msg)
+		return
+	case *messages.SessionGet, *messages.SessionCommand, *messages.SessionClose, *messages.SessionResult,
+		*messages.SessionWorkerGone, *messages.SessionEnsure:
+		if err := g.restore(ctx); err != nil {
+			g.log.Warn("session store read failed", slog.Any("err", err))
+			reply(ctx, fail("unavailable", "session %s: %v", g.id, err))
+			return
+		}
+	}
+	switch msg := ctx.Message().(type) {
 	case *messages.SessionCommand:
 		g.command(ctx, msg)
 	case *messages.SessionResult:
@@ -109,10 +169,15 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		g.close(ctx, "closed by request")
 		reply(ctx, ok(g.json()))
 	case *messages.SessionWorkerGone:
-		if g.s.Status != SessionClosed && msg.WorkerId == g.s.WorkerID {
+		if g.s.ID != "" && g.s.Status != SessionClosed && msg.WorkerId == g.s.WorkerID {
 			g.end(ctx, fmt.Sprintf("worker %s disconnected", g.s.WorkerID))
 		}
+	case *messages.SessionEnsure:
+		if g.s.ID == "" && g.closeCmd == "" && msg.WorkerId != "" {
+			g.reclaim(ctx, msg.WorkerId)
+		}
 	case *sessionCmdTimeout:
+		delete(g.cmdStops, msg.commandID)
 		if p, ok := g.pending[msg.commandID]; ok {
 			delete(g.pending, msg.commandID)
 			ctx.Send(p, fail("timeout", "worker %s did not answer within %s", g.s.WorkerID, g.deps.commandTimeout()))
@@ -123,9 +188,8 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		if g.s.Status != SessionOpen {
 			return
 		}
-		idle := time.Duration(g.s.IdleTimeoutS) * time.Second
-		if left := idle - g.deps.now().Sub(g.s.LastUsed); left > 0 || len(g.pending) > 0 {
-			g.timers.SendOnce(max(left, 100*time.Millisecond), ctx.Self(), &sessionIdleCheck{})
+		if left := g.idleTimeout() - g.deps.now().Sub(g.s.LastUsed); left > 0 || len(g.pending) > 0 {
+			g.armIdle(ctx, max(left, 100*time.Millisecond))
 			return
 		}
 		g.close(ctx, "idle timeout")
@@ -133,6 +197,127 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		if g.s.Status == SessionClosed || g.s.Status == "" {
 			ctx.Stop(ctx.Self()) // passivate
 		}
+	case *InjectPanic:
+		panic("injected panic in session grain " + g.id)
+	}
+}
+
+// restore loads the session once per activation: after its hub died, a
+// passivation or a restart, the record is all that is left of it. A
+// session past its idle timeout is closed at once, as it would have been.
+func (g *sessionGrain) restore(ctx actor.Context) error {
+	if g.loaded {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.storeTimeout())
+	rec, err := g.deps.Sessions.Get(rctx, g.id)
+	cancel()
+	if err != nil {
+		// Nothing here: passivate when idle (a failed read is retried by
+		// the next message, or by the next activation).
+		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+		if errors.Is(err, persistence.ErrNotFound) {
+			g.loaded = true
+			return nil
+		}
+		g.deps.Metrics.Inc("paprika_session_store_errors_total")
+		return fmt.Errorf("load session %s: %w", g.id, err)
+	}
+	g.loaded = true
+	g.s = Session{ID: g.id, WorkerID: rec.WorkerID, Lane: rec.Lane, DevtoolsURL: rec.DevtoolsURL, Status: SessionOpen,
+		IdleTimeoutS: rec.IdleTimeoutS, Labels: rec.Labels, CreatedAt: rec.CreatedAt, LastUsed: rec.LastUsed}
+	g.savedAt = g.deps.now()
+	ctx.CancelReceiveTimeout()
+	g.deps.Metrics.Inc("paprika_sessions_resumed_total")
+	g.log.Info("session resumed from the store", slog.String("worker_id", rec.WorkerID), slog.String("lane", rec.Lane),
+		slog.Time("last_used", rec.LastUsed))
+	left := g.idleTimeout() - g.deps.now().Sub(rec.LastUsed)
+	if left <= 0 {
+		g.close(ctx, "idle timeout")
+		return nil
+	}
+	g.armIdle(ctx, left)
+	return nil
+}
+
+// reclaim frees a lane a worker holds for this session although no record
+// of it is left: its grain died between reserving the lane and recording
+// the session (mid-open), or the release of a closed session was lost with
+// its hub. Nobody else would free it: the worker grain keeps a session's
+// slot until the session grain releases it or the worker disconnects.
+// Callers still get not-found: nothing is known of the session but its
+// worker.
+func (g *sessionGrain) reclaim(ctx actor.Context, workerID string) {
+	g.deps.Metrics.Inc("paprika_sessions_reclaimed_total")
+	g.log.Warn("worker holds a lane for an unrecorded session; closing it", slog.String("worker_id", workerID))
+	g.s.WorkerID = workerID
+	g.closeOnWorker(ctx)
+}
+
+// armIdle sets the one idle check of the session to fire after d.
+func (g *sessionGrain) armIdle(ctx actor.Context, d time.Duration) {
+	if g.idleStop != nil {
+		g.idleStop()
+	}
+	g.idleStop = g.timers.SendOnce(d, ctx.Self(), &sessionIdleCheck{})
+}
+
+func (g *sessionGrain) stopTimers() {
+	for _, stop := range []scheduler.CancelFunc{g.idleStop, g.releaseStop} {
+		if stop != nil {
+			stop()
+		}
+	}
+	for id, stop := range g.cmdStops {
+		stop()
+		delete(g.cmdStops, id)
+	}
+}
+
+func (g *sessionGrain) idleTimeout() time.Duration {
+	return time.Duration(max(g.s.IdleTimeoutS, 1)) * time.Second
+}
+
+// touch marks the session used now. The record's last_used is rewritten
+// at most every sessionTouchEvery (or a tenth of the idle timeout, when
+// shorter), not on each command: commands come in bursts, and each write
+// is a store round trip inside this grain's turn. The price is that a
+// session resumed on another hub may idle out up to that much early, never
+// late — the safe side, since the worker closes the lane itself a tenth of
+// the idle timeout after the hub would (agent.DefaultSessionIdleTimeout).
+func (g *sessionGrain) touch() {
+	now := g.deps.now()
+	g.s.LastUsed = now
+	if now.Sub(g.savedAt) >= min(sessionTouchEvery, g.idleTimeout()/10) {
+		g.save()
+	}
+}
+
+// save writes the record of the open session. A failed write is logged and
+// the session goes on: it works on this hub, it would only not survive it.
+func (g *sessionGrain) save() {
+	g.savedAt = g.deps.now()
+	rec := persistence.SessionRecord{ID: g.id, WorkerID: g.s.WorkerID, Lane: g.s.Lane, DevtoolsURL: g.s.DevtoolsURL,
+		IdleTimeoutS: g.s.IdleTimeoutS, Labels: g.s.Labels, State: g.s.Status, CreatedAt: g.s.CreatedAt, LastUsed: g.s.LastUsed}
+	// The touch interval is inside the TTL too: between two writes the
+	// record must not expire while the session is in use.
+	ttl := g.idleTimeout() + sessionTouchEvery + sessionRecordSlack
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.storeTimeout())
+	defer cancel()
+	if err := g.deps.Sessions.Put(rctx, rec, ttl); err != nil {
+		g.deps.Metrics.Inc("paprika_session_store_errors_total")
+		g.log.Warn("session store write failed; the session would not survive this hub", slog.Any("err", err))
+	}
+}
+
+// forget deletes the record of a session that ended; a failed delete
+// leaves it to its TTL.
+func (g *sessionGrain) forget() {
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.storeTimeout())
+	defer cancel()
+	if err := g.deps.Sessions.Delete(rctx, g.id); err != nil {
+		g.deps.Metrics.Inc("paprika_session_store_errors_total")
+		g.log.Warn("session store delete failed; the record expires with its TTL", slog.Any("err", err))
 	}
 }
 
@@ -178,7 +363,7 @@ func (g *sessionGrain) await(ctx actor.Context, cmdID string) {
 	if ctx.Sender() != nil {
 		g.pending[cmdID] = ctx.Sender()
 	}
-	g.timers.SendOnce(g.deps.commandTimeout(), ctx.Self(), &sessionCmdTimeout{commandID: cmdID})
+	g.cmdStops[cmdID] = g.timers.SendOnce(g.deps.commandTimeout(), ctx.Self(), &sessionCmdTimeout{commandID: cmdID})
 }
 
 func (g *sessionGrain) command(ctx actor.Context, m *messages.SessionCommand) {
@@ -196,7 +381,7 @@ func (g *sessionGrain) command(ctx actor.Context, m *messages.SessionCommand) {
 		reply(ctx, fail("bad_command", "%v", err))
 		return
 	}
-	g.s.LastUsed = g.deps.now()
+	g.touch()
 	sendGrain(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
 	g.await(ctx, cmdID)
 }
@@ -205,6 +390,10 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 	if m.CommandId == g.closeCmd && g.closeCmd != "" {
 		g.release(ctx) // the worker's lane is free now
 		return
+	}
+	if stop := g.cmdStops[m.CommandId]; stop != nil {
+		stop()
+		delete(g.cmdStops, m.CommandId)
 	}
 	caller, waiting := g.pending[m.CommandId]
 	delete(g.pending, m.CommandId)
@@ -220,18 +409,22 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 			return
 		}
 		var r struct {
-			Lane string `json:"lane"`
+			Lane        string `json:"lane"`
+			DevtoolsURL string `json:"devtools_url"`
 		}
 		_ = json.Unmarshal(m.Result, &r)
-		g.s.Status, g.s.Lane, g.s.LastUsed = SessionOpen, r.Lane, g.deps.now()
+		g.s.Status, g.s.Lane, g.s.DevtoolsURL, g.s.LastUsed = SessionOpen, r.Lane, r.DevtoolsURL, g.deps.now()
+		g.save()
 		g.log.Info("session open", slog.String("worker_id", g.s.WorkerID), slog.String("lane", r.Lane))
-		g.timers.SendOnce(time.Duration(max(g.s.IdleTimeoutS, 1))*time.Second, ctx.Self(), &sessionIdleCheck{})
+		g.armIdle(ctx, g.idleTimeout())
 		if waiting {
 			ctx.Send(caller, ok(g.json()))
 		}
 		return
 	}
-	g.s.LastUsed = g.deps.now()
+	if g.s.Status == SessionOpen {
+		g.touch() // the worker's idle timer restarts when it answers, too
+	}
 	if !waiting {
 		return
 	}
@@ -249,12 +442,18 @@ func (g *sessionGrain) close(ctx actor.Context, reason string) {
 	if g.s.Status == SessionClosed {
 		return
 	}
+	g.closeOnWorker(ctx)
+	g.finish(ctx, reason)
+}
+
+// closeOnWorker sends the close command to g.s.WorkerID; its answer (or
+// closeWait) releases the slot.
+func (g *sessionGrain) closeOnWorker(ctx actor.Context) {
 	g.closeCmd = g.nextCommand()
 	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: g.closeCmd,
 		Command: json.RawMessage(`{"op":"close"}`)}.Encode()
 	sendGrain(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
-	g.timers.SendOnce(closeWait, ctx.Self(), &sessionReleaseTimeout{})
-	g.finish(ctx, reason)
+	g.releaseStop = g.timers.SendOnce(closeWait, ctx.Self(), &sessionReleaseTimeout{})
 }
 
 // closeWait bounds the wait for a worker to confirm a session's close.
@@ -268,13 +467,15 @@ func (g *sessionGrain) end(ctx actor.Context, reason string) {
 	g.finish(ctx, reason)
 }
 
-// finish marks the session closed and fails waiting callers.
+// finish marks the session closed, fails waiting callers and deletes the
+// record: a later activation must not resume it.
 func (g *sessionGrain) finish(ctx actor.Context, reason string) {
 	g.s.Status, g.s.Reason = SessionClosed, reason
 	for id, p := range g.pending {
 		ctx.Send(p, fail("closed", "session %s closed: %s", g.id, reason))
 		delete(g.pending, id)
 	}
+	g.forget()
 	g.log.Info("session closed", slog.String("reason", reason))
 	ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
 }
@@ -292,7 +493,7 @@ func (g *sessionGrain) sched(ctx actor.Context, msg interface{}) {
 
 func (g *sessionGrain) nextCommand() string {
 	g.seq++
-	return g.id + "-" + strconv.Itoa(g.seq)
+	return g.id + "-" + g.epoch + "-" + strconv.Itoa(g.seq)
 }
 
 func (g *sessionGrain) json() []byte {
@@ -302,4 +503,4 @@ func (g *sessionGrain) json() []byte {
 
 // sessionSlot is the key a session's lane has among a worker's
 // reservations, beside job ids.
-func sessionSlot(id string) string { return "session:" + id }
+func sessionSlot(id string) string { return sessionSlotPrefix + id }

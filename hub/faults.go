@@ -11,14 +11,14 @@ import (
 )
 
 // InjectPanic makes one actor of this hub panic, to prove supervision: kind
-// is worker, job, scheduler, worker_conn, log_stream or reconciler; id names
-// the worker or job where the kind needs one. Used by tests and the chaos
+// is worker, job, scheduler, session, worker_conn, log_stream or reconciler;
+// id names the worker, job or session where the kind needs one. Used by tests and the chaos
 // suite; it is not reachable from the HTTP API.
 func (h *Hub) InjectPanic(ctx context.Context, kind, id string) error {
 	root := h.member.System.Root
 	var pid *actor.PID
 	switch kind {
-	case actors.KindWorker, actors.KindJob:
+	case actors.KindWorker, actors.KindJob, actors.KindSession:
 		pid = h.member.Cluster.Get(id, kind)
 	case actors.KindScheduler:
 		pid = h.member.Cluster.Get(actors.SchedulerID, kind)

@@ -70,14 +70,15 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 	}
 	h := &Hub{cfg: cfg, log: log, id: id, stores: stores, lostCh: make(chan struct{})}
 	h.deps = &actors.Deps{
-		HubID:   id,
-		Timing:  TimingFrom(cfg),
-		Jobs:    stores.Jobs,
-		Logs:    stores.Logs,
-		Workers: stores.Workers,
-		Hubs:    stores.Hubs,
-		Log:     log,
-		Metrics: actors.NewMetrics(),
+		HubID:    id,
+		Timing:   TimingFrom(cfg),
+		Jobs:     stores.Jobs,
+		Logs:     stores.Logs,
+		Workers:  stores.Workers,
+		Hubs:     stores.Hubs,
+		Sessions: stores.Sessions,
+		Log:      log,
+		Metrics:  actors.NewMetrics(),
 	}
 	h.deps.Cluster = func() *pcluster.Cluster { return h.member.Cluster }
 	h.deps.LogRoute = func() *actors.LogRouter { return h.logs }
@@ -310,6 +311,9 @@ func (h *Hub) registerGauges() {
 	m.Help("paprika_actor_panics_total", "Actor panics, by actor kind; each is followed by a restart.")
 	m.Help("paprika_log_lines_stored_total", "Log lines written to the log store.")
 	m.Help("paprika_log_writes_total", "Log store writes (one round trip each).")
+	m.Help("paprika_sessions_resumed_total", "Sessions a grain activation loaded from the session store (after a hub loss, a passivation or a restart).")
+	m.Help("paprika_sessions_reclaimed_total", "Session lanes freed because a worker held them for a session with no record left.")
+	m.Help("paprika_session_store_errors_total", "Session store reads, writes and deletes that failed.")
 	m.Gauge("paprika_hub_uptime_seconds", "Seconds since this hub started.", func() int64 {
 		return int64(time.Since(h.started).Seconds())
 	})

@@ -34,6 +34,10 @@ func (h *Hub) sessionCall(id string, msg interface{}) (json.RawMessage, error) {
 		return nil, api.Errorf(http.StatusUnprocessableEntity, "command_failed", "%s", r.Message)
 	case "timeout":
 		return nil, api.Errorf(http.StatusGatewayTimeout, "timeout", "%s", r.Message)
+	case "unavailable":
+		// The session store could not be read: whether the session exists
+		// is unknown, so neither 404 nor 410.
+		return nil, fmt.Errorf("%s: %w", r.Message, persistence.ErrUnavailable)
 	}
 	return nil, api.Errorf(http.StatusBadGateway, r.Code, "%s", r.Message)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/paprika-hub/paprika/agent"
 	"github.com/paprika-hub/paprika/agent/chromium"
+	"github.com/paprika-hub/paprika/persistence"
 	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 
@@ -148,6 +149,132 @@ func TestSessionWorkerGone(t *testing.T) {
 	require.Equal(t, http.StatusGone, st, string(b))
 	require.Contains(t, string(b), "disconnected")
 	_ = os.Getenv
+}
+
+// openSession opens a session through hubURL and returns its id.
+func openSession(t *testing.T, hubURL string) string {
+	t.Helper()
+	return openSessionIdle(t, hubURL, 60)
+}
+
+// openSessionIdle opens a session with idle_timeout_s idle.
+func openSessionIdle(t *testing.T, hubURL string, idle int) string {
+	t.Helper()
+	st, b := do(t, "POST", hubURL+"/sessions", fmt.Sprintf(`{"idle_timeout_s":%d}`, idle))
+	require.Equal(t, http.StatusCreated, st, string(b))
+	var sess struct{ ID string }
+	require.NoError(t, json.Unmarshal(b, &sess))
+	return sess.ID
+}
+
+// fillForm fills the form page in session id: the page's text is the
+// proof, later, that the session still drives the same browser tab.
+func fillForm(t *testing.T, hubURL, id, pageURL string) {
+	t.Helper()
+	for _, c := range []string{`{"op":"navigate","url":"` + pageURL + `"}`,
+		`{"op":"type","selector":"#name","text":"paprika"}`, `{"op":"click","selector":"#go"}`} {
+		st, b := do(t, "POST", hubURL+"/sessions/"+id+"/commands", c)
+		require.Equal(t, http.StatusOK, st, "%s: %s", c, b)
+	}
+}
+
+// requireSameTab checks the session still shows the filled-in form.
+func requireSameTab(t *testing.T, hubURL, id string) {
+	t.Helper()
+	st, b := do(t, "POST", hubURL+"/sessions/"+id+"/commands", `{"op":"text","selector":"#out"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	require.Contains(t, string(b), "hello paprika")
+}
+
+// TestSessionSurvivesGrainRestart: the session grain panics and restarts
+// with a fresh struct; it reloads the session from the (embedded) session
+// store and drives the same tab, and DELETE still frees the lane.
+func TestSessionSurvivesGrainRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, formPage)
+	}))
+	defer page.Close()
+	h := startTestHub(t, testConfig(t))
+	require.Equal(t, "embedded:memory", h.stores.Kinds["sessions"])
+	startChromiumAgent(t, h.URL(), "wc", 1)
+	require.Eventually(t, func() bool {
+		ws, _ := h.Workers(context.Background())
+		return len(ws) == 1 && ws[0].Alive
+	}, 20*time.Second, 20*time.Millisecond)
+	id := openSession(t, h.URL())
+	fillForm(t, h.URL(), id, page.URL)
+
+	require.NoError(t, h.InjectPanic(context.Background(), "session", id))
+	require.Eventually(t, func() bool { return h.Metrics().Get("paprika_sessions_resumed_total") == 1 },
+		10*time.Second, 10*time.Millisecond, "the restarted grain reloads the session")
+	requireSameTab(t, h.URL(), id)
+	ws, _ := h.Workers(context.Background())
+	require.Equal(t, 1, ws[0].InFlight, "the session still holds the lane")
+
+	st, b := do(t, "DELETE", h.URL()+"/sessions/"+id, "")
+	require.Equal(t, http.StatusOK, st, string(b))
+	require.Contains(t, string(b), `"closed"`)
+	require.Eventually(t, func() bool {
+		ws, _ := h.Workers(context.Background())
+		return len(ws) == 1 && ws[0].InFlight == 0
+	}, 10*time.Second, 50*time.Millisecond)
+	_, err := h.stores.Sessions.Get(context.Background(), id)
+	require.ErrorIs(t, err, persistence.ErrNotFound, "a closed session leaves no record")
+
+	// A resumed session still idles out: its timer is re-armed from the
+	// recorded last use.
+	id = openSessionIdle(t, h.URL(), 2)
+	require.NoError(t, h.InjectPanic(context.Background(), "session", id))
+	require.Eventually(t, func() bool { return h.Metrics().Get("paprika_sessions_resumed_total") == 2 },
+		10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		st, b := do(t, "GET", h.URL()+"/sessions/"+id, "")
+		return st == http.StatusOK && strings.Contains(string(b), `"closed"`) && strings.Contains(string(b), "idle")
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		ws, _ := h.Workers(context.Background())
+		return len(ws) == 1 && ws[0].InFlight == 0
+	}, 10*time.Second, 50*time.Millisecond)
+}
+
+// TestSessionLaneWithoutRecordIsReclaimed: a worker holds a lane for a
+// session whose grain lost its state and has no record left (its hub died
+// before recording it, here: the record deleted and the grain restarted).
+// The reconciler wakes the grain, which closes the session on the worker
+// and frees the lane; callers get not-found.
+func TestSessionLaneWithoutRecordIsReclaimed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	h := startTestHub(t, testConfig(t)) // reconciler.interval 500ms
+	startChromiumAgent(t, h.URL(), "wc", 1)
+	ctx := context.Background()
+	lanesInUse := func() int {
+		ws, err := h.Workers(ctx)
+		if err != nil || len(ws) != 1 || !ws[0].Alive {
+			return -1
+		}
+		return ws[0].InFlight
+	}
+	require.Eventually(t, func() bool { return lanesInUse() == 0 }, 20*time.Second, 20*time.Millisecond)
+	id := openSession(t, h.URL())
+	require.Equal(t, 1, lanesInUse())
+
+	require.NoError(t, h.stores.Sessions.Delete(ctx, id))
+	require.NoError(t, h.InjectPanic(ctx, "session", id))
+	require.Eventually(t, func() bool { return lanesInUse() == 0 }, 10*time.Second, 20*time.Millisecond,
+		"the unrecorded session's lane is freed")
+	require.EqualValues(t, 1, h.Metrics().Get("paprika_sessions_reclaimed_total"))
+	st, b := do(t, "GET", h.URL()+"/sessions/"+id, "")
+	require.Equal(t, http.StatusNotFound, st, string(b))
+	// The worker closed it too: its only lane takes a new session.
+	next := openSession(t, h.URL())
+	st, b = do(t, "DELETE", h.URL()+"/sessions/"+next, "")
+	require.Equal(t, http.StatusOK, st, string(b))
 }
 
 // TestFetchAndMacroJobsThroughTheHub: browser jobs end to end — the hub

@@ -25,7 +25,10 @@ type Stores struct {
 	Logs    persistence.LogStore
 	Workers persistence.WorkerRegistry
 	Hubs    persistence.HubRegistry
-	Assets  persistence.AssetStore
+	// Sessions shares the coordination store: Redis when named, so a
+	// session outlives its hub; in memory otherwise (one hub).
+	Sessions persistence.SessionStore
+	Assets   persistence.AssetStore
 	// Redis is the client of the real coordination store, nil when embedded;
 	// the cluster membership provider shares it.
 	Redis *redis.Client
@@ -83,11 +86,13 @@ func OpenStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *S
 		s.Logs = redisstore.NewLogStore(rdb, append(opts, redisstore.WithRetention(cfg.Logs.Retention))...)
 		s.Workers = redisstore.NewWorkerRegistry(rdb, opts...)
 		s.Hubs = redisstore.NewHubRegistry(rdb, opts...)
-		s.Kinds["logs"], s.Kinds["workers"], s.Kinds["hubs"] = "redis", "redis", "redis"
+		s.Sessions = redisstore.NewSessionStore(rdb, opts...)
+		s.Kinds["logs"], s.Kinds["workers"], s.Kinds["hubs"], s.Kinds["sessions"] = "redis", "redis", "redis", "redis"
 	} else {
 		s.Logs, s.Kinds["logs"] = memory.NewLogStore(memory.WithRetention(cfg.Logs.Retention)), "embedded:memory"
 		s.Workers, s.Kinds["workers"] = memory.NewWorkerRegistry(), "embedded:memory"
 		s.Hubs, s.Kinds["hubs"] = memory.NewHubRegistry(), "embedded:memory"
+		s.Sessions, s.Kinds["sessions"] = memory.NewSessionStore(), "embedded:memory"
 	}
 
 	if ep := cfg.MinIO.Endpoint; ep != "" {

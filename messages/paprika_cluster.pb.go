@@ -1796,6 +1796,54 @@ func (x *SessionWorkerGone) GetWorkerId() string {
 	return ""
 }
 
+// SessionEnsure activates a session grain without asking anything (the
+// reconciler, for each session lane a worker holds): a grain whose hub died
+// resumes from the session store and re-arms its idle timer; one that finds
+// no record frees worker_id's slot, which nobody else would.
+type SessionEnsure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEnsure) Reset() {
+	*x = SessionEnsure{}
+	mi := &file_paprika_cluster_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEnsure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEnsure) ProtoMessage() {}
+
+func (x *SessionEnsure) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEnsure.ProtoReflect.Descriptor instead.
+func (*SessionEnsure) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *SessionEnsure) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
 // SchedPickSession asks the scheduler for a worker with a free chromium
 // lane (Reply.json: {"worker_id": ...}); the slot counts as placing until
 // SchedPlaced or SchedPlaceFailed with job_id "session:<id>".
@@ -1808,7 +1856,7 @@ type SchedPickSession struct {
 
 func (x *SchedPickSession) Reset() {
 	*x = SchedPickSession{}
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1820,7 +1868,7 @@ func (x *SchedPickSession) String() string {
 func (*SchedPickSession) ProtoMessage() {}
 
 func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1833,7 +1881,7 @@ func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedPickSession.ProtoReflect.Descriptor instead.
 func (*SchedPickSession) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SchedPickSession) GetSessionId() string {
@@ -1853,7 +1901,7 @@ type WorkerForward struct {
 
 func (x *WorkerForward) Reset() {
 	*x = WorkerForward{}
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +1913,7 @@ func (x *WorkerForward) String() string {
 func (*WorkerForward) ProtoMessage() {}
 
 func (x *WorkerForward) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +1926,7 @@ func (x *WorkerForward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerForward.ProtoReflect.Descriptor instead.
 func (*WorkerForward) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WorkerForward) GetFrame() []byte {
@@ -2005,6 +2053,8 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x06result\x18\x03 \x01(\fR\x06result\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\"0\n" +
 	"\x11SessionWorkerGone\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\",\n" +
+	"\rSessionEnsure\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"1\n" +
 	"\x10SchedPickSession\x12\x1d\n" +
 	"\n" +
@@ -2024,7 +2074,7 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                // 0: paprika.Ref
 	(*Reply)(nil),              // 1: paprika.Reply
@@ -2058,15 +2108,16 @@ var file_paprika_cluster_proto_goTypes = []any{
 	(*SessionGet)(nil),         // 29: paprika.SessionGet
 	(*SessionResult)(nil),      // 30: paprika.SessionResult
 	(*SessionWorkerGone)(nil),  // 31: paprika.SessionWorkerGone
-	(*SchedPickSession)(nil),   // 32: paprika.SchedPickSession
-	(*WorkerForward)(nil),      // 33: paprika.WorkerForward
-	nil,                        // 34: paprika.SessionOpen.LabelsEntry
+	(*SessionEnsure)(nil),      // 32: paprika.SessionEnsure
+	(*SchedPickSession)(nil),   // 33: paprika.SchedPickSession
+	(*WorkerForward)(nil),      // 34: paprika.WorkerForward
+	nil,                        // 35: paprika.SessionOpen.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
 	0,  // 1: paprika.WorkerHeartbeat.conn:type_name -> paprika.Ref
 	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
-	34, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	35, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
 	4,  // [4:4] is the sub-list for method output_type
 	4,  // [4:4] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
@@ -2085,7 +2136,7 @@ func file_paprika_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

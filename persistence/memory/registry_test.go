@@ -21,3 +21,10 @@ func TestHubRegistry(t *testing.T) {
 		return memory.NewHubRegistry()
 	})
 }
+
+func TestSessionStore(t *testing.T) {
+	t.Parallel()
+	storetest.RunSessionStore(t, func(t *testing.T) persistence.SessionStore {
+		return memory.NewSessionStore()
+	})
+}

@@ -30,3 +30,11 @@ func TestHubRegistryConformance(t *testing.T) {
 		return NewHubRegistry(tb.client, WithPrefix(tb.prefix))
 	})
 }
+
+func TestSessionStoreConformance(t *testing.T) {
+	t.Parallel()
+	storetest.RunSessionStore(t, func(t *testing.T) persistence.SessionStore {
+		tb := setup(t)
+		return NewSessionStore(tb.client, WithPrefix(tb.prefix))
+	})
+}

@@ -1,6 +1,7 @@
 // Package redisstore holds the Redis implementations of the coordination
 // contracts: the LogStore (live job logs), the WorkerRegistry (the
-// fleet-wide worker view) and the HubRegistry (hub heartbeats). All three
+// fleet-wide worker view), the HubRegistry (hub heartbeats) and the
+// SessionStore (interactive sessions, so they outlive their hub). All
 // share one *redis.Client and one key prefix (WithPrefix, default
 // "paprika:"), so several deployments or tests can share a Redis without
 // touching each other's keys.
@@ -17,6 +18,7 @@
 //	<p>hub:<id>              string  hub record (JSON), PX ttl: the liveness key
 //	<p>hubs                  zset    hub id → time of its last beat (Unix ms)
 //	<p>hubs:info             hash    hub id → last beat's record (JSON)
+//	<p>session:<id>          string  session record (JSON), PX ttl set by the hub
 //
 // Logs and marker expire after the retention (WithRetention, default 24 h),
 // refreshed by every Write.
@@ -34,7 +36,8 @@
 // hub's flusher retry writes, and after a worker moves hubs two hubs may
 // write one job's log; neither duplicates a line.
 //
-// Read is one pipeline (LRANGE + EXISTS), Len one LLEN. Registry writes
+// Read is one pipeline (LRANGE + EXISTS), Len one LLEN. SessionStore
+// operations are one command each (SET PX, GET, DEL). Registry writes
 // are one MULTI/EXEC pipeline each; List is two round trips (the index,
 // then the records), plus a rare third to prune expired entries.
 //

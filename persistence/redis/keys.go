@@ -13,3 +13,4 @@ func (k keys) workerID(id string) string { return k.prefix + "workerid:" + id }
 func (k keys) hub(id string) string      { return k.prefix + "hub:" + id }
 func (k keys) hubs() string              { return k.prefix + "hubs" }
 func (k keys) hubsInfo() string          { return k.prefix + "hubs:info" }
+func (k keys) session(id string) string  { return k.prefix + "session:" + id }

@@ -42,8 +42,9 @@ func newConfig(opts []Option) config {
 	return c
 }
 
-// Option configures NewLogStore, NewWorkerRegistry and NewHubRegistry. The
-// three take the same options; each ignores those that are not its own.
+// Option configures NewLogStore, NewWorkerRegistry, NewHubRegistry and
+// NewSessionStore. They take the same options; each ignores those that are
+// not its own.
 type Option func(*config)
 
 // WithPrefix sets the prefix of every key and channel (default

@@ -24,6 +24,9 @@
 //     caller's own IP when it won or already held the id).
 //   - HubRegistry does not store Alive or Local: List computes Alive from
 //     the TTL and returns Local=false for the caller to set.
+//   - SessionStore.Put with an empty id or a TTL that is not positive is an
+//     error and stores nothing; every Put resets the TTL. Labels come back
+//     as stored (nil and empty alike), times in UTC to the millisecond.
 //   - AssetStore names and job ids are single path elements: empty, ".",
 //     "..", names starting with "." and names with "/" or "\" are errors.
 //     An empty content type reads back as application/octet-stream. A

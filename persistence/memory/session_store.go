@@ -1,0 +1,99 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+var _ persistence.SessionStore = (*SessionStore)(nil)
+
+// sessionSweepEvery is how often a Put also forgets every expired record:
+// Get forgets the one it reads, but a session nobody asks for again would
+// otherwise stay in memory for the life of the hub.
+const sessionSweepEvery = time.Minute
+
+// SessionStore is an in-memory persistence.SessionStore, the embedded
+// mode's: one hub, so a record only has to outlive a restart of the
+// session grain, not of the process.
+type SessionStore struct {
+	mu        sync.Mutex
+	sessions  map[string]sessionEntry
+	lastSweep time.Time
+}
+
+type sessionEntry struct {
+	rec     persistence.SessionRecord
+	expires time.Time
+}
+
+// NewSessionStore returns an empty SessionStore.
+func NewSessionStore() *SessionStore {
+	return &SessionStore{sessions: make(map[string]sessionEntry), lastSweep: time.Now()}
+}
+
+// Put records r until ttl passes without another Put.
+func (s *SessionStore) Put(ctx context.Context, r persistence.SessionRecord, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("put session %s: %w", r.ID, err)
+	}
+	if r.ID == "" {
+		return fmt.Errorf("put session: empty id")
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("put session %s: ttl %s is not positive", r.ID, ttl)
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Sub(s.lastSweep) >= sessionSweepEvery {
+		s.lastSweep = now
+		for id, e := range s.sessions {
+			if !now.Before(e.expires) {
+				delete(s.sessions, id)
+			}
+		}
+	}
+	s.sessions[r.ID] = sessionEntry{rec: cloneSession(r), expires: now.Add(ttl)}
+	return nil
+}
+
+// Get returns the record of id, or persistence.ErrNotFound when absent or
+// expired.
+func (s *SessionStore) Get(ctx context.Context, id string) (persistence.SessionRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return persistence.SessionRecord{}, fmt.Errorf("get session %s: %w", id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.sessions[id]
+	if ok && !time.Now().Before(e.expires) {
+		delete(s.sessions, id)
+		ok = false
+	}
+	if !ok {
+		return persistence.SessionRecord{}, fmt.Errorf("get session %s: %w", id, persistence.ErrNotFound)
+	}
+	return cloneSession(e.rec), nil
+}
+
+// Delete forgets the record of id, if any.
+func (s *SessionStore) Delete(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, id)
+	return nil
+}
+
+func cloneSession(r persistence.SessionRecord) persistence.SessionRecord {
+	r.Labels = maps.Clone(r.Labels)
+	r.CreatedAt, r.LastUsed = UTC(r.CreatedAt), UTC(r.LastUsed)
+	return r
+}

@@ -35,8 +35,8 @@ bench: ## benchmarks (pick_worker, log path, ...)
 chaos: services ## the fault-injection suite alone (real processes; also part of make test)
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 20m -v -run '^TestChaos' ./e2e/ | grep -E '^(---|ok|FAIL)|CHAOS'
 
-test-rolling: services ## the multi-hub rolling-restart test, not yet in make test (see e2e/rolling_restart_test.go)
-	CI=$${CI:-true} $(GO) test -count=1 -timeout 20m -tags rolling -v -run '^TestClusterRollingRestart' ./e2e/
+test-rolling: services ## the multi-hub rolling-restart test alone (also part of make test)
+	CI=$${CI:-true} $(GO) test -count=1 -timeout 20m -v -run '^TestClusterRollingRestart' ./e2e/
 
 fuzz: ## fuzz the worker-link frame decoder for 30 s
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 30s ./messages/

@@ -348,13 +348,10 @@ func clusterHubKilled(t *testing.T, f *fleet) {
 	close(stop)
 	ids := collect()
 	require.Greater(t, len(ids), 100)
-	final := f.checkInvariants(ids, 20, true)
-	for id, j := range final {
-		if j.Status != client.StatusSucceeded {
-			// only an assignment lost with the dead hub, ended by its deadline
-			require.Equal(t, client.ReasonDeadlineExceeded, j.Reason, "job %s: %s", id, j.Error)
-		}
-	}
+	// Every job succeeds: an assignment whose confirmation died with the hub
+	// is asked about (job_query) and, if the worker never got it, placed
+	// again under a new attempt.
+	final := f.checkInvariants(ids, 20, false)
 	first := time.Time{}
 	for _, e := range readExecs(t, f.execLog) {
 		if orphans[e.worker] && e.start.After(killed) && (first.IsZero() || e.start.Before(first)) {

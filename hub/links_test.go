@@ -83,7 +83,9 @@ func TestUnreportedSlotIsFreed(t *testing.T) {
 	require.Equal(t, a.ID, f.JobID)
 	held := time.Now()
 
-	// The worker never runs it (the assign frame "got lost").
+	// The worker starts it, then drops it without a word (as if its release
+	// went to a grain activation that a topology change had just stopped).
+	l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: a.ID, Attempt: 1, Lane: "sim://w-raw/lane/0"})
 	b := submit(t, url, `{"mode":"noop"}`)
 	l.heartbeat() // composed before the assignment could have arrived: no effect
 	require.Equal(t, "", l.next(time.Second).Type, "the only slot is held: nothing else may be assigned")

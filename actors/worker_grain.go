@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -86,6 +87,12 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 	case *messages.WorkerForward:
 		if g.conn != nil {
 			ctx.Send(g.conn, &messages.ConnSend{Frame: msg.Frame})
+			return
+		}
+		if f, err := messages.DecodeFrame(msg.Frame); err == nil && f.Type == messages.TypeSessionCommand {
+			// Its caller should hear at once, not at the command timeout.
+			sendGrain(ctx, g.cl, f.SessionID, KindSession, &messages.SessionResult{CommandId: f.CommandID,
+				Error: fmt.Sprintf("worker %s is not connected (it may be reconnecting); try again", g.id)})
 		}
 	case *messages.WorkerCancelJob:
 		g.send(ctx, messages.Frame{Type: messages.TypeCancelJob, JobID: msg.JobId, Attempt: int(msg.Attempt)})
@@ -252,15 +259,6 @@ func (g *workerGrain) disconnected(ctx actor.Context, msg *messages.WorkerDiscon
 	g.conn = nil
 	g.info.Connected = false
 	g.log.Info("worker disconnected", slog.Int("running", len(g.running)))
-	// A session lives on its socket: it ends now, with a clear error to its
-	// caller (jobs, unlike sessions, survive a reconnect).
-	for key := range g.running {
-		if sid, isSession := strings.CutPrefix(key, "session:"); isSession {
-			sendGrain(ctx, g.cl, sid, KindSession, &messages.SessionWorkerGone{WorkerId: g.id})
-			g.release(key)
-		}
-	}
-	g.info.InFlight = len(g.running)
 	g.publish(ctx)
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.FleetReadTimeout)
 	defer cancel()
@@ -268,8 +266,9 @@ func (g *workerGrain) disconnected(ctx actor.Context, msg *messages.WorkerDiscon
 		g.log.Warn("release worker owner", slog.Any("err", err))
 	}
 	if len(g.running) > 0 {
-		// Jobs keep running on the worker across a reconnect; only when it
-		// stays away past the grace are its jobs declared lost.
+		// Jobs and sessions live on across a reconnect (a hub that stops
+		// sends its workers to the others); only when the worker stays away
+		// past the grace are they declared lost.
 		g.lostStop = g.timers.SendOnce(g.deps.Timing.OrphanGrace, ctx.Self(), &workerLostTick{})
 	}
 }
@@ -281,10 +280,15 @@ func (g *workerGrain) lost(ctx actor.Context, _ *workerLostTick) {
 	}
 	g.log.Warn("worker gone past the grace; its jobs are lost", slog.Int("jobs", len(g.running)),
 		slog.Duration("grace", g.deps.Timing.OrphanGrace))
-	for jobID, att := range g.running {
-		g.deps.Metrics.Inc("paprika_worker_lost_jobs_total")
-		sendGrain(ctx, g.cl, jobID, KindJob, &messages.JobWorkerLost{WorkerId: g.id, Attempt: att})
-		g.release(jobID)
+	for key, att := range g.running {
+		if sid, isSession := strings.CutPrefix(key, "session:"); isSession {
+			// Its caller gets a clear error on the next request.
+			sendGrain(ctx, g.cl, sid, KindSession, &messages.SessionWorkerGone{WorkerId: g.id})
+		} else {
+			g.deps.Metrics.Inc("paprika_worker_lost_jobs_total")
+			sendGrain(ctx, g.cl, key, KindJob, &messages.JobWorkerLost{WorkerId: g.id, Attempt: att})
+		}
+		g.release(key)
 	}
 	g.info.InFlight = 0
 	g.publish(ctx)

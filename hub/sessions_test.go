@@ -330,3 +330,58 @@ func TestFetchAndMacroJobsThroughTheHub(t *testing.T) {
 	require.Equal(t, "job_error", got.Reason)
 	require.Contains(t, got.Error, "step")
 }
+
+// TestSessionSurvivesWorkerReconnect: the worker's socket drops (a hub
+// stopping, the network) and the worker reconnects within the grace; its
+// session goes on, on the same browser page. A command sent while it is
+// away fails at once instead of hanging.
+func TestSessionSurvivesWorkerReconnect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, formPage)
+	}))
+	defer page.Close()
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("reconciler.orphan_grace", "30s"))
+	h := startTestHub(t, cfg)
+	proxy := storetest.NewProxy(t, strings.TrimPrefix(h.URL(), "http://"))
+	startChromiumAgent(t, "http://"+proxy.Addr(), "wr", 1)
+	alive := func(want bool) func() bool {
+		return func() bool {
+			ws, _ := h.Workers(context.Background())
+			return len(ws) == 1 && ws[0].Connected == want
+		}
+	}
+	require.Eventually(t, alive(true), 20*time.Second, 20*time.Millisecond)
+	id := openSession(t, h.URL())
+	cmd := func(body string) (int, string) {
+		st, b := do(t, "POST", h.URL()+"/sessions/"+id+"/commands", body)
+		return st, string(b)
+	}
+	st, b := cmd(`{"op":"navigate","url":"` + page.URL + `"}`)
+	require.Equal(t, http.StatusOK, st, b)
+	st, b = cmd(`{"op":"type","selector":"#name","text":"again"}`)
+	require.Equal(t, http.StatusOK, st, b)
+
+	proxy.Cut()
+	require.Eventually(t, alive(false), 10*time.Second, 20*time.Millisecond)
+	start := time.Now()
+	st, b = cmd(`{"op":"text","selector":"title"}`)
+	require.NotEqual(t, http.StatusOK, st, b)
+	require.Contains(t, b, "not connected")
+	require.Less(t, time.Since(start), 5*time.Second, "a command to an absent worker must fail fast")
+
+	proxy.Restore()
+	require.Eventually(t, alive(true), 20*time.Second, 50*time.Millisecond)
+	// The same page, with what was typed before the cut.
+	st, b = cmd(`{"op":"click","selector":"#go"}`)
+	require.Equal(t, http.StatusOK, st, b)
+	st, b = cmd(`{"op":"text","selector":"#out"}`)
+	require.Equal(t, http.StatusOK, st, b)
+	require.Contains(t, b, "hello again")
+	st, raw := do(t, "DELETE", h.URL()+"/sessions/"+id, "")
+	require.Less(t, st, 300, string(raw))
+}

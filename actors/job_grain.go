@@ -35,7 +35,8 @@ type jobGrain struct {
 	deadline scheduler.CancelFunc
 	queuedTO scheduler.CancelFunc
 	audit    scheduler.CancelFunc
-	audited  int // the attempt its worker said it runs: no more queries
+	audited  int   // the attempt its worker said it runs: no more queries
+	checking int32 // an attempt its worker stopped reporting: ask even if started
 }
 
 // storeRetry is how long a job waits before it is placed again after the
@@ -116,6 +117,13 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 	case *auditTick:
 		g.audit = nil
 		g.query(ctx)
+	case *messages.JobCheck:
+		g.refreshIfStale(ctx, msg.WorkerId, msg.Attempt)
+		if g.current(msg.WorkerId, msg.Attempt) {
+			g.audited, g.checking = 0, msg.Attempt // whatever the worker said before, ask again
+			g.stopAudit()
+			g.ask(ctx)
+		}
 	case *messages.JobAudit:
 		g.onAudit(ctx, msg)
 	case *deadlineTick:
@@ -205,9 +213,11 @@ func (g *jobGrain) stopAudit() {
 	}
 }
 
-// unconfirmed: claimed, but the worker has not said it started the attempt.
+// unconfirmed: claimed, but the worker has not said it started the attempt
+// (or no longer lists it); until it answers a job_query it is asked again.
 func (g *jobGrain) unconfirmed() bool {
-	return g.job.Status == persistence.StatusRunning && g.job.Lane == "" && g.audited != g.job.Attempts
+	return g.job.Status == persistence.StatusRunning && g.audited != g.job.Attempts &&
+		(g.job.Lane == "" || int(g.checking) == g.job.Attempts)
 }
 
 // query asks the worker whether it holds the current attempt; its
@@ -217,13 +227,19 @@ func (g *jobGrain) query(ctx actor.Context) {
 	if !g.unconfirmed() {
 		return
 	}
+	g.ask(ctx)
+}
+
+// ask sends job_query for the current attempt and re-arms the audit timer
+// until an answer comes.
+func (g *jobGrain) ask(ctx actor.Context) {
 	frame, err := messages.Frame{Type: messages.TypeJobQuery, JobID: g.id, Attempt: g.job.Attempts}.Encode()
 	if err != nil {
 		g.log.Error("encode job_query", slog.Any("err", err))
 		return
 	}
 	g.deps.Metrics.Inc("paprika_assignment_queries_total")
-	g.log.Info("worker has not started the attempt; asking it", slog.String("worker_id", g.job.WorkerID),
+	g.log.Info("asking the worker whether it holds the attempt", slog.String("worker_id", g.job.WorkerID),
 		slog.Int("attempt", g.job.Attempts))
 	sendGrain(ctx, g.cl, g.job.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
 	g.audit = g.timers.SendOnce(auditEvery, ctx.Self(), &auditTick{})

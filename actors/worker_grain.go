@@ -168,7 +168,7 @@ func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected
 		g.applyStats(hello.Stats)
 	}
 	g.adoptRunning(hello.Running)
-	g.pruneUnreported(hello.Running)
+	g.pruneUnreported(ctx, hello.Running)
 	g.info.LastSeen = g.deps.now()
 	g.info.Reported, g.info.ReportedAt = hello.Running, g.info.LastSeen
 	g.log.Info("worker connected", slog.String("lan_ip", hello.LanIP), slog.Int("max_concurrent", caps.MaxConcurrent),
@@ -200,7 +200,7 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 		g.info.Lanes = f.LaneURLs
 	}
 	g.adoptRunning(f.Running)
-	g.pruneUnreported(f.Running)
+	g.pruneUnreported(ctx, f.Running)
 	g.info.LastSeen = g.deps.now()
 	g.info.Reported, g.info.ReportedAt = f.Running, g.info.LastSeen
 	g.publish(ctx)
@@ -221,7 +221,7 @@ func (g *workerGrain) adoptRunning(ids []string) {
 // pruneUnreported frees the slots of jobs the worker's report leaves out
 // (see SlotPruneAfter). Sessions are not in the report: their slots end by
 // close or disconnect.
-func (g *workerGrain) pruneUnreported(reported []string) {
+func (g *workerGrain) pruneUnreported(ctx actor.Context, reported []string) {
 	now := g.deps.now()
 	for id := range g.running {
 		if strings.HasPrefix(id, "session:") || slices.Contains(reported, id) || now.Sub(g.heldAt[id]) < SlotPruneAfter {
@@ -229,6 +229,12 @@ func (g *workerGrain) pruneUnreported(reported []string) {
 		}
 		g.deps.Metrics.Inc("paprika_worker_slots_pruned_total")
 		g.log.Info("worker no longer reports the job; slot freed", slog.String("job_id", id))
+		if att := g.running[id]; att > 0 {
+			// If the job is still running by the store, the worker lost it
+			// (restarted, say): the job grain asks it and settles the attempt
+			// now rather than at its deadline.
+			sendGrain(ctx, g.cl, id, KindJob, &messages.JobCheck{WorkerId: g.id, Attempt: att})
+		}
 		g.release(id)
 	}
 	g.info.InFlight = len(g.running)

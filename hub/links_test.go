@@ -72,12 +72,14 @@ func (l *rawLink) heartbeat(running ...string) {
 // A slot whose job the worker no longer reports is freed (the release that
 // should have freed it can be lost in a topology change, and the fleet would
 // shrink for good), but not while the assignment may still be in flight.
+// The job itself is settled at once: the hub asks the worker, and a worker
+// that restarted since the claim has lost it.
 func TestUnreportedSlotIsFreed(t *testing.T) {
 	h := startTestHub(t, testConfig(t))
 	url := h.URL()
 	l := dialRawLink(t, url, "w-raw", 1)
 
-	a := submit(t, url, `{"mode":"noop"}`)
+	a := submit(t, url, `{"mode":"noop","max_attempts":1}`)
 	f := l.next(5 * time.Second)
 	require.Equal(t, messages.TypeAssignJob, f.Type)
 	require.Equal(t, a.ID, f.JobID)
@@ -95,9 +97,26 @@ func TestUnreportedSlotIsFreed(t *testing.T) {
 		require.Equal(t, "", l.next(500*time.Millisecond).Type)
 	}
 	l.heartbeat()
-	f = l.next(5 * time.Second)
-	require.Equal(t, messages.TypeAssignJob, f.Type, "the unreported slot was not freed")
-	require.Equal(t, b.ID, f.JobID)
+	assigned, asked := false, false
+	for !assigned || !asked {
+		f = l.next(5 * time.Second)
+		switch f.Type {
+		case messages.TypeAssignJob:
+			require.Equal(t, b.ID, f.JobID)
+			assigned = true
+		case messages.TypeJobQuery:
+			require.Equal(t, a.ID, f.JobID)
+			asked = true
+			l.send(messages.Frame{Type: messages.TypeJobStatus, JobID: a.ID, Attempt: 1, State: messages.JobStateUnknown, UptimeMS: 50})
+		case messages.TypeCancelJob:
+			require.Equal(t, a.ID, f.JobID) // the lost attempt is ended
+		default:
+			t.Fatalf("the unreported slot was not freed, or its job not asked about: got %+v", f)
+		}
+	}
+	got := waitFinal(t, url, a.ID, 10*time.Second)
+	require.Equal(t, persistence.StatusFailed, got.Status)
+	require.Equal(t, persistence.ReasonWorkerLost, got.Reason)
 	_, m := do(t, "GET", url+"/metrics", "")
 	require.Contains(t, string(m), "paprika_worker_slots_pruned_total 1")
 }

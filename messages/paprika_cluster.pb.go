@@ -1348,6 +1348,60 @@ func (x *JobAudit) GetWorkerStartedUnixMs() int64 {
 	return 0
 }
 
+// JobCheck: the worker's report no longer lists the attempt; the job grain
+// asks the worker about it (job_query) whatever it has heard so far.
+type JobCheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobCheck) Reset() {
+	*x = JobCheck{}
+	mi := &file_paprika_cluster_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobCheck) ProtoMessage() {}
+
+func (x *JobCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobCheck.ProtoReflect.Descriptor instead.
+func (*JobCheck) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *JobCheck) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *JobCheck) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
 // JobWorkerLost: the reconciler found the job's worker gone past the grace.
 type JobWorkerLost struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1359,7 +1413,7 @@ type JobWorkerLost struct {
 
 func (x *JobWorkerLost) Reset() {
 	*x = JobWorkerLost{}
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1425,7 @@ func (x *JobWorkerLost) String() string {
 func (*JobWorkerLost) ProtoMessage() {}
 
 func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1438,7 @@ func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobWorkerLost.ProtoReflect.Descriptor instead.
 func (*JobWorkerLost) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *JobWorkerLost) GetWorkerId() string {
@@ -1414,7 +1468,7 @@ type ConnSend struct {
 
 func (x *ConnSend) Reset() {
 	*x = ConnSend{}
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1480,7 @@ func (x *ConnSend) String() string {
 func (*ConnSend) ProtoMessage() {}
 
 func (x *ConnSend) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1493,7 @@ func (x *ConnSend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnSend.ProtoReflect.Descriptor instead.
 func (*ConnSend) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConnSend) GetFrame() []byte {
@@ -1467,7 +1521,7 @@ type ConnClose struct {
 
 func (x *ConnClose) Reset() {
 	*x = ConnClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1533,7 @@ func (x *ConnClose) String() string {
 func (*ConnClose) ProtoMessage() {}
 
 func (x *ConnClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1546,7 @@ func (x *ConnClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnClose.ProtoReflect.Descriptor instead.
 func (*ConnClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ConnClose) GetCode() string {
@@ -1520,7 +1574,7 @@ type SessionOpen struct {
 
 func (x *SessionOpen) Reset() {
 	*x = SessionOpen{}
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1586,7 @@ func (x *SessionOpen) String() string {
 func (*SessionOpen) ProtoMessage() {}
 
 func (x *SessionOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1599,7 @@ func (x *SessionOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOpen.ProtoReflect.Descriptor instead.
 func (*SessionOpen) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SessionOpen) GetIdleTimeoutS() int32 {
@@ -1573,7 +1627,7 @@ type SessionCommand struct {
 
 func (x *SessionCommand) Reset() {
 	*x = SessionCommand{}
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1639,7 @@ func (x *SessionCommand) String() string {
 func (*SessionCommand) ProtoMessage() {}
 
 func (x *SessionCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1652,7 @@ func (x *SessionCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCommand.ProtoReflect.Descriptor instead.
 func (*SessionCommand) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SessionCommand) GetCommand() []byte {
@@ -1617,7 +1671,7 @@ type SessionClose struct {
 
 func (x *SessionClose) Reset() {
 	*x = SessionClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1683,7 @@ func (x *SessionClose) String() string {
 func (*SessionClose) ProtoMessage() {}
 
 func (x *SessionClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1696,7 @@ func (x *SessionClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionClose.ProtoReflect.Descriptor instead.
 func (*SessionClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 // SessionGet asks for the session object (Reply.json).
@@ -1654,7 +1708,7 @@ type SessionGet struct {
 
 func (x *SessionGet) Reset() {
 	*x = SessionGet{}
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1666,7 +1720,7 @@ func (x *SessionGet) String() string {
 func (*SessionGet) ProtoMessage() {}
 
 func (x *SessionGet) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1679,7 +1733,7 @@ func (x *SessionGet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionGet.ProtoReflect.Descriptor instead.
 func (*SessionGet) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 // SessionResult is a worker's answer to a session_command.
@@ -1695,7 +1749,7 @@ type SessionResult struct {
 
 func (x *SessionResult) Reset() {
 	*x = SessionResult{}
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +1761,7 @@ func (x *SessionResult) String() string {
 func (*SessionResult) ProtoMessage() {}
 
 func (x *SessionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +1774,7 @@ func (x *SessionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResult.ProtoReflect.Descriptor instead.
 func (*SessionResult) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SessionResult) GetCommandId() string {
@@ -1761,7 +1815,7 @@ type SessionWorkerGone struct {
 
 func (x *SessionWorkerGone) Reset() {
 	*x = SessionWorkerGone{}
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1827,7 @@ func (x *SessionWorkerGone) String() string {
 func (*SessionWorkerGone) ProtoMessage() {}
 
 func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +1840,7 @@ func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionWorkerGone.ProtoReflect.Descriptor instead.
 func (*SessionWorkerGone) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SessionWorkerGone) GetWorkerId() string {
@@ -1809,7 +1863,7 @@ type SessionEnsure struct {
 
 func (x *SessionEnsure) Reset() {
 	*x = SessionEnsure{}
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +1875,7 @@ func (x *SessionEnsure) String() string {
 func (*SessionEnsure) ProtoMessage() {}
 
 func (x *SessionEnsure) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +1888,7 @@ func (x *SessionEnsure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnsure.ProtoReflect.Descriptor instead.
 func (*SessionEnsure) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SessionEnsure) GetWorkerId() string {
@@ -1856,7 +1910,7 @@ type SchedPickSession struct {
 
 func (x *SchedPickSession) Reset() {
 	*x = SchedPickSession{}
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +1922,7 @@ func (x *SchedPickSession) String() string {
 func (*SchedPickSession) ProtoMessage() {}
 
 func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +1935,7 @@ func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedPickSession.ProtoReflect.Descriptor instead.
 func (*SchedPickSession) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SchedPickSession) GetSessionId() string {
@@ -1901,7 +1955,7 @@ type WorkerForward struct {
 
 func (x *WorkerForward) Reset() {
 	*x = WorkerForward{}
-	mi := &file_paprika_cluster_proto_msgTypes[34]
+	mi := &file_paprika_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +1967,7 @@ func (x *WorkerForward) String() string {
 func (*WorkerForward) ProtoMessage() {}
 
 func (x *WorkerForward) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[34]
+	mi := &file_paprika_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +1980,7 @@ func (x *WorkerForward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerForward.ProtoReflect.Descriptor instead.
 func (*WorkerForward) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{34}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WorkerForward) GetFrame() []byte {
@@ -2025,7 +2079,10 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
 	"\x05state\x18\x03 \x01(\tR\x05state\x123\n" +
-	"\x16worker_started_unix_ms\x18\x04 \x01(\x03R\x13workerStartedUnixMs\"F\n" +
+	"\x16worker_started_unix_ms\x18\x04 \x01(\x03R\x13workerStartedUnixMs\"A\n" +
+	"\bJobCheck\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\"F\n" +
 	"\rJobWorkerLost\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"2\n" +
@@ -2074,7 +2131,7 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                // 0: paprika.Ref
 	(*Reply)(nil),              // 1: paprika.Reply
@@ -2099,25 +2156,26 @@ var file_paprika_cluster_proto_goTypes = []any{
 	(*JobFinished)(nil),        // 20: paprika.JobFinished
 	(*JobCancel)(nil),          // 21: paprika.JobCancel
 	(*JobAudit)(nil),           // 22: paprika.JobAudit
-	(*JobWorkerLost)(nil),      // 23: paprika.JobWorkerLost
-	(*ConnSend)(nil),           // 24: paprika.ConnSend
-	(*ConnClose)(nil),          // 25: paprika.ConnClose
-	(*SessionOpen)(nil),        // 26: paprika.SessionOpen
-	(*SessionCommand)(nil),     // 27: paprika.SessionCommand
-	(*SessionClose)(nil),       // 28: paprika.SessionClose
-	(*SessionGet)(nil),         // 29: paprika.SessionGet
-	(*SessionResult)(nil),      // 30: paprika.SessionResult
-	(*SessionWorkerGone)(nil),  // 31: paprika.SessionWorkerGone
-	(*SessionEnsure)(nil),      // 32: paprika.SessionEnsure
-	(*SchedPickSession)(nil),   // 33: paprika.SchedPickSession
-	(*WorkerForward)(nil),      // 34: paprika.WorkerForward
-	nil,                        // 35: paprika.SessionOpen.LabelsEntry
+	(*JobCheck)(nil),           // 23: paprika.JobCheck
+	(*JobWorkerLost)(nil),      // 24: paprika.JobWorkerLost
+	(*ConnSend)(nil),           // 25: paprika.ConnSend
+	(*ConnClose)(nil),          // 26: paprika.ConnClose
+	(*SessionOpen)(nil),        // 27: paprika.SessionOpen
+	(*SessionCommand)(nil),     // 28: paprika.SessionCommand
+	(*SessionClose)(nil),       // 29: paprika.SessionClose
+	(*SessionGet)(nil),         // 30: paprika.SessionGet
+	(*SessionResult)(nil),      // 31: paprika.SessionResult
+	(*SessionWorkerGone)(nil),  // 32: paprika.SessionWorkerGone
+	(*SessionEnsure)(nil),      // 33: paprika.SessionEnsure
+	(*SchedPickSession)(nil),   // 34: paprika.SchedPickSession
+	(*WorkerForward)(nil),      // 35: paprika.WorkerForward
+	nil,                        // 36: paprika.SessionOpen.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
 	0,  // 1: paprika.WorkerHeartbeat.conn:type_name -> paprika.Ref
 	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
-	35, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	36, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
 	4,  // [4:4] is the sub-list for method output_type
 	4,  // [4:4] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
@@ -2136,7 +2194,7 @@ func file_paprika_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

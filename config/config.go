@@ -51,6 +51,14 @@ const (
 	DefaultClusterHost = "127.0.0.1"
 	// DefaultClusterPort is cluster.port; 0 picks a free port.
 	DefaultClusterPort = 0
+	// DefaultClusterJoinTimeout is cluster.join_timeout.
+	DefaultClusterJoinTimeout = 15 * time.Second
+	// DefaultClusterConsulAddress is cluster.consul_address: the local
+	// Consul agent, where services are registered.
+	DefaultClusterConsulAddress = "127.0.0.1:8500"
+	// DefaultClusterEtcdEndpoints is cluster.etcd_endpoints; empty, because
+	// no etcd address is a safe guess (provider etcd requires it).
+	DefaultClusterEtcdEndpoints = ""
 	// DefaultRedisPrefix is redis.prefix.
 	DefaultRedisPrefix = "paprika:"
 	// DefaultMinIOBucket is minio.bucket.
@@ -232,13 +240,34 @@ type ClusterConfig struct {
 	// every MemberTimeout/3) before its peers drop it from the cluster and
 	// take over its grains and workers; hub_ttl keeps its record visible as
 	// a dead hub afterwards. A hub that could not beat for this long leaves
-	// and restarts. Default 6s.
+	// and restarts. With consul and etcd it is the TTL of the hub's
+	// registration (an etcd lease rounds it up to whole seconds), refreshed
+	// by the provider. Default 6s.
 	MemberTimeout time.Duration `yaml:"member_timeout"`
 	// Host is the address the cluster (actor remoting) listens on and
 	// advertises. Default "127.0.0.1".
 	Host string `yaml:"host"`
 	// Port is the cluster remoting port. Default 0 (pick a free port).
 	Port int `yaml:"port"`
+	// JoinTimeout bounds joining through consul, etcd or k8s at start
+	// (reaching the service, registering this hub) and leaving it at stop;
+	// past it the hub gives up with an error naming the provider and the
+	// address. Default 15s.
+	JoinTimeout time.Duration `yaml:"join_timeout"`
+	// ConsulAddress is the Consul agent provider consul registers with:
+	// host:port, http(s)://host:port or unix:///path. An ACL token comes
+	// from CONSUL_HTTP_TOKEN, as for the consul CLI. Default
+	// "127.0.0.1:8500".
+	ConsulAddress string `yaml:"consul_address"`
+	// EtcdEndpoints lists the etcd endpoints provider etcd uses, comma
+	// separated (host:port or http(s)://host:port). Required with provider
+	// etcd. Default "".
+	EtcdEndpoints string `yaml:"etcd_endpoints"`
+}
+
+// EtcdEndpointList is EtcdEndpoints split at commas, blanks dropped.
+func (c ClusterConfig) EtcdEndpointList() []string {
+	return splitList(c.EtcdEndpoints)
 }
 
 // RedisConfig is the "redis" section.
@@ -333,6 +362,9 @@ func Default() *Config {
 			MemberTimeout:  DefaultClusterMemberTimeout,
 			Host:           DefaultClusterHost,
 			Port:           DefaultClusterPort,
+			JoinTimeout:    DefaultClusterJoinTimeout,
+			ConsulAddress:  DefaultClusterConsulAddress,
+			EtcdEndpoints:  DefaultClusterEtcdEndpoints,
 		},
 		Redis:  RedisConfig{Prefix: DefaultRedisPrefix},
 		MinIO:  MinIOConfig{Bucket: DefaultMinIOBucket},

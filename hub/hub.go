@@ -162,6 +162,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Redis:          h.stores.Redis, RedisPrefix: h.cfg.Redis.Prefix, HubTTL: h.cfg.Cluster.HubTTL,
 		MemberTimeout: h.cfg.Cluster.MemberTimeout,
 		OnLost:        h.lost,
+		ConsulAddress: strings.TrimSpace(h.cfg.Cluster.ConsulAddress),
+		EtcdEndpoints: h.cfg.Cluster.EtcdEndpointList(),
+		JoinTimeout:   h.cfg.Cluster.JoinTimeout,
 	})
 	if err != nil {
 		_ = ln.Close()

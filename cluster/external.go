@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/consul"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/k8s"
@@ -34,6 +37,13 @@ const (
 // Options.JoinTimeout is 0.
 const DefaultJoinTimeout = 15 * time.Second
 
+// DefaultAutomanagedPort is provider automanaged's health port when
+// Options.AutomanagedPort is 0 (protoactor's own default).
+const DefaultAutomanagedPort = 6330
+
+// automanagedRefresh is how often provider automanaged polls the hosts.
+const automanagedRefresh = 2 * time.Second
+
 // etcdBaseKey is the etcd prefix of all members; the cluster name (one per
 // Redis prefix) separates fleets below it.
 const etcdBaseKey = "/paprika"
@@ -41,7 +51,8 @@ const etcdBaseKey = "/paprika"
 // serviceAccountDir holds the pod's namespace and token in Kubernetes.
 const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// external is a provider that joins through a service outside the process.
+// external is a provider that joins through a service outside the process
+// (for automanaged: the other hubs' health endpoints).
 // protoactor's providers either block without a deadline on an unreachable
 // service (etcd uses context.TODO throughout) or retry for ever in the
 // background while StartMember reports success (consul, k8s), so the
@@ -57,6 +68,8 @@ type external struct {
 	// readiness may well wait for the hub's HTTP port, which opens after the
 	// join: waiting there would deadlock until the timeout.
 	waitSelf bool
+	// unlisted says what to look at when the member was not listed in time.
+	unlisted string
 	// release closes the provider's client so that calls stuck on an
 	// unreachable service return; nil when there is nothing to close.
 	release func()
@@ -73,6 +86,8 @@ func (e *external) errorf(format string, args ...any) error {
 // records.
 func newExternal(ctx context.Context, o Options, log *slog.Logger) (*external, error) {
 	switch o.Provider {
+	case ProviderAutomanaged:
+		return newAutomanaged(o)
 	case ProviderConsul:
 		return newConsul(ctx, o)
 	case ProviderEtcd:
@@ -84,14 +99,44 @@ func newExternal(ctx context.Context, o Options, log *slog.Logger) (*external, e
 }
 
 func isExternal(provider string) bool {
-	return provider == ProviderConsul || provider == ProviderEtcd || provider == ProviderK8s
+	switch provider {
+	case ProviderAutomanaged, ProviderConsul, ProviderEtcd, ProviderK8s:
+		return true
+	}
+	return false
+}
+
+// newAutomanaged: the member list is whatever of o.Peers answers on its
+// health endpoint, so a list without this hub leaves it with no member at
+// all — every grain call fails. The join therefore waits for this hub to
+// list itself, which also catches a health port nobody can reach.
+func newAutomanaged(o Options) (*external, error) {
+	if len(o.Peers) == 0 {
+		return nil, fmt.Errorf("%w: %q needs cluster.automanaged_hosts", ErrUnsupportedProvider, o.Provider)
+	}
+	port := o.AutomanagedPort
+	if port == 0 {
+		port = DefaultAutomanagedPort
+	}
+	e := &external{name: ProviderAutomanaged, addr: strings.Join(o.Peers, ","), waitSelf: true,
+		unlisted: "cluster.automanaged_hosts must hold this hub's own host:" + strconv.Itoa(port) + ", reachable from here"}
+	// protoactor serves the health endpoint from a goroutine and only logs
+	// a failed bind: check the port first for a clear error.
+	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		return nil, e.errorf("health port (cluster.automanaged_port): %w", err)
+	}
+	_ = l.Close()
+	e.provider = automanaged.NewWithConfig(automanagedRefresh, port, o.Peers...)
+	return e, nil
 }
 
 func newConsul(ctx context.Context, o Options) (*external, error) {
 	if strings.TrimSpace(o.ConsulAddress) == "" {
 		return nil, fmt.Errorf("%w: %q needs cluster.consul_address", ErrUnsupportedProvider, o.Provider)
 	}
-	e := &external{name: ProviderConsul, addr: o.ConsulAddress, waitSelf: true}
+	e := &external{name: ProviderConsul, addr: o.ConsulAddress, waitSelf: true,
+		unlisted: "the agent answered, but this hub's service never passed its check; see the provider's errors in the log"}
 	// A client of its own: the API client rewrites the config it is given.
 	probe, err := consulapi.NewClient(&consulapi.Config{Address: o.ConsulAddress})
 	if err != nil {
@@ -120,7 +165,8 @@ func newEtcd(ctx context.Context, o Options, log *slog.Logger) (*external, error
 	if len(o.EtcdEndpoints) == 0 {
 		return nil, fmt.Errorf("%w: %q needs cluster.etcd_endpoints", ErrUnsupportedProvider, o.Provider)
 	}
-	e := &external{name: ProviderEtcd, addr: strings.Join(o.EtcdEndpoints, ","), waitSelf: true}
+	e := &external{name: ProviderEtcd, addr: strings.Join(o.EtcdEndpoints, ","), waitSelf: true,
+		unlisted: "etcd answered, but this hub's key never showed up; see the provider's errors in the log"}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints: o.EtcdEndpoints,
 		Logger:    zap.New(slogCore{log: log.With(slog.String("component", "etcd-client"))}),

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,7 +132,7 @@ func TestConsulRefusedRegistrationIsBounded(t *testing.T) {
 	addr := strings.TrimPrefix(agent.URL, "http://")
 	m, err, took := startTimed(t, Options{Provider: ProviderConsul, ConsulAddress: addr, JoinTimeout: 1500 * time.Millisecond})
 	require.Nil(t, m)
-	require.ErrorContains(t, err, "cluster.provider consul at "+addr+": this hub was not listed as a member within cluster.join_timeout")
+	require.ErrorContains(t, err, "cluster.provider consul at "+addr+": this hub was not listed as a member within cluster.join_timeout (the agent answered, but this hub's service never passed its check")
 	require.Less(t, took, 5*time.Second)
 	require.Positive(t, registers.Load(), "the provider tried to register")
 	before := registers.Load()
@@ -281,5 +282,37 @@ func TestJoinBoundsABlockedStart(t *testing.T) {
 	abandon(c, sp, quietLogger())
 	require.EqualError(t, err, "cluster.provider etcd at etcd1:2379: joining took longer than cluster.join_timeout; gave up")
 	require.GreaterOrEqual(t, took, 1300*time.Millisecond, "StartMember's own second of sleep is allowed for")
+	require.Less(t, took, 4*time.Second)
+}
+
+func TestAutomanagedHealthPortTaken(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", ":0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	port := l.Addr().(*net.TCPAddr).Port
+	peer := fmt.Sprintf("127.0.0.1:%d", port)
+	m, err, _ := startTimed(t, Options{Provider: ProviderAutomanaged, Peers: []string{peer}, AutomanagedPort: port})
+	require.Nil(t, m)
+	require.ErrorContains(t, err, "cluster.provider automanaged at "+peer+": health port (cluster.automanaged_port): ")
+	require.ErrorContains(t, err, "address already in use")
+}
+
+// TestAutomanagedWithoutSelfIsAnError: a host list that leaves this hub out
+// gives it no member at all, so every grain call would fail; the start
+// fails instead.
+func TestAutomanagedWithoutSelfIsAnError(t *testing.T) {
+	// Not parallel: it starts remoting, which races with another member
+	// starting (see redis_multi_test.go).
+	peer := closedAddr(t)
+	port := closedAddr(t)
+	_, p, err := net.SplitHostPort(port)
+	require.NoError(t, err)
+	n, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	m, err, took := startTimed(t, Options{Provider: ProviderAutomanaged, Peers: []string{peer}, AutomanagedPort: n, JoinTimeout: time.Second})
+	require.Nil(t, m)
+	require.ErrorContains(t, err, "cluster.provider automanaged at "+peer+": this hub was not listed as a member within cluster.join_timeout "+
+		"(cluster.automanaged_hosts must hold this hub's own host:"+p+", reachable from here)")
 	require.Less(t, took, 4*time.Second)
 }

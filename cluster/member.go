@@ -12,7 +12,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
@@ -29,14 +28,19 @@ const (
 
 // Options configure a member.
 type Options struct {
-	Name           string // cluster name; members with another name never meet
-	Provider       string
-	Host           string
-	Port           int // 0 picks a free port
-	Peers          []string
-	Kinds          []*pcluster.Kind
-	RequestTimeout time.Duration
-	Logger         *slog.Logger
+	Name     string // cluster name; members with another name never meet
+	Provider string
+	Host     string
+	Port     int // 0 picks a free port
+	// Peers are the health addresses (host:port) provider "automanaged"
+	// polls, this member's included.
+	Peers []string
+	// AutomanagedPort is where provider "automanaged" serves this member's
+	// health; 0 means DefaultAutomanagedPort.
+	AutomanagedPort int
+	Kinds           []*pcluster.Kind
+	RequestTimeout  time.Duration
+	Logger          *slog.Logger
 	// Agent shares one in-memory membership between members of one process
 	// (provider "test"); nil makes a private one.
 	Agent *test.InMemAgent
@@ -55,9 +59,9 @@ type Options struct {
 	ConsulAddress string
 	// EtcdEndpoints are the etcd endpoints of provider "etcd".
 	EtcdEndpoints []string
-	// JoinTimeout bounds reaching the service of provider "consul", "etcd"
-	// or "k8s", joining through it, and leaving it; 0 means
-	// DefaultJoinTimeout.
+	// JoinTimeout bounds reaching the service of provider "automanaged",
+	// "consul", "etcd" or "k8s", joining through it, and leaving it; 0
+	// means DefaultJoinTimeout.
 	JoinTimeout time.Duration
 }
 
@@ -115,8 +119,6 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (*Member,
 		rp := NewRedisProvider(o.Redis, o.RedisPrefix, o.HubTTL, o.MemberTimeout, o.Logger)
 		rp.OnLost = o.OnLost
 		provider = rp
-	case o.Provider == ProviderAutomanaged:
-		provider = automanaged.NewWithConfig(2*time.Second, 6330, o.Peers...)
 	case isExternal(o.Provider):
 		// One deadline for the whole join: the check below, StartMember and
 		// the wait for this member to be listed.
@@ -231,8 +233,7 @@ func join(c *pcluster.Cluster, ext *external, deadline time.Time, listed <-chan 
 	case <-listed:
 		return nil
 	case <-wait.C:
-		return ext.errorf("this hub was not listed as a member within cluster.join_timeout " +
-			"(the service answered, but the registration did not show up; see the provider's errors in the log)")
+		return ext.errorf("this hub was not listed as a member within cluster.join_timeout (%s)", ext.unlisted)
 	}
 }
 

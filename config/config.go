@@ -59,6 +59,12 @@ const (
 	// DefaultClusterEtcdEndpoints is cluster.etcd_endpoints; empty, because
 	// no etcd address is a safe guess (provider etcd requires it).
 	DefaultClusterEtcdEndpoints = ""
+	// DefaultClusterAutomanagedPort is cluster.automanaged_port,
+	// protoactor's own default.
+	DefaultClusterAutomanagedPort = 6330
+	// DefaultClusterAutomanagedHosts is cluster.automanaged_hosts; empty
+	// (provider automanaged requires it).
+	DefaultClusterAutomanagedHosts = ""
 	// DefaultRedisPrefix is redis.prefix.
 	DefaultRedisPrefix = "paprika:"
 	// DefaultMinIOBucket is minio.bucket.
@@ -263,11 +269,24 @@ type ClusterConfig struct {
 	// separated (host:port or http(s)://host:port). Required with provider
 	// etcd. Default "".
 	EtcdEndpoints string `yaml:"etcd_endpoints"`
+	// AutomanagedPort is the port provider automanaged serves this hub's
+	// health on, on all interfaces (protoactor binds 0.0.0.0). Default 6330.
+	AutomanagedPort int `yaml:"automanaged_port"`
+	// AutomanagedHosts lists the health addresses of every hub of the
+	// cluster, this one included, comma separated (host:automanaged_port):
+	// provider automanaged polls them for the member list. Required with
+	// provider automanaged. Default "".
+	AutomanagedHosts string `yaml:"automanaged_hosts"`
 }
 
 // EtcdEndpointList is EtcdEndpoints split at commas, blanks dropped.
 func (c ClusterConfig) EtcdEndpointList() []string {
 	return splitList(c.EtcdEndpoints)
+}
+
+// AutomanagedHostList is AutomanagedHosts split at commas, blanks dropped.
+func (c ClusterConfig) AutomanagedHostList() []string {
+	return splitList(c.AutomanagedHosts)
 }
 
 // RedisConfig is the "redis" section.
@@ -365,6 +384,9 @@ func Default() *Config {
 			JoinTimeout:    DefaultClusterJoinTimeout,
 			ConsulAddress:  DefaultClusterConsulAddress,
 			EtcdEndpoints:  DefaultClusterEtcdEndpoints,
+
+			AutomanagedPort:  DefaultClusterAutomanagedPort,
+			AutomanagedHosts: DefaultClusterAutomanagedHosts,
 		},
 		Redis:  RedisConfig{Prefix: DefaultRedisPrefix},
 		MinIO:  MinIOConfig{Bucket: DefaultMinIOBucket},

@@ -94,9 +94,9 @@ func TestFieldDocsStateDefault(t *testing.T) {
 func TestKeysAndEnvNames(t *testing.T) {
 	t.Parallel()
 	keys := Keys()
-	// API.md's 35 keys plus redis.prefix, cluster.member_timeout, debug.fault_injection,
-	// cluster.join_timeout, cluster.consul_address, cluster.etcd_endpoints
-	require.Len(t, keys, 41)
+	// API.md's 40 keys plus redis.prefix, cluster.member_timeout and
+	// debug.fault_injection
+	require.Len(t, keys, 43)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -178,7 +178,9 @@ func TestEnvOverrides(t *testing.T) {
 		{"PAPRIKA_JOBS_MAX_ATTEMPTS=3", "jobs.max_attempts", "3"},
 		{"PAPRIKA_LOGS_BATCH_LINES= 100 ", "logs.batch_lines", "100"},
 		{"PAPRIKA_LOGS_RETENTION=168h", "logs.retention", "168h"},
-		{"PAPRIKA_CLUSTER_PROVIDER=automanaged", "cluster.provider", "automanaged"},
+		{"PAPRIKA_CLUSTER_PROVIDER=consul", "cluster.provider", "consul"},
+		{"PAPRIKA_CLUSTER_AUTOMANAGED_PORT=7330", "cluster.automanaged_port", "7330"},
+		{"PAPRIKA_CLUSTER_AUTOMANAGED_HOSTS=hub1:6330,hub2:6330", "cluster.automanaged_hosts", "hub1:6330,hub2:6330"},
 		{"PAPRIKA_CLUSTER_PORT=6330", "cluster.port", "6330"},
 		{"PAPRIKA_CLUSTER_JOIN_TIMEOUT=3s", "cluster.join_timeout", "3s"},
 		{"PAPRIKA_CLUSTER_CONSUL_ADDRESS=https://consul.internal:8501", "cluster.consul_address", "https://consul.internal:8501"},
@@ -359,6 +361,10 @@ func TestValidateErrors(t *testing.T) {
 		{"etcd no port", func(c *Config) { c.Cluster.EtcdEndpoints = "etcd1:2379,etcd2" }, `cluster.etcd_endpoints: endpoint "etcd2" is not host:port or http(s)://host:port`},
 		{"etcd port zero", func(c *Config) { c.Cluster.EtcdEndpoints = "etcd1:0" }, `cluster.etcd_endpoints: endpoint "etcd1:0" is not host:port or http(s)://host:port`},
 		{"etcd scheme", func(c *Config) { c.Cluster.EtcdEndpoints = "unix://etcd.sock" }, `cluster.etcd_endpoints: endpoint "unix://etcd.sock": scheme must be http or https`},
+		{"automanaged port", func(c *Config) { c.Cluster.AutomanagedPort = 0 }, `cluster.automanaged_port: 0 is out of range 1..65535`},
+		{"automanaged required", func(c *Config) { c.Cluster.Provider = ProviderAutomanaged }, `cluster.automanaged_hosts: required when cluster.provider is automanaged (every hub's host:automanaged_port, this one included, e.g. hub1:6330,hub2:6330; env PAPRIKA_CLUSTER_AUTOMANAGED_HOSTS)`},
+		{"automanaged host no port", func(c *Config) { c.Cluster.AutomanagedHosts = "hub1:6330,hub2" }, `cluster.automanaged_hosts: "hub2" is not host:port`},
+		{"automanaged empty item", func(c *Config) { c.Cluster.AutomanagedHosts = "hub1:6330," }, `cluster.automanaged_hosts: "hub1:6330," has an empty item (give host:port[,host:port...])`},
 		{"k8s loopback", func(c *Config) { c.Cluster.Provider = ProviderK8s }, `cluster.host: "127.0.0.1" is a loopback address; with cluster.provider k8s give the pod IP (e.g. PAPRIKA_CLUSTER_HOST from the downward API's status.podIP)`},
 		{"k8s localhost", func(c *Config) { c.Cluster.Provider = ProviderK8s; c.Cluster.Host = "localhost" }, `cluster.host: "localhost" is a loopback address; with cluster.provider k8s give the pod IP (e.g. PAPRIKA_CLUSTER_HOST from the downward API's status.podIP)`},
 		{"redis scheme", func(c *Config) { c.Redis.URL = "http://:hunter2@localhost:6379" }, `redis.url: "http://:***@localhost:6379" is not a redis URL (redis://[:password@]host:port[/db], rediss://..., unix:///path)`},
@@ -429,6 +435,12 @@ func TestValidateAcceptsProviderKeys(t *testing.T) {
 	c := Default()
 	c.Cluster.Provider = ProviderK8s
 	c.Cluster.Host = "10.244.1.7"
+	require.NoError(t, c.Validate())
+
+	c = Default()
+	c.Cluster.Provider = ProviderAutomanaged
+	c.Cluster.AutomanagedHosts = "127.0.0.1:6330, hub2.internal:6330"
+	require.Equal(t, []string{"127.0.0.1:6330", "hub2.internal:6330"}, c.Cluster.AutomanagedHostList())
 	require.NoError(t, c.Validate())
 
 	// The provider keys are only required by their own provider.

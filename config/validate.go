@@ -71,15 +71,17 @@ var fieldChecks = map[string]func(c *Config) string{
 	"logs.batch_wait":  func(c *Config) string { return positive(c.Logs.BatchWait) },
 	"logs.retention":   func(c *Config) string { return positive(c.Logs.Retention) },
 
-	"cluster.provider":        func(c *Config) string { return oneOf(c.Cluster.Provider, Providers) },
-	"cluster.hub_ttl":         func(c *Config) string { return positive(c.Cluster.HubTTL) },
-	"cluster.forward_timeout": func(c *Config) string { return positive(c.Cluster.ForwardTimeout) },
-	"cluster.member_timeout":  func(c *Config) string { return positive(c.Cluster.MemberTimeout) },
-	"cluster.host":            func(c *Config) string { return checkHost(c.Cluster.Host) },
-	"cluster.port":            func(c *Config) string { return inRange(c.Cluster.Port, 0, 65535) },
-	"cluster.join_timeout":    func(c *Config) string { return positive(c.Cluster.JoinTimeout) },
-	"cluster.consul_address":  func(c *Config) string { return checkConsulAddress(c.Cluster.ConsulAddress) },
-	"cluster.etcd_endpoints":  func(c *Config) string { return checkEtcdEndpoints(c.Cluster.EtcdEndpoints) },
+	"cluster.provider":          func(c *Config) string { return oneOf(c.Cluster.Provider, Providers) },
+	"cluster.hub_ttl":           func(c *Config) string { return positive(c.Cluster.HubTTL) },
+	"cluster.forward_timeout":   func(c *Config) string { return positive(c.Cluster.ForwardTimeout) },
+	"cluster.member_timeout":    func(c *Config) string { return positive(c.Cluster.MemberTimeout) },
+	"cluster.host":              func(c *Config) string { return checkHost(c.Cluster.Host) },
+	"cluster.port":              func(c *Config) string { return inRange(c.Cluster.Port, 0, 65535) },
+	"cluster.join_timeout":      func(c *Config) string { return positive(c.Cluster.JoinTimeout) },
+	"cluster.consul_address":    func(c *Config) string { return checkConsulAddress(c.Cluster.ConsulAddress) },
+	"cluster.etcd_endpoints":    func(c *Config) string { return checkEtcdEndpoints(c.Cluster.EtcdEndpoints) },
+	"cluster.automanaged_port":  func(c *Config) string { return inRange(c.Cluster.AutomanagedPort, 1, 65535) },
+	"cluster.automanaged_hosts": func(c *Config) string { return checkHostList(c.Cluster.AutomanagedHosts) },
 
 	"redis.url":      func(c *Config) string { return checkRedisURL(c.Redis.URL) },
 	"mysql.dsn":      func(c *Config) string { return checkDSN(c.MySQL.DSN) },
@@ -119,6 +121,13 @@ var crossChecks = []func(c *Config) (string, string){
 		if c.Cluster.Provider == ProviderEtcd && len(c.Cluster.EtcdEndpointList()) == 0 {
 			return "cluster.etcd_endpoints", "required when cluster.provider is etcd (comma-separated host:port, e.g. 10.0.0.5:2379,10.0.0.6:2379; env " +
 				EnvName("cluster.etcd_endpoints") + ")"
+		}
+		return "", ""
+	},
+	func(c *Config) (string, string) {
+		if c.Cluster.Provider == ProviderAutomanaged && len(c.Cluster.AutomanagedHostList()) == 0 {
+			return "cluster.automanaged_hosts", "required when cluster.provider is automanaged (every hub's host:automanaged_port, " +
+				"this one included, e.g. hub1:6330,hub2:6330; env " + EnvName("cluster.automanaged_hosts") + ")"
 		}
 		return "", ""
 	},
@@ -352,6 +361,24 @@ func checkEtcdEndpoints(s string) string {
 		}
 		if !isHostPort(hp) {
 			return fmt.Sprintf("endpoint %q is not host:port or http(s)://host:port", e)
+		}
+	}
+	return ""
+}
+
+// checkHostList accepts "" (left to the provider rule) or a comma
+// separated list of host:port.
+func checkHostList(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			return fmt.Sprintf("%q has an empty item (give host:port[,host:port...])", s)
+		}
+		if !isHostPort(e) {
+			return fmt.Sprintf("%q is not host:port", e)
 		}
 	}
 	return ""

@@ -8,6 +8,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -153,4 +154,25 @@ func TestMultiMemberEtcdLeaveAndJoin(t *testing.T) {
 	got, err := owners(c, 20)
 	require.NoError(t, err)
 	require.Equal(t, 20, got[a.Address()]+got[c.Address()], "placed %v", got)
+}
+
+// TestMultiMemberAutomanagedProvider: two members poll each other's health
+// endpoint, list each other, and grain calls reach both.
+func TestMultiMemberAutomanagedProvider(t *testing.T) {
+	ports := []int{freePort(t), freePort(t)}
+	peers := []string{fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])}
+	var members []*Member
+	for _, port := range ports {
+		m, err, _ := startTimed(t, Options{Provider: ProviderAutomanaged, Peers: peers, AutomanagedPort: port,
+			RequestTimeout: 2 * time.Second, JoinTimeout: 10 * time.Second})
+		require.NoError(t, err)
+		members = append(members, m)
+	}
+	a, b := members[0], members[1]
+	require.Eventually(t, func() bool { return a.Cluster.MemberList.Length() == 2 && b.Cluster.MemberList.Length() == 2 },
+		10*time.Second, 50*time.Millisecond, "both members list each other")
+	require.Eventually(t, func() bool {
+		placed, err := owners(b, 40)
+		return err == nil && len(placed) == 2 && placed[a.Address()]+placed[b.Address()] == 40
+	}, 10*time.Second, 100*time.Millisecond, "grains on both members")
 }

@@ -316,3 +316,20 @@ func TestAutomanagedWithoutSelfIsAnError(t *testing.T) {
 		"(cluster.automanaged_hosts must hold this hub's own host:"+p+", reachable from here)")
 	require.Less(t, took, 4*time.Second)
 }
+
+func TestExternalProviderClusterPortTaken(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	health := closedAddr(t)
+	_, p, err := net.SplitHostPort(health)
+	require.NoError(t, err)
+	n, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	m, err, _ := startTimed(t, Options{Provider: ProviderAutomanaged, Peers: []string{health}, AutomanagedPort: n,
+		Port: l.Addr().(*net.TCPAddr).Port})
+	require.Nil(t, m)
+	require.ErrorContains(t, err, "cluster port: ")
+	require.ErrorContains(t, err, "address already in use")
+}

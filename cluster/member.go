@@ -138,8 +138,8 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (*Member,
 		// protoactor panics on a taken port: check first for a clear error.
 		l, lerr := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 		if lerr != nil {
-			if ext != nil {
-				_ = provider.Shutdown(false) // releases the client; nothing was registered
+			if ext != nil && ext.release != nil {
+				ext.release() // nothing started yet: only the client to close
 			}
 			return nil, fmt.Errorf("cluster port: %w", lerr)
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
@@ -29,14 +28,19 @@ const (
 
 // Options configure a member.
 type Options struct {
-	Name           string // cluster name; members with another name never meet
-	Provider       string
-	Host           string
-	Port           int // 0 picks a free port
-	Peers          []string
-	Kinds          []*pcluster.Kind
-	RequestTimeout time.Duration
-	Logger         *slog.Logger
+	Name     string // cluster name; members with another name never meet
+	Provider string
+	Host     string
+	Port     int // 0 picks a free port
+	// Peers are the health addresses (host:port) provider "automanaged"
+	// polls, this member's included.
+	Peers []string
+	// AutomanagedPort is where provider "automanaged" serves this member's
+	// health; 0 means DefaultAutomanagedPort.
+	AutomanagedPort int
+	Kinds           []*pcluster.Kind
+	RequestTimeout  time.Duration
+	Logger          *slog.Logger
 	// Agent shares one in-memory membership between members of one process
 	// (provider "test"); nil makes a private one.
 	Agent *test.InMemAgent
@@ -44,12 +48,21 @@ type Options struct {
 	// (never below WARN).
 	MinLevel slog.Level
 	// Redis, RedisPrefix, HubTTL, MemberTimeout and OnLost configure
-	// provider "redis".
+	// provider "redis"; MemberTimeout is also the registration TTL of
+	// providers "consul" and "etcd".
 	Redis         redis.UniversalClient
 	RedisPrefix   string
 	HubTTL        time.Duration
 	MemberTimeout time.Duration
 	OnLost        func(error)
+	// ConsulAddress is the Consul agent of provider "consul".
+	ConsulAddress string
+	// EtcdEndpoints are the etcd endpoints of provider "etcd".
+	EtcdEndpoints []string
+	// JoinTimeout bounds reaching the service of provider "automanaged",
+	// "consul", "etcd" or "k8s", joining through it, and leaving it; 0
+	// means DefaultJoinTimeout.
+	JoinTimeout time.Duration
 }
 
 // Member is a started cluster member and its actor system.
@@ -70,7 +83,7 @@ func Start(o Options) (*Member, error) {
 }
 
 // startWith is Start with an optional provider factory (tests).
-func startWith(o Options, newProvider func() pcluster.ClusterProvider) (m *Member, err error) {
+func startWith(o Options, newProvider func() pcluster.ClusterProvider) (*Member, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -80,7 +93,16 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (m *Membe
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 10 * time.Second
 	}
+	if o.JoinTimeout <= 0 {
+		o.JoinTimeout = DefaultJoinTimeout
+	}
+	// protoactor and the clients of its providers narrate every topology
+	// change and retry at INFO; keep their warnings.
+	quiet := slog.New(minLevel{o.Logger.Handler(), max(slog.LevelWarn, o.MinLevel)})
+	logger := quiet.With(slog.String("component", "protoactor"))
 	var provider pcluster.ClusterProvider
+	var ext *external
+	var deadline time.Time
 	switch {
 	case newProvider != nil:
 		provider = newProvider()
@@ -97,8 +119,18 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (m *Membe
 		rp := NewRedisProvider(o.Redis, o.RedisPrefix, o.HubTTL, o.MemberTimeout, o.Logger)
 		rp.OnLost = o.OnLost
 		provider = rp
-	case o.Provider == ProviderAutomanaged:
-		provider = automanaged.NewWithConfig(2*time.Second, 6330, o.Peers...)
+	case isExternal(o.Provider):
+		// One deadline for the whole join: the check below, StartMember and
+		// the wait for this member to be listed.
+		deadline = time.Now().Add(o.JoinTimeout)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		var err error
+		ext, err = newExternal(ctx, o, quiet)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		provider = &boundedProvider{ClusterProvider: ext.provider, ext: ext, timeout: o.JoinTimeout}
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnsupportedProvider, o.Provider)
 	}
@@ -106,38 +138,126 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (m *Membe
 		// protoactor panics on a taken port: check first for a clear error.
 		l, lerr := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 		if lerr != nil {
+			if ext != nil && ext.release != nil {
+				ext.release() // nothing started yet: only the client to close
+			}
 			return nil, fmt.Errorf("cluster port: %w", lerr)
 		}
 		_ = l.Close()
 	}
-	// protoactor narrates every topology change at INFO; keep its warnings.
-	logger := slog.New(minLevel{o.Logger.Handler(), max(slog.LevelWarn, o.MinLevel)}).With(slog.String("component", "protoactor"))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	cfg := pcluster.Configure(o.Name, provider, disthash.New(), remote.Configure(o.Host, o.Port),
 		pcluster.WithKinds(o.Kinds...), pcluster.WithRequestTimeout(o.RequestTimeout))
 	c := pcluster.New(system, cfg)
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("start cluster member: %v", r)
-			system.Shutdown()
-		}
-	}()
 	// A topology change moves grains: the old activation is stopped, and a
 	// PID cached on another member for it would swallow messages sent
 	// without a reply (protoactor only purges the entries of members that
 	// left). Forget every cached PID on each change; lookups refill it.
+	listed := make(chan struct{})
+	var listedOnce sync.Once
 	system.EventStream.Subscribe(func(evt interface{}) {
 		if t, ok := evt.(*pcluster.ClusterTopology); ok {
+			self := system.Address()
 			for _, m := range t.Members {
 				c.PidCache.RemoveByMember(m)
+				if m.Address() == self {
+					listedOnce.Do(func() { close(listed) })
+				}
 			}
 			for _, m := range t.Left {
 				c.PidCache.RemoveByMember(m)
 			}
 		}
 	})
-	c.StartMember()
+	if err := join(c, ext, deadline, listed); err != nil {
+		abandon(c, provider, o.Logger)
+		return nil, err
+	}
 	return &Member{System: system, Cluster: c, provider: provider, log: o.Logger}, nil
+}
+
+// join starts the member. protoactor's StartMember panics on a provider
+// error and may block on a provider's service; for an external provider it
+// is bounded by deadline, and the join completes when the member is listed
+// (closed listed) where that is what the provider does asynchronously.
+func join(c *pcluster.Cluster, ext *external, deadline time.Time, listed <-chan struct{}) error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("%v", r)
+			}
+		}()
+		c.StartMember()
+		done <- nil
+	}()
+	if ext == nil {
+		if err := <-done; err != nil {
+			return fmt.Errorf("start cluster member: %w", err)
+		}
+		return nil
+	}
+	// StartMember sleeps a fixed second after the provider started.
+	started := time.NewTimer(time.Until(deadline) + time.Second)
+	defer started.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return ext.errorf("join: %w", err)
+		}
+	case <-started.C:
+		if ext.release != nil {
+			ext.release() // ends the provider's calls on the service
+			// Let StartMember fail on the closed client before the caller
+			// tears the member down under it.
+			grace := time.NewTimer(5 * time.Second)
+			defer grace.Stop()
+			select {
+			case <-done:
+			case <-grace.C:
+			}
+		}
+		return ext.errorf("joining took longer than cluster.join_timeout; gave up")
+	}
+	if !ext.waitSelf {
+		return nil
+	}
+	select {
+	case <-listed:
+		return nil
+	default:
+	}
+	wait := time.NewTimer(max(time.Until(deadline), 0))
+	defer wait.Stop()
+	select {
+	case <-listed:
+		return nil
+	case <-wait.C:
+		return ext.errorf("this hub was not listed as a member within cluster.join_timeout (%s)", ext.unlisted)
+	}
+}
+
+// abandon tears down a member whose start failed, whatever state the start
+// left it in.
+func abandon(c *pcluster.Cluster, provider pcluster.ClusterProvider, log *slog.Logger) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Warn("cluster teardown after a failed start panicked", slog.Any("panic", r))
+		}
+	}()
+	// Only an external provider may have registered somewhere or hold a
+	// client; it stops while the actor system still runs its actors.
+	if _, bounded := provider.(*boundedProvider); bounded {
+		if err := provider.Shutdown(false); err != nil {
+			log.Warn("cluster provider shutdown after a failed start", slog.Any("err", err))
+		}
+	}
+	c.ActorSystem.Shutdown()
+	// Remoting that failed to listen has no server to stop; the system
+	// address stays protoactor's placeholder until it listens.
+	if c.Remote != nil && c.ActorSystem.Address() != "nonhost" {
+		c.Remote.Shutdown(false)
+	}
 }
 
 // Address is the member's remote address (host:port).

@@ -51,6 +51,20 @@ const (
 	DefaultClusterHost = "127.0.0.1"
 	// DefaultClusterPort is cluster.port; 0 picks a free port.
 	DefaultClusterPort = 0
+	// DefaultClusterJoinTimeout is cluster.join_timeout.
+	DefaultClusterJoinTimeout = 15 * time.Second
+	// DefaultClusterConsulAddress is cluster.consul_address: the local
+	// Consul agent, where services are registered.
+	DefaultClusterConsulAddress = "127.0.0.1:8500"
+	// DefaultClusterEtcdEndpoints is cluster.etcd_endpoints; empty, because
+	// no etcd address is a safe guess (provider etcd requires it).
+	DefaultClusterEtcdEndpoints = ""
+	// DefaultClusterAutomanagedPort is cluster.automanaged_port,
+	// protoactor's own default.
+	DefaultClusterAutomanagedPort = 6330
+	// DefaultClusterAutomanagedHosts is cluster.automanaged_hosts; empty
+	// (provider automanaged requires it).
+	DefaultClusterAutomanagedHosts = ""
 	// DefaultRedisPrefix is redis.prefix.
 	DefaultRedisPrefix = "paprika:"
 	// DefaultMinIOBucket is minio.bucket.
@@ -232,13 +246,47 @@ type ClusterConfig struct {
 	// every MemberTimeout/3) before its peers drop it from the cluster and
 	// take over its grains and workers; hub_ttl keeps its record visible as
 	// a dead hub afterwards. A hub that could not beat for this long leaves
-	// and restarts. Default 6s.
+	// and restarts. With consul and etcd it is the TTL of the hub's
+	// registration (an etcd lease rounds it up to whole seconds), refreshed
+	// by the provider. Default 6s.
 	MemberTimeout time.Duration `yaml:"member_timeout"`
 	// Host is the address the cluster (actor remoting) listens on and
 	// advertises. Default "127.0.0.1".
 	Host string `yaml:"host"`
 	// Port is the cluster remoting port. Default 0 (pick a free port).
 	Port int `yaml:"port"`
+	// JoinTimeout bounds joining through consul, etcd or k8s at start
+	// (reaching the service, registering this hub) and leaving it at stop;
+	// past it the hub gives up with an error naming the provider and the
+	// address. Default 15s.
+	JoinTimeout time.Duration `yaml:"join_timeout"`
+	// ConsulAddress is the Consul agent provider consul registers with:
+	// host:port, http(s)://host:port or unix:///path. An ACL token comes
+	// from CONSUL_HTTP_TOKEN, as for the consul CLI. Default
+	// "127.0.0.1:8500".
+	ConsulAddress string `yaml:"consul_address"`
+	// EtcdEndpoints lists the etcd endpoints provider etcd uses, comma
+	// separated (host:port or http(s)://host:port). Required with provider
+	// etcd. Default "".
+	EtcdEndpoints string `yaml:"etcd_endpoints"`
+	// AutomanagedPort is the port provider automanaged serves this hub's
+	// health on, on all interfaces (protoactor binds 0.0.0.0). Default 6330.
+	AutomanagedPort int `yaml:"automanaged_port"`
+	// AutomanagedHosts lists the health addresses of every hub of the
+	// cluster, this one included, comma separated (host:automanaged_port):
+	// provider automanaged polls them for the member list. Required with
+	// provider automanaged. Default "".
+	AutomanagedHosts string `yaml:"automanaged_hosts"`
+}
+
+// EtcdEndpointList is EtcdEndpoints split at commas, blanks dropped.
+func (c ClusterConfig) EtcdEndpointList() []string {
+	return splitList(c.EtcdEndpoints)
+}
+
+// AutomanagedHostList is AutomanagedHosts split at commas, blanks dropped.
+func (c ClusterConfig) AutomanagedHostList() []string {
+	return splitList(c.AutomanagedHosts)
 }
 
 // RedisConfig is the "redis" section.
@@ -333,6 +381,12 @@ func Default() *Config {
 			MemberTimeout:  DefaultClusterMemberTimeout,
 			Host:           DefaultClusterHost,
 			Port:           DefaultClusterPort,
+			JoinTimeout:    DefaultClusterJoinTimeout,
+			ConsulAddress:  DefaultClusterConsulAddress,
+			EtcdEndpoints:  DefaultClusterEtcdEndpoints,
+
+			AutomanagedPort:  DefaultClusterAutomanagedPort,
+			AutomanagedHosts: DefaultClusterAutomanagedHosts,
 		},
 		Redis:  RedisConfig{Prefix: DefaultRedisPrefix},
 		MinIO:  MinIOConfig{Bucket: DefaultMinIOBucket},

@@ -94,11 +94,14 @@ func TestFieldDocsStateDefault(t *testing.T) {
 func TestKeysAndEnvNames(t *testing.T) {
 	t.Parallel()
 	keys := Keys()
-	require.Len(t, keys, 38) // API.md's 35 keys plus redis.prefix, cluster.member_timeout, debug.fault_injection
+	// API.md's 40 keys plus redis.prefix, cluster.member_timeout and
+	// debug.fault_injection
+	require.Len(t, keys, 43)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
 	require.Equal(t, "PAPRIKA_MINIO_SECRET_KEY", EnvName("minio.secret_key"))
+	require.Equal(t, "PAPRIKA_CLUSTER_ETCD_ENDPOINTS", EnvName("cluster.etcd_endpoints"))
 }
 
 func TestLoadWithoutFileUsesDefaults(t *testing.T) {
@@ -175,8 +178,13 @@ func TestEnvOverrides(t *testing.T) {
 		{"PAPRIKA_JOBS_MAX_ATTEMPTS=3", "jobs.max_attempts", "3"},
 		{"PAPRIKA_LOGS_BATCH_LINES= 100 ", "logs.batch_lines", "100"},
 		{"PAPRIKA_LOGS_RETENTION=168h", "logs.retention", "168h"},
-		{"PAPRIKA_CLUSTER_PROVIDER=automanaged", "cluster.provider", "automanaged"},
+		{"PAPRIKA_CLUSTER_PROVIDER=consul", "cluster.provider", "consul"},
+		{"PAPRIKA_CLUSTER_AUTOMANAGED_PORT=7330", "cluster.automanaged_port", "7330"},
+		{"PAPRIKA_CLUSTER_AUTOMANAGED_HOSTS=hub1:6330,hub2:6330", "cluster.automanaged_hosts", "hub1:6330,hub2:6330"},
 		{"PAPRIKA_CLUSTER_PORT=6330", "cluster.port", "6330"},
+		{"PAPRIKA_CLUSTER_JOIN_TIMEOUT=3s", "cluster.join_timeout", "3s"},
+		{"PAPRIKA_CLUSTER_CONSUL_ADDRESS=https://consul.internal:8501", "cluster.consul_address", "https://consul.internal:8501"},
+		{"PAPRIKA_CLUSTER_ETCD_ENDPOINTS=10.0.0.5:2379,10.0.0.6:2379", "cluster.etcd_endpoints", "10.0.0.5:2379,10.0.0.6:2379"},
 		{"PAPRIKA_REDIS_URL=redis://:pw@10.0.0.5:6379/2", "redis.url", "redis://:pw@10.0.0.5:6379/2"},
 		{"PAPRIKA_MYSQL_DSN=u:p@tcp(db:3306)/paprika?parseTime=true", "mysql.dsn", "u:p@tcp(db:3306)/paprika?parseTime=true"},
 		{"PAPRIKA_MINIO_SECURE=1", "minio.secure", "true"},
@@ -236,6 +244,9 @@ func TestEnvErrors(t *testing.T) {
 		{"PAPRIKA_LOGS_BATCH_WAIT=soon", `logs.batch_wait: "soon" is not a Go duration (e.g. 90s, 1.5s, 100ms, 24h) (from env PAPRIKA_LOGS_BATCH_WAIT)`},
 		{"PAPRIKA_CLUSTER_PORT=eighty", `cluster.port: "eighty" is not an integer (from env PAPRIKA_CLUSTER_PORT)`},
 		{"PAPRIKA_SCHEDULER_DISK_EXCLUDE_PCT=140", `scheduler.disk_exclude_pct: 140 is out of range 1..100 (from env PAPRIKA_SCHEDULER_DISK_EXCLUDE_PCT)`},
+		{"PAPRIKA_CLUSTER_JOIN_TIMEOUT=15", `cluster.join_timeout: "15" has no unit; give a Go duration such as 15s (from env PAPRIKA_CLUSTER_JOIN_TIMEOUT)`},
+		{"PAPRIKA_CLUSTER_ETCD_ENDPOINTS=etcd1:2379;etcd2:2379", `cluster.etcd_endpoints: endpoint "etcd1:2379;etcd2:2379" is not host:port or http(s)://host:port (from env PAPRIKA_CLUSTER_ETCD_ENDPOINTS)`},
+		{"PAPRIKA_CLUSTER_CONSUL_ADDRESS=consul", `cluster.consul_address: "consul" is not host:port, http(s)://host:port or unix:///path (from env PAPRIKA_CLUSTER_CONSUL_ADDRESS)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.env, func(t *testing.T) {
@@ -339,6 +350,23 @@ func TestValidateErrors(t *testing.T) {
 		{"forward timeout", func(c *Config) { c.Cluster.ForwardTimeout = 0 }, `cluster.forward_timeout: 0s must be greater than 0`},
 		{"cluster host", func(c *Config) { c.Cluster.Host = "" }, `cluster.host: "" is not a host name or IP address`},
 		{"cluster port", func(c *Config) { c.Cluster.Port = -1 }, `cluster.port: -1 is out of range 0..65535`},
+		{"join timeout", func(c *Config) { c.Cluster.JoinTimeout = 0 }, `cluster.join_timeout: 0s must be greater than 0`},
+		{"consul address scheme", func(c *Config) { c.Cluster.ConsulAddress = "grpc://consul:8502" }, `cluster.consul_address: "grpc://consul:8502" is not host:port, http(s)://host:port or unix:///path`},
+		{"consul address no port", func(c *Config) { c.Cluster.ConsulAddress = "http://consul" }, `cluster.consul_address: "http://consul" is not host:port, http(s)://host:port or unix:///path`},
+		{"consul unix relative", func(c *Config) { c.Cluster.ConsulAddress = "unix://consul.sock" }, `cluster.consul_address: "unix://consul.sock" is not host:port, http(s)://host:port or unix:///path`},
+		{"consul required", func(c *Config) { c.Cluster.Provider = ProviderConsul; c.Cluster.ConsulAddress = " " }, `cluster.consul_address: required when cluster.provider is consul (the Consul agent, e.g. 127.0.0.1:8500; env PAPRIKA_CLUSTER_CONSUL_ADDRESS)`},
+		{"etcd required", func(c *Config) { c.Cluster.Provider = ProviderEtcd }, `cluster.etcd_endpoints: required when cluster.provider is etcd (comma-separated host:port, e.g. 10.0.0.5:2379,10.0.0.6:2379; env PAPRIKA_CLUSTER_ETCD_ENDPOINTS)`},
+		{"etcd only commas", func(c *Config) { c.Cluster.EtcdEndpoints = "," }, `cluster.etcd_endpoints: "," has an empty endpoint (give host:port[,host:port...])`},
+		{"etcd empty item", func(c *Config) { c.Cluster.EtcdEndpoints = "etcd1:2379,,etcd2:2379" }, `cluster.etcd_endpoints: "etcd1:2379,,etcd2:2379" has an empty endpoint (give host:port[,host:port...])`},
+		{"etcd no port", func(c *Config) { c.Cluster.EtcdEndpoints = "etcd1:2379,etcd2" }, `cluster.etcd_endpoints: endpoint "etcd2" is not host:port or http(s)://host:port`},
+		{"etcd port zero", func(c *Config) { c.Cluster.EtcdEndpoints = "etcd1:0" }, `cluster.etcd_endpoints: endpoint "etcd1:0" is not host:port or http(s)://host:port`},
+		{"etcd scheme", func(c *Config) { c.Cluster.EtcdEndpoints = "unix://etcd.sock" }, `cluster.etcd_endpoints: endpoint "unix://etcd.sock": scheme must be http or https`},
+		{"automanaged port", func(c *Config) { c.Cluster.AutomanagedPort = 0 }, `cluster.automanaged_port: 0 is out of range 1..65535`},
+		{"automanaged required", func(c *Config) { c.Cluster.Provider = ProviderAutomanaged }, `cluster.automanaged_hosts: required when cluster.provider is automanaged (every hub's host:automanaged_port, this one included, e.g. hub1:6330,hub2:6330; env PAPRIKA_CLUSTER_AUTOMANAGED_HOSTS)`},
+		{"automanaged host no port", func(c *Config) { c.Cluster.AutomanagedHosts = "hub1:6330,hub2" }, `cluster.automanaged_hosts: "hub2" is not host:port`},
+		{"automanaged empty item", func(c *Config) { c.Cluster.AutomanagedHosts = "hub1:6330," }, `cluster.automanaged_hosts: "hub1:6330," has an empty item (give host:port[,host:port...])`},
+		{"k8s loopback", func(c *Config) { c.Cluster.Provider = ProviderK8s }, `cluster.host: "127.0.0.1" is a loopback address; with cluster.provider k8s give the pod IP (e.g. PAPRIKA_CLUSTER_HOST from the downward API's status.podIP)`},
+		{"k8s localhost", func(c *Config) { c.Cluster.Provider = ProviderK8s; c.Cluster.Host = "localhost" }, `cluster.host: "localhost" is a loopback address; with cluster.provider k8s give the pod IP (e.g. PAPRIKA_CLUSTER_HOST from the downward API's status.podIP)`},
 		{"redis scheme", func(c *Config) { c.Redis.URL = "http://:hunter2@localhost:6379" }, `redis.url: "http://:***@localhost:6379" is not a redis URL (redis://[:password@]host:port[/db], rediss://..., unix:///path)`},
 		{"redis no host", func(c *Config) { c.Redis.URL = "redis://" }, `redis.url: "redis://" is not a redis URL (redis://[:password@]host:port[/db], rediss://..., unix:///path)`},
 		{"redis db", func(c *Config) { c.Redis.URL = "redis://localhost:6379/x" }, `redis.url: "redis://localhost:6379/x": database "x" is not a number`},
@@ -388,6 +416,72 @@ func TestValidateAccepts(t *testing.T) {
 	c.Redis.URL = "unix:///run/redis.sock"
 	c.MinIO.Endpoint = "minio"
 	require.NoError(t, c.Validate())
+}
+
+func TestValidateAcceptsProviderKeys(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"127.0.0.1:8500", "consul.service:8500", "[::1]:8500", "http://consul:8500", "https://consul:8501", "unix:///run/consul.sock"} {
+		c := Default()
+		c.Cluster.Provider = ProviderConsul
+		c.Cluster.ConsulAddress = addr
+		require.NoError(t, c.Validate(), "consul_address %q", addr)
+	}
+	for _, eps := range []string{"127.0.0.1:2379", " etcd1:2379 , etcd2:2379 ", "http://etcd1:2379,https://etcd2:2379/", "[::1]:2379"} {
+		c := Default()
+		c.Cluster.Provider = ProviderEtcd
+		c.Cluster.EtcdEndpoints = eps
+		require.NoError(t, c.Validate(), "etcd_endpoints %q", eps)
+	}
+	c := Default()
+	c.Cluster.Provider = ProviderK8s
+	c.Cluster.Host = "10.244.1.7"
+	require.NoError(t, c.Validate())
+
+	c = Default()
+	c.Cluster.Provider = ProviderAutomanaged
+	c.Cluster.AutomanagedHosts = "127.0.0.1:6330, hub2.internal:6330"
+	require.Equal(t, []string{"127.0.0.1:6330", "hub2.internal:6330"}, c.Cluster.AutomanagedHostList())
+	require.NoError(t, c.Validate())
+
+	// The provider keys are only required by their own provider.
+	c = Default()
+	c.Cluster.ConsulAddress = ""
+	require.NoError(t, c.Validate())
+}
+
+func TestProviderKeysFromFileAndEnv(t *testing.T) {
+	t.Parallel()
+	p := writeFile(t, `
+cluster:
+  provider: etcd
+  etcd_endpoints: "etcd1:2379, etcd2:2379"
+  join_timeout: 5s
+`)
+	c, err := Load(p, nil)
+	require.NoError(t, err)
+	require.Equal(t, ProviderEtcd, c.Cluster.Provider)
+	require.Equal(t, []string{"etcd1:2379", "etcd2:2379"}, c.Cluster.EtcdEndpointList())
+	require.Equal(t, 5*time.Second, c.Cluster.JoinTimeout)
+	require.Equal(t, "file "+p+":4", c.Origin("cluster.etcd_endpoints"))
+
+	c, err = Load(p, []string{"PAPRIKA_CLUSTER_ETCD_ENDPOINTS=http://10.0.0.9:2379", "PAPRIKA_CLUSTER_JOIN_TIMEOUT=750ms"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"http://10.0.0.9:2379"}, c.Cluster.EtcdEndpointList())
+	require.Equal(t, 750*time.Millisecond, c.Cluster.JoinTimeout)
+	require.Equal(t, "env PAPRIKA_CLUSTER_ETCD_ENDPOINTS", c.Origin("cluster.etcd_endpoints"))
+
+	// A provider chosen by env without its address: the message names the
+	// missing key and its variable.
+	_, err = Load(writeFile(t, ""), []string{"PAPRIKA_CLUSTER_PROVIDER=etcd"})
+	require.EqualError(t, err, `cluster.etcd_endpoints: required when cluster.provider is etcd (comma-separated host:port, e.g. 10.0.0.5:2379,10.0.0.6:2379; env PAPRIKA_CLUSTER_ETCD_ENDPOINTS)`)
+
+	// A blank value set in the file is blamed on its line.
+	p = writeFile(t, "cluster:\n  provider: consul\n  consul_address: \"\"\n")
+	_, err = Load(p, nil)
+	require.EqualError(t, err, p+`:3: cluster.consul_address: required when cluster.provider is consul (the Consul agent, e.g. 127.0.0.1:8500; env PAPRIKA_CLUSTER_CONSUL_ADDRESS)`)
+
+	_, err = Load(writeFile(t, "cluster:\n  provider: k8s\n"), nil)
+	require.ErrorContains(t, err, `cluster.host: "127.0.0.1" is a loopback address; with cluster.provider k8s`)
 }
 
 func TestValidateCollectsEveryProblem(t *testing.T) {

@@ -71,12 +71,17 @@ var fieldChecks = map[string]func(c *Config) string{
 	"logs.batch_wait":  func(c *Config) string { return positive(c.Logs.BatchWait) },
 	"logs.retention":   func(c *Config) string { return positive(c.Logs.Retention) },
 
-	"cluster.provider":        func(c *Config) string { return oneOf(c.Cluster.Provider, Providers) },
-	"cluster.hub_ttl":         func(c *Config) string { return positive(c.Cluster.HubTTL) },
-	"cluster.forward_timeout": func(c *Config) string { return positive(c.Cluster.ForwardTimeout) },
-	"cluster.member_timeout":  func(c *Config) string { return positive(c.Cluster.MemberTimeout) },
-	"cluster.host":            func(c *Config) string { return checkHost(c.Cluster.Host) },
-	"cluster.port":            func(c *Config) string { return inRange(c.Cluster.Port, 0, 65535) },
+	"cluster.provider":          func(c *Config) string { return oneOf(c.Cluster.Provider, Providers) },
+	"cluster.hub_ttl":           func(c *Config) string { return positive(c.Cluster.HubTTL) },
+	"cluster.forward_timeout":   func(c *Config) string { return positive(c.Cluster.ForwardTimeout) },
+	"cluster.member_timeout":    func(c *Config) string { return positive(c.Cluster.MemberTimeout) },
+	"cluster.host":              func(c *Config) string { return checkHost(c.Cluster.Host) },
+	"cluster.port":              func(c *Config) string { return inRange(c.Cluster.Port, 0, 65535) },
+	"cluster.join_timeout":      func(c *Config) string { return positive(c.Cluster.JoinTimeout) },
+	"cluster.consul_address":    func(c *Config) string { return checkConsulAddress(c.Cluster.ConsulAddress) },
+	"cluster.etcd_endpoints":    func(c *Config) string { return checkEtcdEndpoints(c.Cluster.EtcdEndpoints) },
+	"cluster.automanaged_port":  func(c *Config) string { return inRange(c.Cluster.AutomanagedPort, 1, 65535) },
+	"cluster.automanaged_hosts": func(c *Config) string { return checkHostList(c.Cluster.AutomanagedHosts) },
 
 	"redis.url":      func(c *Config) string { return checkRedisURL(c.Redis.URL) },
 	"mysql.dsn":      func(c *Config) string { return checkDSN(c.MySQL.DSN) },
@@ -102,6 +107,37 @@ var crossChecks = []func(c *Config) (string, string){
 		if cl.MemberTimeout > 0 && cl.HubTTL > 0 && cl.MemberTimeout > cl.HubTTL {
 			return "cluster.member_timeout", fmt.Sprintf("%s must not exceed cluster.hub_ttl (%s)",
 				FormatDuration(cl.MemberTimeout), FormatDuration(cl.HubTTL))
+		}
+		return "", ""
+	},
+	func(c *Config) (string, string) {
+		if c.Cluster.Provider == ProviderConsul && strings.TrimSpace(c.Cluster.ConsulAddress) == "" {
+			return "cluster.consul_address", "required when cluster.provider is consul (the Consul agent, e.g. 127.0.0.1:8500; env " +
+				EnvName("cluster.consul_address") + ")"
+		}
+		return "", ""
+	},
+	func(c *Config) (string, string) {
+		if c.Cluster.Provider == ProviderEtcd && len(c.Cluster.EtcdEndpointList()) == 0 {
+			return "cluster.etcd_endpoints", "required when cluster.provider is etcd (comma-separated host:port, e.g. 10.0.0.5:2379,10.0.0.6:2379; env " +
+				EnvName("cluster.etcd_endpoints") + ")"
+		}
+		return "", ""
+	},
+	func(c *Config) (string, string) {
+		if c.Cluster.Provider == ProviderAutomanaged && len(c.Cluster.AutomanagedHostList()) == 0 {
+			return "cluster.automanaged_hosts", "required when cluster.provider is automanaged (every hub's host:automanaged_port, " +
+				"this one included, e.g. hub1:6330,hub2:6330; env " + EnvName("cluster.automanaged_hosts") + ")"
+		}
+		return "", ""
+	},
+	func(c *Config) (string, string) {
+		// The k8s provider lists members at their pod IPs, while the hub
+		// names itself by cluster.host in every PID it sends: a loopback
+		// host makes replies and grain placement miss this hub.
+		if c.Cluster.Provider == ProviderK8s && isLoopback(c.Cluster.Host) {
+			return "cluster.host", fmt.Sprintf("%q is a loopback address; with cluster.provider k8s give the pod IP "+
+				"(e.g. %s from the downward API's status.podIP)", c.Cluster.Host, EnvName("cluster.host"))
 		}
 		return "", ""
 	},
@@ -276,6 +312,109 @@ func checkEndpoint(s string) string {
 		return fmt.Sprintf("%q is not host[:port]", s)
 	}
 	return ""
+}
+
+// checkConsulAddress accepts "" (left to the provider rule) or the forms
+// the Consul API client takes: host:port, http(s)://host:port and
+// unix:///path.
+func checkConsulAddress(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	bad := fmt.Sprintf("%q is not host:port, http(s)://host:port or unix:///path", s)
+	scheme, rest, hasScheme := strings.Cut(s, "://")
+	switch {
+	case !hasScheme:
+		rest = s
+	case scheme == "unix":
+		if !strings.HasPrefix(rest, "/") || len(rest) < 2 {
+			return bad
+		}
+		return ""
+	case scheme != "http" && scheme != "https":
+		return bad
+	}
+	if !isHostPort(rest) {
+		return bad
+	}
+	return ""
+}
+
+// checkEtcdEndpoints accepts "" (left to the provider rule) or a comma
+// separated list of host:port or http(s)://host:port, the forms the etcd
+// client dials.
+func checkEtcdEndpoints(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			return fmt.Sprintf("%q has an empty endpoint (give host:port[,host:port...])", s)
+		}
+		hp := e
+		if scheme, rest, ok := strings.Cut(e, "://"); ok {
+			if scheme != "http" && scheme != "https" {
+				return fmt.Sprintf("endpoint %q: scheme must be http or https", e)
+			}
+			hp = strings.TrimSuffix(rest, "/")
+		}
+		if !isHostPort(hp) {
+			return fmt.Sprintf("endpoint %q is not host:port or http(s)://host:port", e)
+		}
+	}
+	return ""
+}
+
+// checkHostList accepts "" (left to the provider rule) or a comma
+// separated list of host:port.
+func checkHostList(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			return fmt.Sprintf("%q has an empty item (give host:port[,host:port...])", s)
+		}
+		if !isHostPort(e) {
+			return fmt.Sprintf("%q is not host:port", e)
+		}
+	}
+	return ""
+}
+
+// isHostPort reports whether s is host:port with a non-empty host and a
+// port in 1..65535.
+func isHostPort(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" || strings.ContainsAny(host, " /") {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n <= 65535
+}
+
+// isLoopback reports whether host names this machine only: localhost or a
+// loopback IP.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// splitList splits a comma-separated value, trimming blanks and dropping
+// empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 var bucketPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)

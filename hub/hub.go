@@ -161,8 +161,13 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			actors.NewSessionKind(d)},
 		RequestTimeout: d.Timing.GrainTimeout,
 		Redis:          h.stores.Redis, RedisPrefix: h.cfg.Redis.Prefix, HubTTL: h.cfg.Cluster.HubTTL,
-		MemberTimeout: h.cfg.Cluster.MemberTimeout,
-		OnLost:        h.lost,
+		MemberTimeout:   h.cfg.Cluster.MemberTimeout,
+		OnLost:          h.lost,
+		ConsulAddress:   strings.TrimSpace(h.cfg.Cluster.ConsulAddress),
+		EtcdEndpoints:   h.cfg.Cluster.EtcdEndpointList(),
+		JoinTimeout:     h.cfg.Cluster.JoinTimeout,
+		Peers:           h.cfg.Cluster.AutomanagedHostList(),
+		AutomanagedPort: h.cfg.Cluster.AutomanagedPort,
 	})
 	if err != nil {
 		_ = ln.Close()

@@ -5,6 +5,8 @@
 #   MariaDB 127.0.0.1:3306   (Debian mariadb-server; root, no password, database test)
 #   MinIO   127.0.0.1:9100   (built from the Go module proxy; minioadmin/minioadmin)
 #   Chromium                  (Debian chromium, for the chromium lane driver)
+#   etcd binary               (Debian etcd-server; not started here: the etcd
+#                              provider tests start a private one per test)
 # Each store test reads its URL from the environment (see README).
 set -euo pipefail
 
@@ -14,6 +16,7 @@ command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || need_apt+=(mariad
 # Headless Chromium for the browser lanes (Debian's package; the tests drive
 # it for real through chromedp).
 command -v chromium >/dev/null || need_apt+=(chromium)
+command -v etcd >/dev/null || need_apt+=(etcd-server)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -157,3 +157,17 @@ func TestHubBadInput(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 }
+
+// A store that fails to open is reported as itself, and what had opened
+// before it is closed (the embedded job file can be opened again).
+func TestOpenStoresFailureNamesTheStore(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("redis.url", "redis://127.0.0.1:1/0"))
+	_, err := OpenStores(context.Background(), cfg, testLogger(t))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "redis.url")
+	require.NoError(t, cfg.Set("redis.url", ""))
+	s, err := OpenStores(context.Background(), cfg, testLogger(t))
+	require.NoError(t, err, "the job file was left locked")
+	require.NoError(t, s.Close())
+}

@@ -49,10 +49,12 @@ const storeOpenTimeout = 30 * time.Second
 // the embedded implementation of that store. The code above the store
 // interfaces is the same either way.
 func OpenStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *Stores, err error) {
-	s = &Stores{Kinds: map[string]string{}}
+	opened := &Stores{Kinds: map[string]string{}}
+	s = opened
 	defer func() {
 		if err != nil {
-			_ = s.Close()
+			// Close what opened: s itself is nil by now (return nil, err).
+			_ = opened.Close()
 		}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)

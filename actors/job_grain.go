@@ -57,10 +57,6 @@ type auditTick struct{}
 // again at once instead of failing at its deadline.
 const AssignAuditAfter = 5 * time.Second
 
-// restartSlack widens "the worker started after the claim" for the error
-// of its uptime (network delay) and for the clocks of two hubs.
-const restartSlack = 2 * time.Second
-
 // auditEvery spaces the queries while the worker does not answer (it is
 // reconnecting, or its grain moving).
 const auditEvery = 5 * time.Second
@@ -258,10 +254,15 @@ func (g *jobGrain) onAudit(ctx actor.Context, m *messages.JobAudit) {
 		g.stopAudit()
 		return
 	}
-	if m.WorkerStartedUnixMs == 0 || time.UnixMilli(m.WorkerStartedUnixMs).After(g.job.StartedAt.Add(-restartSlack)) {
+	if m.WorkerStartedUnixMs == 0 || time.UnixMilli(m.WorkerStartedUnixMs).After(g.job.StartedAt) {
 		// A worker process younger than the claim cannot know whether its
 		// predecessor got (and ran) the attempt: that is a lost worker, not
 		// an undelivered assignment — retried only while attempts remain.
+		// The start time is reckoned as receipt time minus uptime, so the
+		// answer's travel time can only make the process look younger:
+		// a real restart after the claim is never missed (no second run);
+		// a worker that started within that travel time before the claim
+		// is taken for restarted, which costs an attempt, never a double run.
 		g.log.Warn("worker restarted since the assignment; treating the attempt as lost", slog.String("worker_id", m.WorkerId))
 		g.workerLost(ctx, &messages.JobWorkerLost{WorkerId: m.WorkerId, Attempt: m.Attempt})
 		return

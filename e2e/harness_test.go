@@ -94,7 +94,7 @@ func startBinary(t testing.TB, bin, name string, env []string, args ...string) *
 	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
 	t.Cleanup(func() {
 		p.kill()
-		if t.Failed() {
+		if t.Failed() || os.Getenv("PAPRIKA_E2E_KEEP_ALL") != "" {
 			b, _ := os.ReadFile(logPath)
 			if dir := os.Getenv("PAPRIKA_E2E_KEEP_LOGS"); dir != "" {
 				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), name, p.seq)), b, 0o644)

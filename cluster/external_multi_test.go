@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paprika-hub/paprika/persistence/storetest"
+
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -39,10 +41,7 @@ func testEtcd(t *testing.T) (endpoint string, kill func()) {
 	t.Helper()
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("etcd is required under CI (scripts/services.sh installs etcd-server): %v", err)
-		}
-		t.Skipf("etcd not installed (apt-get install etcd-server): %v", err)
+		storetest.Unavailable(t, "etcd (Debian etcd-server)", err)
 	}
 	client := "http://127.0.0.1:" + strconv.Itoa(freePort(t))
 	peer := "http://127.0.0.1:" + strconv.Itoa(freePort(t))

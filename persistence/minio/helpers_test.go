@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/paprika-hub/paprika/persistence/storetest"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -57,10 +60,7 @@ func requireServer(t *testing.T) {
 		conn.Close()
 		return
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("MinIO at %s (%s): %v — run scripts/services.sh", endpoint, envEndpoint, err)
-	}
-	t.Skipf("no MinIO at %s (%s; scripts/services.sh starts one): %v", endpoint, envEndpoint, err)
+	storetest.Unavailable(t, fmt.Sprintf("MinIO at %s (%s)", endpoint, envEndpoint), err)
 }
 
 // newBucketName returns a bucket name no other test uses.

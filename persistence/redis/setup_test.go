@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paprika-hub/paprika/persistence/storetest"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -44,10 +47,7 @@ func setup(t testing.TB, tweak ...func(*redis.Options)) testBundle {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := client.Ping(ctx).Err(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis at %s unreachable (CI=true): %v", url, err)
-		}
-		t.Skipf("redis at %s unreachable (set %s): %v", url, envRedisURL, err)
+		storetest.Unavailable(t, fmt.Sprintf("redis at %s (%s)", url, envRedisURL), err)
 	}
 
 	prefix := "paprika_t_" + randomHex(8) + ":"

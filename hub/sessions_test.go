@@ -45,6 +45,26 @@ func startChromiumAgent(t *testing.T, url, id string, lanes int) (stop func()) {
 	return stop
 }
 
+// serveFormPage serves formPage on 127.0.0.1 for the test's duration.
+func serveFormPage(t *testing.T) *httptest.Server {
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, formPage)
+	}))
+	t.Cleanup(page.Close)
+	return page
+}
+
+// waitLoneWorker waits until the hub knows exactly one worker and ok holds
+// for it.
+func waitLoneWorker(t *testing.T, h *Hub, ok func(persistence.WorkerInfo) bool, within, every time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		ws, _ := h.Workers(context.Background())
+		return len(ws) == 1 && ok(ws[0])
+	}, within, every)
+}
+
 const formPage = `<!doctype html><title>Form</title>
 <form onsubmit="document.getElementById('out').textContent='hello '+document.getElementById('name').value;return false">
 <input id="name"><button id="go" type="submit">go</button></form><p id="out"></p>`
@@ -55,17 +75,10 @@ func TestSessionThroughTheAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives Chromium; skipped with -short")
 	}
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, formPage)
-	}))
-	defer page.Close()
+	page := serveFormPage(t)
 	h := startTestHub(t, testConfig(t))
 	startChromiumAgent(t, h.URL(), "wc", 1)
-	require.Eventually(t, func() bool {
-		ws, _ := h.Workers(context.Background())
-		return len(ws) == 1 && ws[0].Alive
-	}, 20*time.Second, 20*time.Millisecond)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 20*time.Second, 20*time.Millisecond)
 
 	st, b := do(t, "POST", h.URL()+"/sessions", `{"idle_timeout_s":2}`)
 	require.Equal(t, http.StatusCreated, st, string(b))
@@ -104,10 +117,7 @@ func TestSessionThroughTheAPI(t *testing.T) {
 		st, b := do(t, "GET", h.URL()+"/sessions/"+sess.ID, "")
 		return st == http.StatusOK && strings.Contains(string(b), `"closed"`)
 	}, 15*time.Second, 100*time.Millisecond)
-	require.Eventually(t, func() bool {
-		ws, _ := h.Workers(context.Background())
-		return len(ws) == 1 && ws[0].InFlight == 0
-	}, 10*time.Second, 50*time.Millisecond)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.InFlight == 0 }, 10*time.Second, 50*time.Millisecond)
 	st, _ = cmd(`{"op":"text","selector":"#out"}`)
 	require.Equal(t, http.StatusGone, st)
 
@@ -118,10 +128,7 @@ func TestSessionThroughTheAPI(t *testing.T) {
 	st, b = do(t, "DELETE", h.URL()+"/sessions/"+sess.ID, "")
 	require.Equal(t, http.StatusOK, st, string(b))
 	require.Contains(t, string(b), `"closed"`)
-	require.Eventually(t, func() bool {
-		ws, _ := h.Workers(context.Background())
-		return len(ws) == 1 && ws[0].InFlight == 0
-	}, 10*time.Second, 50*time.Millisecond)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.InFlight == 0 }, 10*time.Second, 50*time.Millisecond)
 }
 
 // TestSessionWorkerGone: the worker of an open session disappears; the
@@ -132,10 +139,7 @@ func TestSessionWorkerGone(t *testing.T) {
 	}
 	h := startTestHub(t, testConfig(t))
 	stop := startChromiumAgent(t, h.URL(), "wc", 1)
-	require.Eventually(t, func() bool {
-		ws, _ := h.Workers(context.Background())
-		return len(ws) == 1 && ws[0].Alive
-	}, 20*time.Second, 20*time.Millisecond)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 20*time.Second, 20*time.Millisecond)
 	st, b := do(t, "POST", h.URL()+"/sessions", `{"idle_timeout_s":60}`)
 	require.Equal(t, http.StatusCreated, st, string(b))
 	var sess struct{ ID string }
@@ -193,18 +197,11 @@ func TestSessionSurvivesGrainRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives Chromium; skipped with -short")
 	}
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, formPage)
-	}))
-	defer page.Close()
+	page := serveFormPage(t)
 	h := startTestHub(t, testConfig(t))
 	require.Equal(t, "embedded:memory", h.stores.Kinds["sessions"])
 	startChromiumAgent(t, h.URL(), "wc", 1)
-	require.Eventually(t, func() bool {
-		ws, _ := h.Workers(context.Background())
-		return len(ws) == 1 && ws[0].Alive
-	}, 20*time.Second, 20*time.Millisecond)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 20*time.Second, 20*time.Millisecond)
 	id := openSession(t, h.URL())
 	fillForm(t, h.URL(), id, page.URL)
 
@@ -218,10 +215,7 @@ func TestSessionSurvivesGrainRestart(t *testing.T) {
 	st, b := do(t, "DELETE", h.URL()+"/sessions/"+id, "")
 	require.Equal(t, http.StatusOK, st, string(b))
 	require.Contains(t, string(b), `"closed"`)
-	require.Eventually(t, func() bool {
-		ws, _ := h.Workers(context.Background())
-		return len(ws) == 1 && ws[0].InFlight == 0
-	}, 10*time.Second, 50*time.Millisecond)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.InFlight == 0 }, 10*time.Second, 50*time.Millisecond)
 	_, err := h.stores.Sessions.Get(context.Background(), id)
 	require.ErrorIs(t, err, persistence.ErrNotFound, "a closed session leaves no record")
 
@@ -235,10 +229,7 @@ func TestSessionSurvivesGrainRestart(t *testing.T) {
 		st, b := do(t, "GET", h.URL()+"/sessions/"+id, "")
 		return st == http.StatusOK && strings.Contains(string(b), `"closed"`) && strings.Contains(string(b), "idle")
 	}, 10*time.Second, 50*time.Millisecond)
-	require.Eventually(t, func() bool {
-		ws, _ := h.Workers(context.Background())
-		return len(ws) == 1 && ws[0].InFlight == 0
-	}, 10*time.Second, 50*time.Millisecond)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.InFlight == 0 }, 10*time.Second, 50*time.Millisecond)
 }
 
 // TestSessionLaneWithoutRecordIsReclaimed: a worker holds a lane for a
@@ -284,11 +275,7 @@ func TestFetchAndMacroJobsThroughTheHub(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives Chromium; skipped with -short")
 	}
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, formPage)
-	}))
-	defer page.Close()
+	page := serveFormPage(t)
 	h := startTestHub(t, testConfig(t))
 	startAgent(t, h.URL(), "sim", 2) // a simulated worker: browser jobs must not land there
 	startChromiumAgent(t, h.URL(), "wc", 2)
@@ -339,11 +326,7 @@ func TestSessionSurvivesWorkerReconnect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives Chromium; skipped with -short")
 	}
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, formPage)
-	}))
-	defer page.Close()
+	page := serveFormPage(t)
 	cfg := testConfig(t)
 	require.NoError(t, cfg.Set("reconciler.orphan_grace", "30s"))
 	h := startTestHub(t, cfg)

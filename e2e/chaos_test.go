@@ -134,15 +134,11 @@ func TestChaosHubRestarted(t *testing.T) {
 func TestChaosRedisPaused(t *testing.T) {
 	var proxy *storetest.Proxy
 	f := newFleetWith(t, 1, func(env []string) []string {
-		for _, e := range env {
-			if u, ok := strings.CutPrefix(e, "PAPRIKA_REDIS_URL="); ok {
-				opt, err := redis.ParseURL(u)
-				require.NoError(t, err)
-				proxy = storetest.NewProxy(t, opt.Addr)
-				return setEnv(env, "PAPRIKA_REDIS_URL="+strings.Replace(u, opt.Addr, proxy.Addr(), 1))
-			}
-		}
-		return env
+		return viaProxy(t, env, "PAPRIKA_REDIS_URL", &proxy, func(u string, to func(string) string) string {
+			opt, err := redis.ParseURL(u)
+			require.NoError(t, err)
+			return strings.Replace(u, opt.Addr, to(opt.Addr), 1)
+		})
 	})
 	f.startWorkers(3, 2)
 	stop := chaosLoad(t, f, 60*time.Millisecond, 10)
@@ -168,16 +164,12 @@ func TestChaosRedisPaused(t *testing.T) {
 func TestChaosMariaDBStopped(t *testing.T) {
 	var proxy *storetest.Proxy
 	f := newFleetWith(t, 1, func(env []string) []string {
-		for _, e := range env {
-			if dsn, ok := strings.CutPrefix(e, "PAPRIKA_MYSQL_DSN="); ok {
-				cfg, err := gomysql.ParseDSN(dsn)
-				require.NoError(t, err)
-				proxy = storetest.NewProxy(t, cfg.Addr)
-				cfg.Addr = proxy.Addr()
-				return setEnv(env, "PAPRIKA_MYSQL_DSN="+cfg.FormatDSN())
-			}
-		}
-		return env
+		return viaProxy(t, env, "PAPRIKA_MYSQL_DSN", &proxy, func(dsn string, to func(string) string) string {
+			cfg, err := gomysql.ParseDSN(dsn)
+			require.NoError(t, err)
+			cfg.Addr = to(cfg.Addr)
+			return cfg.FormatDSN()
+		})
 	})
 	f.startWorkers(3, 2)
 	stop := chaosLoad(t, f, 80*time.Millisecond, 10)
@@ -358,4 +350,20 @@ func TestChaosRedisRestarted(t *testing.T) {
 	ids := stop()
 	final := f.checkInvariants(ids, 10, false)
 	report(t, f, "Redis restarted (append-only file)", final, 10)
+}
+
+// viaProxy points the service named by env key at a fault proxy in front
+// of it (stored in *proxy): rewrite gets the key's value and a function
+// that starts the proxy for an address and returns the proxy's address.
+func viaProxy(t *testing.T, env []string, key string, proxy **storetest.Proxy, rewrite func(value string, to func(addr string) string) string) []string {
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, key+"="); ok {
+			return setEnv(env, key+"="+rewrite(v, func(addr string) string {
+				*proxy = storetest.NewProxy(t, addr)
+				return (*proxy).Addr()
+			}))
+		}
+	}
+	t.Fatalf("%s is not in the fleet's environment", key)
+	return nil
 }

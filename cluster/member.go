@@ -13,7 +13,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
-	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/redis/go-redis/v9"
 )
@@ -146,7 +145,7 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (*Member,
 		_ = l.Close()
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-	cfg := pcluster.Configure(o.Name, provider, disthash.New(), remote.Configure(o.Host, o.Port),
+	cfg := pcluster.Configure(o.Name, provider, NewLookup(), remote.Configure(o.Host, o.Port),
 		pcluster.WithKinds(o.Kinds...), pcluster.WithRequestTimeout(o.RequestTimeout))
 	c := pcluster.New(system, cfg)
 	// A topology change moves grains: the old activation is stopped, and a

@@ -6,12 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -29,6 +34,13 @@ import (
 // and a member that could not refresh its own key for longer than the TTL
 // has been dropped by its peers, so it reports itself lost (OnLost) and
 // must restart with a new member id rather than carry on.
+//
+// A hub killed outright need not wait out the timeout: when protoactor
+// reports a peer's connection lost, the provider dials the peer's address,
+// and a refused connection — nothing listens there any more — drops the
+// member at once and marks it, so every peer drops it on its next read. A
+// frozen or unreachable peer does not refuse (its socket is still open, or
+// the dial times out), so only the timeout drops those.
 type RedisProvider struct {
 	rdb     redis.UniversalClient
 	prefix  string
@@ -51,6 +63,18 @@ type RedisProvider struct {
 	done    chan struct{}
 	lastSet time.Time
 	last    []string // member ids of the last published topology
+	// addrs maps the address of each member of the last read to its id,
+	// for the connection-lost probe.
+	addrs map[string]string
+	// refused holds members whose address refused a connection; sync drops
+	// them like silent ones.
+	refused map[string]bool
+	// suspects carries addresses whose connection protoactor reported lost,
+	// from the event stream to the probe loop; refusedNow wakes the read
+	// loop when a probe was refused.
+	suspects   chan string
+	refusedNow chan struct{}
+	sub        *eventstream.Subscription
 }
 
 type memberRecord struct {
@@ -99,6 +123,9 @@ func (p *RedisProvider) StartMember(c *pcluster.Cluster) error {
 	p.self = memberRecord{ID: c.ActorSystem.ID, Host: host, Port: port, Kinds: c.GetClusterKinds(),
 		Cluster: c.Config.Name, Started: time.Now().UnixMilli()}
 	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	p.suspects = make(chan string, 64)
+	p.refusedNow = make(chan struct{}, 1)
+	p.refused = map[string]bool{}
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -108,6 +135,14 @@ func (p *RedisProvider) StartMember(c *pcluster.Cluster) error {
 	if err := p.sync(ctx); err != nil {
 		return fmt.Errorf("redis provider: read members: %w", err)
 	}
+	suspects := p.suspects
+	p.sub = c.ActorSystem.EventStream.SubscribeWithPredicate(func(ev interface{}) {
+		// Published synchronously by protoactor: hand over, never block.
+		select {
+		case suspects <- ev.(*remote.EndpointTerminatedEvent).Address:
+		default:
+		}
+	}, func(ev interface{}) bool { _, ok := ev.(*remote.EndpointTerminatedEvent); return ok })
 	go p.loop(p.stop, p.done)
 	return nil
 }
@@ -129,6 +164,9 @@ func (p *RedisProvider) Shutdown(bool) error {
 	}
 	close(stop)
 	<-done
+	if p.sub != nil {
+		p.cluster.ActorSystem.EventStream.Unsubscribe(p.sub)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	pipe := p.rdb.TxPipeline()
@@ -173,21 +211,27 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	keys := make([]string, len(ids))
+	// Each member's record, then its dropped mark: a member one peer has
+	// dropped is dropped by all, so that a peer's proof of death (a refused
+	// connection) spreads without waiting for the timeout.
+	keys := make([]string, 2*len(ids))
 	for i, id := range ids {
 		keys[i] = p.memberKey(p.self.Cluster, id)
+		keys[len(ids)+i] = p.droppedKey(p.self.Cluster, id)
 	}
-	var vals []interface{}
+	var vals, marks []interface{}
 	if len(keys) > 0 {
 		if vals, err = p.rdb.MGet(ctx, keys...).Result(); err != nil {
 			return err
 		}
+		vals, marks = vals[:len(ids)], vals[len(ids):]
 	}
 	now := p.now()
-	var dropped []string
+	var dropped []int // indexes into ids
 	members := make([]*pcluster.Member, 0, len(ids))
 	var gone []interface{}
 	selfSeen := false
+	addrs := make(map[string]string, len(ids))
 	for i, v := range vals {
 		s, ok := v.(string)
 		if !ok {
@@ -198,12 +242,17 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 		if json.Unmarshal([]byte(s), &r) != nil {
 			continue
 		}
-		if r.ID != p.self.ID && now.Sub(time.UnixMilli(r.Beat)) > p.timeout {
-			// Silent past the timeout: gone, though its key lingers. Mark it
-			// dropped, so that should it resume it knows to leave.
-			dropped = append(dropped, r.ID)
+		if r.ID != p.self.ID && (now.Sub(time.UnixMilli(r.Beat)) > p.timeout || p.isRefused(r.ID)) {
+			// Silent past the timeout, or its address refuses connections:
+			// gone, though its key lingers. Mark it dropped, so that should
+			// it resume it knows to leave.
+			dropped = append(dropped, i)
 			continue
 		}
+		if r.ID != p.self.ID && marks[i] != nil {
+			continue // a peer dropped it (and marked it so)
+		}
+		addrs[fmt.Sprintf("%s:%d", r.Host, r.Port)] = r.ID
 		selfSeen = selfSeen || r.ID == p.self.ID
 		members = append(members, &pcluster.Member{Id: r.ID, Host: r.Host, Port: int32(r.Port), Kinds: r.Kinds})
 	}
@@ -217,9 +266,20 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 		// registry's view; here they only cost a read, so prune them.
 		_ = p.rdb.ZRem(ctx, p.indexKey(p.self.Cluster), gone...).Err()
 	}
-	for _, id := range dropped {
-		if err := p.rdb.Set(ctx, p.droppedKey(p.self.Cluster, id), "1", p.ttl).Err(); err != nil {
-			return fmt.Errorf("mark member %s dropped: %w", id, err)
+	p.mu.Lock()
+	p.addrs = addrs
+	for id := range p.refused {
+		if !slices.Contains(ids, id) {
+			delete(p.refused, id) // its index entry is gone: nothing left to drop
+		}
+	}
+	p.mu.Unlock()
+	for _, i := range dropped {
+		if marks[i] != nil {
+			continue
+		}
+		if err := p.rdb.Set(ctx, p.droppedKey(p.self.Cluster, ids[i]), "1", p.ttl).Err(); err != nil {
+			return fmt.Errorf("mark member %s dropped: %w", ids[i], err)
 		}
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].Id < members[j].Id })
@@ -235,16 +295,18 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 	return nil
 }
 
-// loop runs the beat and the member read on two goroutines it owns: a
-// topology update can block for seconds inside protoactor (disthash holds
-// its lock across activations), and the beat must not wait for it, or the
-// member misses its own timeout and is dropped.
+// loop runs the beat, the member read and the probe of lost peers on
+// goroutines it owns: a
+// topology update can block inside protoactor (its member list and gossip
+// take locks), and the beat must not wait for it, or the member misses its
+// own timeout and is dropped.
 func (p *RedisProvider) loop(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); p.beatLoop(stop) }()
 	go func() { defer wg.Done(); p.readLoop(stop) }()
+	go func() { defer wg.Done(); p.probeLoop(stop) }()
 	wg.Wait()
 }
 
@@ -291,6 +353,7 @@ func (p *RedisProvider) readLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-read.C:
+		case <-p.refusedNow:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), max(p.refresh, time.Second))
 		if err := p.sync(ctx); err != nil {
@@ -298,6 +361,91 @@ func (p *RedisProvider) readLoop(stop <-chan struct{}) {
 		}
 		cancel()
 	}
+}
+
+// probeAfter is when a member whose connection was lost is dialled,
+// counted from the loss: a killed process may still be closing its
+// listener at the first dial, so it is tried again shortly after.
+var probeAfter = []time.Duration{0, 200 * time.Millisecond, time.Second}
+
+// probeTimeout bounds one dial: a live peer on a reachable host accepts
+// within it, a dead one refuses at once.
+const probeTimeout = 500 * time.Millisecond
+
+// probeLoop dials the members whose connection protoactor reported lost
+// (see probeAfter) and wakes the read loop when one refuses.
+func (p *RedisProvider) probeLoop(stop <-chan struct{}) {
+	type check struct {
+		addr string
+		at   time.Time
+	}
+	var pending []check
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		var due <-chan time.Time
+		if len(pending) > 0 {
+			timer.Reset(time.Until(pending[0].at))
+			due = timer.C
+		}
+		select {
+		case <-stop:
+			return
+		case addr := <-p.suspects:
+			now := time.Now()
+			for _, d := range probeAfter {
+				pending = append(pending, check{addr: addr, at: now.Add(d)})
+			}
+			sort.SliceStable(pending, func(i, j int) bool { return pending[i].at.Before(pending[j].at) })
+		case <-due:
+		}
+		for len(pending) > 0 && !pending[0].at.After(time.Now()) {
+			addr := pending[0].addr
+			pending = pending[1:]
+			if !p.probe(addr) {
+				continue
+			}
+			pending = slices.DeleteFunc(pending, func(c check) bool { return c.addr == addr })
+			select {
+			case p.refusedNow <- struct{}{}:
+			default: // a read is already due
+			}
+		}
+	}
+}
+
+// probe dials the address of a member whose connection was lost and
+// reports whether it is newly known dead. Only a refused connection
+// counts: a timeout may be a slow or cut-off peer, which the member
+// timeout must judge.
+func (p *RedisProvider) probe(addr string) bool {
+	p.mu.Lock()
+	id, ok := p.addrs[addr]
+	known := p.refused[id]
+	p.mu.Unlock()
+	if !ok || known {
+		return false
+	}
+	conn, err := net.DialTimeout("tcp", addr, probeTimeout)
+	if err == nil {
+		_ = conn.Close()
+		return false
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		p.log.Debug("lost peer did not answer the probe; left to the member timeout", slog.String("member", id), slog.Any("err", err))
+		return false
+	}
+	p.log.Warn("cluster member refuses connections; dropping it now", slog.String("member", id), slog.String("address", addr))
+	p.mu.Lock()
+	p.refused[id] = true
+	p.mu.Unlock()
+	return true
+}
+
+func (p *RedisProvider) isRefused(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused[id]
 }
 
 func (p *RedisProvider) now() time.Time { return time.Now().Add(time.Duration(p.skew.Load())) }

@@ -24,7 +24,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/stretchr/testify/require"
 )
@@ -82,7 +81,7 @@ func TestRemotingJoinBoundsABlockedStart(t *testing.T) {
 	ext := &external{name: ProviderEtcd, addr: "etcd1:2379", provider: sp, waitSelf: true,
 		release: func() { close(sp.block) }}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quietLogger() }))
-	c := pcluster.New(system, pcluster.Configure("t", sp, disthash.New(), remote.Configure("127.0.0.1", 0)))
+	c := pcluster.New(system, pcluster.Configure("t", sp, NewLookup(), remote.Configure("127.0.0.1", 0)))
 	began := time.Now()
 	err := join(c, ext, time.Now().Add(300*time.Millisecond), make(chan struct{}))
 	took := time.Since(began)

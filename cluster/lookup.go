@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/eventstream"
+)
+
+// activatorName is the placement actor's name on every member; it is the
+// one protoactor's disthash uses, so both speak the same protocol.
+const activatorName = "partition-activator"
+
+// activationTimeout bounds one activation request to one owner.
+const activationTimeout = 5 * time.Second
+
+// maxOwnerMoves bounds how often one lookup follows an identity to a new
+// owner before giving up (the caller retries).
+const maxOwnerMoves = 3
+
+// Lookup places grains by rendezvous hashing over the member list, like
+// protoactor's disthash, whose wire protocol (ActivationRequest to the
+// owner's partition-activator) it keeps. It fixes two things that made a
+// dead hub stall the survivors for the whole activation timeout:
+//
+//   - disthash holds its topology lock for reading across the activation
+//     request, and a pending topology update (a writer) stops every new
+//     lookup behind requests to the dead member — the whole cluster waited
+//     5 s after the dead member had already been dropped. Here the lock
+//     covers only the hash.
+//   - a lookup waiting on an owner that a topology update has just
+//     replaced asks the new owner at once instead of waiting out its
+//     timeout.
+type Lookup struct {
+	cluster   *pcluster.Cluster
+	sub       *eventstream.Subscription
+	placement *actor.PID
+
+	mu      sync.RWMutex
+	rdv     *pcluster.Rendezvous
+	changed chan struct{} // closed (and replaced) on every topology update
+}
+
+// NewLookup returns the identity lookup every member of a Paprika cluster
+// uses.
+func NewLookup() *Lookup { return &Lookup{} }
+
+var _ pcluster.IdentityLookup = (*Lookup)(nil)
+
+// Setup starts the placement actor and follows topology updates.
+func (l *Lookup) Setup(c *pcluster.Cluster, _ []string, _ bool) {
+	l.cluster = c
+	l.mu.Lock()
+	l.rdv = pcluster.NewRendezvous()
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+	system := c.ActorSystem
+	l.placement, _ = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &placementActor{cluster: c, actors: map[string]placed{}}
+	}), activatorName)
+	l.sub = system.EventStream.Subscribe(func(ev interface{}) {
+		if t, ok := ev.(*pcluster.ClusterTopology); ok {
+			l.onTopology(t)
+		}
+	})
+}
+
+// Shutdown stops following the topology and stops every local grain.
+func (l *Lookup) Shutdown() {
+	system := l.cluster.ActorSystem
+	system.EventStream.Unsubscribe(l.sub)
+	if err := system.Root.PoisonFuture(l.placement).Wait(); err != nil {
+		l.cluster.Logger().Error("stop placement actor", slog.Any("err", err))
+	}
+}
+
+func (l *Lookup) onTopology(t *pcluster.ClusterTopology) {
+	rdv := pcluster.NewRendezvous()
+	rdv.UpdateMembers(t.Members)
+	l.mu.Lock()
+	l.rdv = rdv
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+	l.cluster.ActorSystem.Root.Send(l.placement, t)
+}
+
+// owner is the address that places identity under the current topology,
+// and the channel closed when that topology is replaced.
+func (l *Lookup) owner(id *pcluster.ClusterIdentity) (string, <-chan struct{}) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.rdv.GetByClusterIdentity(id), l.changed
+}
+
+type activation struct {
+	res interface{}
+	err error
+}
+
+// Get asks the identity's owner for its activation; nil when there is no
+// owner, the owner failed it, or no answer came (the caller retries).
+func (l *Lookup) Get(id *pcluster.ClusterIdentity) *actor.PID {
+	root := l.cluster.ActorSystem.Root
+	for moves := 0; moves < maxOwnerMoves; moves++ {
+		owner, changed := l.owner(id)
+		if owner == "" {
+			return nil
+		}
+		fut := root.RequestFuture(actor.NewPID(owner, activatorName),
+			&pcluster.ActivationRequest{ClusterIdentity: id}, activationTimeout)
+		// The goroutine ends when the future does (answer or timeout), even
+		// if this lookup has moved on to a new owner.
+		done := make(chan activation, 1)
+		go func() {
+			res, err := fut.Result()
+			done <- activation{res, err}
+		}()
+	wait:
+		for {
+			select {
+			case a := <-done:
+				r, ok := a.res.(*pcluster.ActivationResponse)
+				if a.err != nil || !ok || r.Failed {
+					return nil
+				}
+				return r.Pid
+			case <-changed:
+				now, next := l.owner(id)
+				if now != owner {
+					break wait // ask the new owner
+				}
+				changed = next
+			}
+		}
+	}
+	return nil
+}
+
+// RemovePid tells every member that an activation has ended.
+func (l *Lookup) RemovePid(id *pcluster.ClusterIdentity, pid *actor.PID) {
+	l.cluster.MemberList.BroadcastEvent(&pcluster.ActivationTerminated{Pid: pid, ClusterIdentity: id}, true)
+}
+
+type placed struct {
+	id  *pcluster.ClusterIdentity
+	pid *actor.PID
+}
+
+// placementActor owns this member's activations: it spawns a grain on the
+// first request for it, and stops those a new topology places elsewhere.
+type placementActor struct {
+	cluster *pcluster.Cluster
+	actors  map[string]placed // by identity key
+}
+
+func (p *placementActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Stopping:
+		futures := make([]actor.Future, 0, len(p.actors))
+		for _, a := range p.actors {
+			futures = append(futures, ctx.PoisonFuture(a.pid))
+		}
+		for _, f := range futures {
+			_ = f.Wait()
+		}
+	case *actor.Terminated:
+		for key, a := range p.actors {
+			if a.pid.Equal(msg.Who) {
+				if k := p.cluster.GetClusterKind(a.id.Kind); k != nil {
+					k.Dec()
+				}
+				p.cluster.MemberList.BroadcastEvent(&pcluster.ActivationTerminated{Pid: a.pid, ClusterIdentity: a.id}, true)
+				delete(p.actors, key)
+				return
+			}
+		}
+	case *pcluster.ActivationRequest:
+		key := msg.ClusterIdentity.AsKey()
+		if a, ok := p.actors[key]; ok {
+			ctx.Respond(&pcluster.ActivationResponse{Pid: a.pid})
+			return
+		}
+		kind := p.cluster.GetClusterKind(msg.ClusterIdentity.Kind)
+		if kind == nil {
+			ctx.Logger().Error("activation of an unknown kind", slog.String("kind", msg.ClusterIdentity.Kind))
+			ctx.Respond(&pcluster.ActivationResponse{Failed: true})
+			return
+		}
+		pid := ctx.SpawnPrefix(pcluster.WithClusterIdentity(kind.Props, msg.ClusterIdentity), msg.ClusterIdentity.Identity)
+		kind.Inc()
+		p.actors[key] = placed{id: msg.ClusterIdentity, pid: pid}
+		ctx.Respond(&pcluster.ActivationResponse{Pid: pid})
+	case *pcluster.ClusterTopology:
+		rdv := pcluster.NewRendezvous()
+		rdv.UpdateMembers(msg.Members)
+		self := p.cluster.ActorSystem.Address()
+		for _, a := range p.actors {
+			if rdv.GetByClusterIdentity(a.id) != self {
+				ctx.Poison(a.pid) // its owner is now another member
+			}
+		}
+	}
+}

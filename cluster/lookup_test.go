@@ -1,0 +1,116 @@
+//go:build !race
+
+// Starts remoting in this process: see remoting_test.go for why -race is off.
+
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/stretchr/testify/require"
+)
+
+// staticProvider publishes the member list the test sets.
+type staticProvider struct{ extra []*pcluster.Member }
+
+func (s *staticProvider) StartMember(c *pcluster.Cluster) error {
+	host, port, err := c.ActorSystem.GetHostPort()
+	if err != nil {
+		return err
+	}
+	self := &pcluster.Member{Id: c.ActorSystem.ID, Host: host, Port: int32(port), Kinds: c.GetClusterKinds()}
+	c.MemberList.UpdateClusterTopology(append([]*pcluster.Member{self}, s.extra...))
+	return nil
+}
+func (s *staticProvider) StartClient(*pcluster.Cluster) error { return nil }
+func (s *staticProvider) Shutdown(bool) error                 { return nil }
+
+// TestMultiMemberLookupFollowsOwnerMove: a lookup waiting on an owner that
+// never answers (a member whose host swallows connections) is answered by
+// the new owner as soon as a topology update drops it, instead of waiting
+// out the activation timeout and returning nothing; and the update itself
+// is not held up by the pending lookup, nor are lookups of other grains.
+func TestMultiMemberLookupFollowsOwnerMove(t *testing.T) {
+	hole, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never speaks
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hole.Close() })
+	go func() {
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() })
+		}
+	}()
+	holeHost, holePort, _ := net.SplitHostPort(hole.Addr().String())
+	port, _ := strconv.Atoi(holePort)
+	ghost := &pcluster.Member{Id: "ghost", Host: holeHost, Port: int32(port), Kinds: []string{"echo"}}
+
+	kind := pcluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
+	m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Kinds: []*pcluster.Kind{kind}, RequestTimeout: 2 * time.Second},
+		func() pcluster.ClusterProvider { return &staticProvider{extra: []*pcluster.Member{ghost}} })
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Stop(false) })
+	host, selfPort, err := m.System.GetHostPort()
+	require.NoError(t, err)
+	self := &pcluster.Member{Id: m.System.ID, Host: host, Port: int32(selfPort), Kinds: []string{"echo"}}
+
+	// One identity the ghost owns, one this member owns.
+	rdv := pcluster.NewRendezvous()
+	rdv.UpdateMembers([]*pcluster.Member{self, ghost})
+	var onGhost, onSelf string
+	for i := 0; onGhost == "" || onSelf == ""; i++ {
+		id := fmt.Sprintf("id-%d", i)
+		if rdv.GetByClusterIdentity(&pcluster.ClusterIdentity{Identity: id, Kind: "echo"}) == ghost.Address() {
+			onGhost = id
+		} else {
+			onSelf = id
+		}
+	}
+
+	got := make(chan *actor.PID, 1)
+	go func() { got <- m.Cluster.Get(onGhost, "echo") }()
+	time.Sleep(300 * time.Millisecond) // the request is on its way to the ghost
+
+	// The ghost is dropped; the update returns while the lookup is pending.
+	updated := make(chan struct{})
+	go func() {
+		m.Cluster.MemberList.UpdateClusterTopology([]*pcluster.Member{self})
+		close(updated)
+	}()
+	select {
+	case <-updated:
+	case <-time.After(activationTimeout - time.Second):
+		t.Fatal("the topology update waited for a lookup pending on the dropped member")
+	}
+	pid := <-got
+	require.NotNil(t, pid, "the pending lookup was answered by the new owner, not timed out")
+	require.Equal(t, m.Address(), pid.Address)
+	require.NotNil(t, m.Cluster.Get(onSelf, "echo"))
+
+	// A lookup pending on a ghost holds up nobody else. (protoactor never
+	// re-admits a dropped member id; the same address under a new id owns
+	// the same identities.)
+	ghost2 := &pcluster.Member{Id: "ghost-2", Host: ghost.Host, Port: ghost.Port, Kinds: ghost.Kinds}
+	m.Cluster.MemberList.UpdateClusterTopology([]*pcluster.Member{self, ghost2})
+	pending := make(chan *actor.PID, 1)
+	go func() { pending <- m.Cluster.Get(onGhost, "echo") }()
+	time.Sleep(300 * time.Millisecond)
+	require.NotNil(t, m.Cluster.Get(onSelf, "echo"), "another grain's lookup while one is pending on the ghost")
+	select {
+	case pid := <-pending:
+		t.Fatalf("a lookup on a silent owner answered: %v", pid)
+	default:
+	}
+	require.Nil(t, <-pending, "no owner answered: nothing, and the caller retries")
+}

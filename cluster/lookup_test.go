@@ -39,19 +39,8 @@ func (s *staticProvider) Shutdown(bool) error                 { return nil }
 // out the activation timeout and returning nothing; and the update itself
 // is not held up by the pending lookup, nor are lookups of other grains.
 func TestMultiMemberLookupFollowsOwnerMove(t *testing.T) {
-	hole, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never speaks
+	holeHost, holePort, err := net.SplitHostPort(silentAddr(t)) // accepts, never speaks
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = hole.Close() })
-	go func() {
-		for {
-			c, err := hole.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { _ = c.Close() })
-		}
-	}()
-	holeHost, holePort, _ := net.SplitHostPort(hole.Addr().String())
 	port, _ := strconv.Atoi(holePort)
 	ghost := &pcluster.Member{Id: "ghost", Host: holeHost, Port: int32(port), Kinds: []string{"echo"}}
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/remote"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,21 +24,13 @@ import (
 func TestMultiMemberRedisProviderMovesGrains(t *testing.T) {
 	rdb, prefix := testRedis(t)
 	const ttl = time.Second
-	a, _ := startRedisMember(t, rdb, prefix, ttl)
-	b, bp := startRedisMember(t, rdb, prefix, ttl)
-	require.Eventually(t, func() bool { return a.Cluster.MemberList.Length() == 2 && b.Cluster.MemberList.Length() == 2 },
-		5*time.Second, 20*time.Millisecond)
+	a, b, bp := twoRedisMembers(t, rdb, prefix, ttl)
 	placed, err := owners(a, 40)
 	require.NoError(t, err)
 	require.Len(t, placed, 2, "grains on both members: %v", placed)
 
 	// b dies without a goodbye: its loop stops, its key is left to expire.
-	bp.mu.Lock()
-	stop, done := bp.stop, bp.done
-	bp.stop = nil
-	bp.mu.Unlock()
-	close(stop)
-	<-done
+	stopBeating(bp)
 	died := time.Now()
 	require.Eventually(t, func() bool { return a.Cluster.MemberList.Length() == 1 }, 5*time.Second, 20*time.Millisecond)
 	require.EqualValues(t, 1, rdb.Exists(t.Context(), bp.droppedKey(bp.self.Cluster, bp.self.ID)).Val(),
@@ -48,6 +41,16 @@ func TestMultiMemberRedisProviderMovesGrains(t *testing.T) {
 		got, err := owners(a, 40)
 		return err == nil && len(got) == 1 && got[a.Address()] == 40
 	}, 10*time.Second, 100*time.Millisecond, "grains re-activated on the survivor")
+}
+
+// twoRedisMembers starts two members that meet through Redis (configure
+// applies to the second) and waits until each lists both.
+func twoRedisMembers(t *testing.T, rdb *redis.Client, prefix string, timeout time.Duration, configure ...func(*RedisProvider)) (a, b *Member, bp *RedisProvider) {
+	a, _ = startRedisMember(t, rdb, prefix, timeout)
+	b, bp = startRedisMember(t, rdb, prefix, timeout, configure...)
+	require.Eventually(t, func() bool { return a.Cluster.MemberList.Length() == 2 && b.Cluster.MemberList.Length() == 2 },
+		5*time.Second, 20*time.Millisecond)
+	return a, b, bp
 }
 
 // stopBeating ends a member's provider loop without a goodbye: its key
@@ -68,10 +71,7 @@ func stopBeating(rp *RedisProvider) {
 func TestMultiMemberKilledMemberIsDroppedAtOnce(t *testing.T) {
 	rdb, prefix := testRedis(t)
 	const timeout = 30 * time.Second
-	a, _ := startRedisMember(t, rdb, prefix, timeout)
-	b, bp := startRedisMember(t, rdb, prefix, timeout)
-	require.Eventually(t, func() bool { return a.Cluster.MemberList.Length() == 2 && b.Cluster.MemberList.Length() == 2 },
-		5*time.Second, 20*time.Millisecond)
+	a, b, bp := twoRedisMembers(t, rdb, prefix, timeout)
 	placed, err := owners(a, 40)
 	require.NoError(t, err)
 	require.Len(t, placed, 2, "grains on both members: %v", placed)
@@ -96,9 +96,7 @@ func TestMultiMemberKilledMemberIsDroppedAtOnce(t *testing.T) {
 func TestMultiMemberLostConnectionToLiveMemberKeepsIt(t *testing.T) {
 	rdb, prefix := testRedis(t)
 	const timeout = 30 * time.Second
-	a, _ := startRedisMember(t, rdb, prefix, timeout)
-	b, bp := startRedisMember(t, rdb, prefix, timeout)
-	require.Eventually(t, func() bool { return a.Cluster.MemberList.Length() == 2 }, 5*time.Second, 20*time.Millisecond)
+	a, b, bp := twoRedisMembers(t, rdb, prefix, timeout)
 	a.System.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: b.Address()})
 	time.Sleep(time.Second) // a refused probe would have re-read the list at once
 	require.Equal(t, 2, a.Cluster.MemberList.Length(), "a live member is kept")
@@ -113,12 +111,10 @@ func TestMultiMemberLostConnectionToLiveMemberKeepsIt(t *testing.T) {
 func TestMultiMemberPeersMarkSpreads(t *testing.T) {
 	rdb, prefix := testRedis(t)
 	const timeout = 30 * time.Second
-	a, _ := startRedisMember(t, rdb, prefix, timeout)
 	lost := make(chan error, 1)
-	_, bp := startRedisMember(t, rdb, prefix, timeout, func(rp *RedisProvider) {
+	a, _, bp := twoRedisMembers(t, rdb, prefix, timeout, func(rp *RedisProvider) {
 		rp.OnLost = func(err error) { lost <- err }
 	})
-	require.Eventually(t, func() bool { return a.Cluster.MemberList.Length() == 2 }, 5*time.Second, 20*time.Millisecond)
 	require.NoError(t, rdb.Set(t.Context(), bp.droppedKey(bp.self.Cluster, bp.self.ID), "1", time.Minute).Err())
 	require.Eventually(t, func() bool { return a.Cluster.MemberList.Length() == 1 }, 7*time.Second, 10*time.Millisecond,
 		"a marked member leaves every list on the next read (every 5 s here) although it still beats")

@@ -66,9 +66,6 @@ type RedisProvider struct {
 	// addrs maps the address of each member of the last read to its id,
 	// for the connection-lost probe.
 	addrs map[string]string
-	// refused holds members whose address refused a connection; sync drops
-	// them like silent ones.
-	refused map[string]bool
 	// suspects carries addresses whose connection protoactor reported lost,
 	// from the event stream to the probe loop; refusedNow wakes the read
 	// loop when a probe was refused.
@@ -125,7 +122,6 @@ func (p *RedisProvider) StartMember(c *pcluster.Cluster) error {
 	p.stop, p.done = make(chan struct{}), make(chan struct{})
 	p.suspects = make(chan string, 64)
 	p.refusedNow = make(chan struct{}, 1)
-	p.refused = map[string]bool{}
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -227,7 +223,7 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 		vals, marks = vals[:len(ids)], vals[len(ids):]
 	}
 	now := p.now()
-	var dropped []int // indexes into ids
+	var dropped []string
 	members := make([]*pcluster.Member, 0, len(ids))
 	var gone []interface{}
 	selfSeen := false
@@ -242,19 +238,19 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 		if json.Unmarshal([]byte(s), &r) != nil {
 			continue
 		}
-		if r.ID != p.self.ID && (now.Sub(time.UnixMilli(r.Beat)) > p.timeout || p.isRefused(r.ID)) {
-			// Silent past the timeout, or its address refuses connections:
-			// gone, though its key lingers. Mark it dropped, so that should
-			// it resume it knows to leave.
-			dropped = append(dropped, i)
+		if r.ID != p.self.ID && marks[i] != nil {
+			continue // a peer (or our probe) dropped it and marked it so
+		}
+		if r.ID != p.self.ID && now.Sub(time.UnixMilli(r.Beat)) > p.timeout {
+			// Silent past the timeout: gone, though its key lingers. Mark it
+			// dropped, so that should it resume it knows to leave.
+			dropped = append(dropped, r.ID)
 			continue
 		}
-		if r.ID != p.self.ID && marks[i] != nil {
-			continue // a peer dropped it (and marked it so)
-		}
-		addrs[fmt.Sprintf("%s:%d", r.Host, r.Port)] = r.ID
 		selfSeen = selfSeen || r.ID == p.self.ID
-		members = append(members, &pcluster.Member{Id: r.ID, Host: r.Host, Port: int32(r.Port), Kinds: r.Kinds})
+		m := &pcluster.Member{Id: r.ID, Host: r.Host, Port: int32(r.Port), Kinds: r.Kinds}
+		addrs[m.Address()] = r.ID
+		members = append(members, m)
 	}
 	if !selfSeen {
 		// Our own key is gone although we wrote it: never publish a list
@@ -268,18 +264,10 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	p.addrs = addrs
-	for id := range p.refused {
-		if !slices.Contains(ids, id) {
-			delete(p.refused, id) // its index entry is gone: nothing left to drop
-		}
-	}
 	p.mu.Unlock()
-	for _, i := range dropped {
-		if marks[i] != nil {
-			continue
-		}
-		if err := p.rdb.Set(ctx, p.droppedKey(p.self.Cluster, ids[i]), "1", p.ttl).Err(); err != nil {
-			return fmt.Errorf("mark member %s dropped: %w", ids[i], err)
+	for _, id := range dropped {
+		if err := p.markDropped(ctx, id); err != nil {
+			return err
 		}
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].Id < members[j].Id })
@@ -415,15 +403,15 @@ func (p *RedisProvider) probeLoop(stop <-chan struct{}) {
 }
 
 // probe dials the address of a member whose connection was lost and
-// reports whether it is newly known dead. Only a refused connection
+// reports whether it refused, in which case it is marked dropped (the next
+// read drops it, here and at every peer). Only a refused connection
 // counts: a timeout may be a slow or cut-off peer, which the member
 // timeout must judge.
 func (p *RedisProvider) probe(addr string) bool {
 	p.mu.Lock()
 	id, ok := p.addrs[addr]
-	known := p.refused[id]
 	p.mu.Unlock()
-	if !ok || known {
+	if !ok {
 		return false
 	}
 	conn, err := net.DialTimeout("tcp", addr, probeTimeout)
@@ -436,16 +424,22 @@ func (p *RedisProvider) probe(addr string) bool {
 		return false
 	}
 	p.log.Warn("cluster member refuses connections; dropping it now", slog.String("member", id), slog.String("address", addr))
-	p.mu.Lock()
-	p.refused[id] = true
-	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), max(p.refresh, time.Second))
+	defer cancel()
+	if err := p.markDropped(ctx, id); err != nil {
+		p.log.Warn("could not mark a refusing member; left to the member timeout", slog.Any("err", err))
+		return false
+	}
 	return true
 }
 
-func (p *RedisProvider) isRefused(id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.refused[id]
+// markDropped records that this member dropped id: every peer's next read
+// drops it too, and id itself, should it still run, learns it must leave.
+func (p *RedisProvider) markDropped(ctx context.Context, id string) error {
+	if err := p.rdb.Set(ctx, p.droppedKey(p.self.Cluster, id), "1", p.ttl).Err(); err != nil {
+		return fmt.Errorf("mark member %s dropped: %w", id, err)
+	}
+	return nil
 }
 
 func (p *RedisProvider) now() time.Time { return time.Now().Add(time.Duration(p.skew.Load())) }

@@ -96,11 +96,6 @@ func Wake(cl *cluster.Cluster, jobID string) error {
 	return nil
 }
 
-// Call is a request to a grain with a bounded timeout and retry backoff.
-func Call(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
-	return requestGrain(cl, identity, kind, msg, timeout)
-}
-
 // InjectPanic makes the receiving actor panic: fault injection for the
 // supervision tests and the chaos suite. Local only (not protobuf), so no
 // other member — and no client — can send it.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -31,12 +30,15 @@ type jobGrain struct {
 	log      *slog.Logger
 	job      persistence.Job
 	loaded   bool
-	timers   *scheduler.TimerScheduler
-	deadline scheduler.CancelFunc
-	queuedTO scheduler.CancelFunc
-	audit    scheduler.CancelFunc
+	timers   *Timers
+	deadline Stop
+	queuedTO Stop
+	audit    Stop
 	audited  int   // the attempt its worker said it runs: no more queries
 	checking int32 // an attempt its worker stopped reporting: ask even if started
+	// enqueued: the activation's load asked the scheduler already, so the
+	// JobEnsure that woke the grain (a new job's) need not ask again.
+	enqueued bool
 }
 
 // storeRetry is how long a job waits before it is placed again after the
@@ -74,11 +76,15 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		g.id = msg.Identity.Identity
 		g.cl = msg.Cluster
 		g.log = g.deps.Log.With(slog.String("job_id", g.id), slog.String("hub_id", g.deps.HubID))
-		g.timers = scheduler.NewTimerScheduler(ctx)
+		g.timers = NewTimers(ctx, KindJob)
 		g.load(ctx)
+		g.enqueued = g.job.Status == persistence.StatusQueued
 		return
 	case *actor.Stopping, *actor.Restarting:
-		g.stopTimers()
+		g.timers.StopAll()
+		return
+	case *grainCall:
+		msg.run(ctx)
 		return
 	case *actor.ReceiveTimeout:
 		if g.job.Status.Final() || !g.loaded {
@@ -96,9 +102,12 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		// scheduler again (it ignores jobs it holds), since the scheduler
 		// may have moved or restarted and forgotten it.
 		g.log.Debug("job ensure", slog.String("status", string(g.job.Status)), slog.String("worker_id", g.job.WorkerID))
-		if g.job.Status == persistence.StatusQueued {
-			g.sched(ctx, &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode})
+		// A new job's first ensure is the one that activated the grain:
+		// loading it enqueued the job already.
+		if g.job.Status == persistence.StatusQueued && !g.enqueued {
+			g.enqueue(ctx)
 		}
+		g.enqueued = false
 		reply(ctx, ok(g.jobJSON()))
 	case *messages.JobPlace:
 		g.place(ctx, msg)
@@ -146,7 +155,7 @@ func (g *jobGrain) refuse(ctx actor.Context) {
 	if _, isPlace := ctx.Message().(*messages.JobPlace); isPlace {
 		g.sched(ctx, &messages.SchedPlaceFailed{JobId: g.id, WorkerId: ctx.Message().(*messages.JobPlace).WorkerId})
 	}
-	reply(ctx, fail("unavailable", "job %s could not be loaded", g.id))
+	reply(ctx, fail(CodeUnavailable, "job %s could not be loaded", g.id))
 }
 
 // load reads the job and arms what its state needs. False when the store
@@ -178,16 +187,21 @@ func (g *jobGrain) arm(ctx actor.Context) {
 		return
 	}
 	ctx.CancelReceiveTimeout()
-	g.deadline = g.timers.SendOnce(max(g.job.Deadline().Sub(now), 0), ctx.Self(), &deadlineTick{})
+	g.deadline = g.timers.After(max(g.job.Deadline().Sub(now), 0), &deadlineTick{})
 	if g.unconfirmed() {
 		due := g.job.StartedAt.Add(AssignAuditAfter)
-		g.audit = g.timers.SendOnce(max(due.Sub(now), 0), ctx.Self(), &auditTick{})
+		g.audit = g.timers.After(max(due.Sub(now), 0), &auditTick{})
 	}
 	if g.job.Status == persistence.StatusQueued {
 		due := g.job.CreatedAt.Add(g.deps.Timing.QueuedTimeout)
-		g.queuedTO = g.timers.SendOnce(max(due.Sub(now), 0), ctx.Self(), &queuedTimeoutTick{})
-		g.sched(ctx, &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode})
+		g.queuedTO = g.timers.After(max(due.Sub(now), 0), &queuedTimeoutTick{})
+		g.enqueue(ctx)
 	}
+}
+
+// enqueue asks the scheduler for a lane.
+func (g *jobGrain) enqueue(ctx actor.Context) {
+	g.sched(ctx, &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode})
 }
 
 func (g *jobGrain) stopTimers() {
@@ -238,7 +252,7 @@ func (g *jobGrain) ask(ctx actor.Context) {
 	g.log.Info("asking the worker whether it holds the attempt", slog.String("worker_id", g.job.WorkerID),
 		slog.Int("attempt", g.job.Attempts))
 	sendGrain(ctx, g.cl, g.job.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
-	g.audit = g.timers.SendOnce(auditEvery, ctx.Self(), &auditTick{})
+	g.audit = g.timers.After(auditEvery, &auditTick{})
 }
 
 // onAudit acts on the worker's answer. "unknown" is final on the worker's
@@ -290,7 +304,9 @@ func (g *jobGrain) sched(ctx actor.Context, msg interface{}) {
 
 // place runs the claim of record for the scheduler's choice, then asks the
 // worker grain to reserve the slot and send the job; a refused send rolls the
-// claim back so the job is placed again.
+// claim back so the job is placed again. The worker's answer comes back as
+// a continuation: meanwhile this grain answers reads, cancels and reports
+// (a quick worker's job_started may well come first).
 func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 	failed := &messages.SchedPlaceFailed{JobId: g.id, WorkerId: msg.WorkerId}
 	if g.job.Status != persistence.StatusQueued || g.job.WorkerID != "" {
@@ -312,14 +328,26 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		g.sched(ctx, failed)
 		return
 	}
+	// The claim is the truth from here on, whatever the worker answers.
+	g.job = claimed
 	frame, err := messages.Frame{Type: messages.TypeAssignJob, JobID: g.id, Attempt: claimed.Attempts,
 		Mode: claimed.Mode, Params: claimed.Params, Deadline: claimed.Deadline().UnixMilli()}.Encode()
-	var res *messages.Reply
-	if err == nil {
-		res, err = requestQuick(g.cl, msg.WorkerId, KindWorker,
-			&messages.WorkerAssign{JobId: g.id, Attempt: int32(claimed.Attempts), Frame: frame}, g.deps.Timing.AssignGrace)
+	if err != nil {
+		g.assigned(ctx, msg.WorkerId, claimed.Attempts, nil, err)
+		return
 	}
-	if err != nil || res.Code == "internal" || res.Code == "unconfirmed" {
+	callGrain(ctx, g.timers, g.cl, msg.WorkerId, KindWorker,
+		&messages.WorkerAssign{JobId: g.id, Attempt: int32(claimed.Attempts), Frame: frame}, g.deps.Timing.AssignGrace,
+		func(res *messages.Reply, err error) { g.assigned(ctx, msg.WorkerId, claimed.Attempts, res, err) })
+}
+
+// assigned acts on the worker grain's answer to an assignment.
+func (g *jobGrain) assigned(ctx actor.Context, workerID string, attempt int, res *messages.Reply, err error) {
+	// What happened meanwhile counts: a job that already finished, was
+	// canceled or moved on keeps that state; only the scheduler's
+	// placement is settled.
+	live := g.job.Status == persistence.StatusRunning && g.job.WorkerID == workerID && g.job.Attempts == attempt
+	if err != nil || CodeInternal.Is(res) || CodeUnconfirmed.Is(res) {
 		// No answer is not a refusal: the worker may well have the job (its
 		// grain's reply was lost with a dying hub). Rolling the claim back
 		// now could run it twice, so the claim stands: if the worker has
@@ -327,19 +355,21 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		// deadline (forced close) rather than risk a second run.
 		g.deps.Metrics.Inc("paprika_assignments_unconfirmed_total")
 		g.log.Warn("assignment unconfirmed; keeping the claim until the worker reports or disowns it",
-			slog.String("worker_id", msg.WorkerId), slog.String("cause", errString(err, res)))
-		g.job = claimed
-		g.arm(ctx)
-		g.sched(ctx, &messages.SchedPlaced{JobId: g.id, WorkerId: msg.WorkerId})
+			slog.String("worker_id", workerID), slog.String("cause", errString(err, res)))
+		if live {
+			g.arm(ctx)
+		}
+		g.sched(ctx, &messages.SchedPlaced{JobId: g.id, WorkerId: workerID})
 		return
 	}
 	if !res.Ok {
-		cause := errString(err, res)
-		g.log.Info("worker refused the job; rolling the claim back", slog.String("worker_id", msg.WorkerId), slog.String("cause", cause))
+		failed := &messages.SchedPlaceFailed{JobId: g.id, WorkerId: workerID}
+		g.log.Info("worker refused the job; rolling the claim back", slog.String("worker_id", workerID),
+			slog.String("cause", errString(err, res)))
 		rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
-		uerr := g.deps.Jobs.Unclaim(rctx, g.id, msg.WorkerId, claimed.Attempts)
+		uerr := g.deps.Jobs.Unclaim(rctx, g.id, workerID, attempt)
 		cancel()
-		if uerr != nil {
+		if uerr != nil && live {
 			g.log.Error("roll back claim", slog.Any("err", uerr))
 		}
 		g.load(ctx)
@@ -347,20 +377,11 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		g.sched(ctx, failed)
 		return
 	}
-	g.job = claimed
-	g.arm(ctx)
-	g.log.Debug("job placed", slog.String("worker_id", msg.WorkerId), slog.Int("attempt", claimed.Attempts))
-	g.sched(ctx, &messages.SchedPlaced{JobId: g.id, WorkerId: msg.WorkerId})
-}
-
-func errString(err error, r *messages.Reply) string {
-	if err != nil {
-		return err.Error()
+	if live {
+		g.arm(ctx)
 	}
-	if r != nil {
-		return r.Code + ": " + r.Message
-	}
-	return "no reply"
+	g.log.Debug("job placed", slog.String("worker_id", workerID), slog.Int("attempt", attempt))
+	g.sched(ctx, &messages.SchedPlaced{JobId: g.id, WorkerId: workerID})
 }
 
 // refreshIfStale reloads the job before a report is judged stale: two
@@ -383,12 +404,12 @@ func (g *jobGrain) started(ctx actor.Context, m *messages.JobStarted) *messages.
 	g.refreshIfStale(ctx, m.WorkerId, m.Attempt)
 	if !g.current(m.WorkerId, m.Attempt) {
 		g.deps.Metrics.Inc("paprika_fenced_reports_total", "kind=started")
-		return fail("stale", "attempt %d on %s is not current", m.Attempt, m.WorkerId)
+		return fail(CodeStale, "attempt %d on %s is not current", m.Attempt, m.WorkerId)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
 	defer cancel()
 	if err := g.deps.Jobs.SetLane(rctx, g.id, int(m.Attempt), m.Lane); err != nil {
-		return fail("store", "set lane: %v", err)
+		return fail(CodeStore, "set lane: %v", err)
 	}
 	g.job.Lane = m.Lane
 	g.stopAudit()
@@ -404,7 +425,7 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 		g.deps.Metrics.Inc("paprika_fenced_reports_total", "kind=finished")
 		g.log.Warn("stale report refused", slog.String("worker_id", m.WorkerId), slog.Int("attempt", int(m.Attempt)),
 			slog.String("status", string(g.job.Status)), slog.Int("current_attempt", g.job.Attempts))
-		return fail("stale", "attempt %d on %s is not current", m.Attempt, m.WorkerId)
+		return fail(CodeStale, "attempt %d on %s is not current", m.Attempt, m.WorkerId)
 	}
 	if !m.Succeeded && m.Reason == persistence.ReasonRejected {
 		return g.rejected(ctx, m)
@@ -417,7 +438,7 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 		}
 	}
 	if err := g.finish(ctx, int(m.Attempt), f); err != nil {
-		return fail("store", "%v", err)
+		return fail(CodeStore, "%v", err)
 	}
 	return ok(g.jobJSON())
 }
@@ -430,7 +451,7 @@ func (g *jobGrain) rejected(ctx actor.Context, m *messages.JobFinished) *message
 	err := g.deps.Jobs.Unclaim(rctx, g.id, m.WorkerId, int(m.Attempt))
 	cancel()
 	if err != nil {
-		return fail("store", "roll back rejected claim: %v", err)
+		return fail(CodeStore, "roll back rejected claim: %v", err)
 	}
 	g.deps.Metrics.Inc("paprika_assignments_rejected_total")
 	g.log.Info("worker rejected the job; queued again", slog.String("worker_id", m.WorkerId), slog.String("error", m.Error))
@@ -480,17 +501,17 @@ func (g *jobGrain) end(ctx actor.Context, f persistence.Finish) {
 		sendGrain(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerCancelJob{JobId: g.id, Attempt: int32(prev.Attempts)})
 	}
 	if lr := g.deps.LogRoute; lr != nil {
-		lr().CloseLog(g.id)
+		lr().CloseLog(ctx, g.id)
 	}
 }
 
 func (g *jobGrain) cancel(ctx actor.Context) *messages.Reply {
 	if g.job.Status.Final() {
-		return &messages.Reply{Ok: false, Code: "conflict", Message: fmt.Sprintf("job %s is already %s", g.id, g.job.Status), Json: g.jobJSON()}
+		return &messages.Reply{Ok: false, Code: string(CodeConflict), Message: fmt.Sprintf("job %s is already %s", g.id, g.job.Status), Json: g.jobJSON()}
 	}
 	g.end(ctx, persistence.Finish{Status: persistence.StatusCanceled, Reason: persistence.ReasonCanceled, Error: "canceled by request"})
 	if !g.job.Status.Final() {
-		return fail("unavailable", "job %s could not be canceled now", g.id)
+		return fail(CodeUnavailable, "job %s could not be canceled now", g.id)
 	}
 	return ok(g.jobJSON())
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -32,8 +31,7 @@ type logFlusher struct {
 	backoff time.Duration
 	drains  []*actor.PID // callers of drainLogs waiting for an empty queue
 	writes  sync.WaitGroup
-	timers  *scheduler.TimerScheduler
-	tick    scheduler.CancelFunc
+	timers  *Timers
 }
 
 // flusherTick writes whatever partial batches the streams handed over.
@@ -78,7 +76,7 @@ type drainLogs struct{}
 func (f *logFlusher) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		f.timers = scheduler.NewTimerScheduler(ctx)
+		f.timers = NewTimers(ctx, "log_flusher")
 		f.armTick(ctx)
 		if len(f.carry.queue) > 0 {
 			f.queue, f.carry.queue = f.carry.queue, nil
@@ -102,7 +100,7 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 			f.deps.Log.Warn("log write failed; retrying", slog.Any("err", msg.err), slog.Duration("backoff", f.backoff),
 				slog.Int("batches", len(msg.reqs)))
 			f.queue = append(msg.reqs, f.queue...)
-			f.timers.SendOnce(f.backoff, ctx.Self(), &retryWrite{})
+			f.timers.After(f.backoff, &retryWrite{})
 			return
 		}
 		f.backoff = 0
@@ -123,9 +121,7 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 		f.drains = append(f.drains, ctx.Sender())
 		f.start(ctx)
 	case *actor.Restarting:
-		if f.tick != nil {
-			f.tick()
-		}
+		f.timers.StopAll()
 		// Let the write in flight land first (its completion reaches the
 		// fresh instance), so no two writes race and reorder a job's lines;
 		// then requeue what this instance holds.
@@ -134,9 +130,7 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 	case *InjectPanic:
 		panic("injected panic in log flusher")
 	case *actor.Stopping:
-		if f.tick != nil {
-			f.tick()
-		}
+		f.timers.StopAll()
 		f.writes.Wait()
 	}
 }
@@ -169,7 +163,7 @@ func coalesce(reqs []*flushReq) []persistence.LogBatch {
 // drift off the boundaries by its own latency and make lines wait a period.
 func (f *logFlusher) armTick(ctx actor.Context) {
 	every := f.deps.Timing.LogBatchWait
-	f.tick = f.timers.SendOnce(untilTick(time.Now(), every)+tickLag, ctx.Self(), &flusherTick{})
+	f.timers.After(untilTick(time.Now(), every)+tickLag, &flusherTick{})
 }
 
 // start launches the next write when none is in flight.

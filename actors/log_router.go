@@ -39,8 +39,20 @@ type LogRouter struct {
 // streamFor asks the router for a job's stream (spawned on first use).
 type streamFor struct{ jobID string }
 
+// routeTo hands msg to a job's stream.
+type routeTo struct {
+	jobID string
+	msg   interface{}
+}
+
+// toFlusher hands msg to the flusher (fault injection).
+type toFlusher struct{ msg interface{} }
+
 // routerDrain flushes every stream, then waits for the flusher.
 type routerDrain struct{}
+
+// streamFlushWait bounds the wait for one stream's flush at shutdown.
+const streamFlushWait = 2 * time.Second
 
 type logRouterActor struct {
 	// fixed after construction
@@ -80,13 +92,22 @@ func (r *LogRouter) Stream(jobID string) (*actor.PID, error) {
 	return pid, nil
 }
 
-// CloseLog ends a job's log on the hub's own decision.
-func (r *LogRouter) CloseLog(jobID string) {
-	pid, err := r.Stream(jobID)
-	if err == nil {
-		r.system.Root.Send(pid, &closeLog{})
-	}
+// CloseLog ends a job's log on the hub's own decision. It does not wait:
+// the router hands the close to the job's stream.
+func (r *LogRouter) CloseLog(ctx actor.SenderContext, jobID string) {
+	r.route(ctx, jobID, &closeLog{})
 }
+
+// route sends msg to jobID's stream through the router (which spawns the
+// stream on first use), from inside an actor's turn: no waiting for the
+// stream's PID. Lines the socket reader sent to the stream before are
+// ahead of msg in its mailbox.
+func (r *LogRouter) route(ctx actor.SenderContext, jobID string, msg interface{}) {
+	ctx.Send(r.pid, &routeTo{jobID: jobID, msg: msg})
+}
+
+// InjectFlusherPanic makes the flusher panic (fault injection).
+func (r *LogRouter) InjectFlusherPanic() { r.system.Root.Send(r.pid, &toFlusher{msg: &InjectPanic{}}) }
 
 // Drain flushes every pending line and waits until the store has them
 // (shutdown: the socket readers are already stopped).
@@ -108,16 +129,11 @@ func (a *logRouterActor) Receive(ctx actor.Context) {
 			return &logFlusher{deps: a.deps, budget: a.budget, carry: carry}
 		}, actor.WithReceiverMiddleware(recoverMiddleware("log_flusher", a.deps))))
 	case *streamFor:
-		pid, ok := a.streams[msg.jobID]
-		if !ok {
-			carry := &streamCarry{}
-			pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
-				return &logStream{deps: a.deps, jobID: msg.jobID, flusher: a.flusher, budget: a.budget, carry: carry}
-			}, actor.WithReceiverMiddleware(recoverMiddleware("log_stream", a.deps))))
-			a.streams[msg.jobID] = pid
-			a.byPID[pid.Id] = msg.jobID
-		}
-		ctx.Respond(pid)
+		ctx.Respond(a.stream(ctx, msg.jobID))
+	case *routeTo:
+		ctx.Send(a.stream(ctx, msg.jobID), msg.msg)
+	case *toFlusher:
+		ctx.Send(a.flusher, msg.msg)
 	case *actor.Terminated:
 		if job, ok := a.byPID[msg.Who.Id]; ok {
 			delete(a.byPID, msg.Who.Id)
@@ -126,10 +142,42 @@ func (a *logRouterActor) Receive(ctx actor.Context) {
 			}
 		}
 	case *routerDrain:
-		for _, pid := range a.streams {
-			_, _ = ctx.RequestFuture(pid, &flushNow{}, 2*time.Second).Result()
-		}
-		_, err := ctx.RequestFuture(a.flusher, &drainLogs{}, 10*time.Second).Result()
-		ctx.Respond(err == nil)
+		a.drain(ctx)
+	}
+}
+
+// stream returns jobID's stream, spawning it on first use.
+func (a *logRouterActor) stream(ctx actor.Context, jobID string) *actor.PID {
+	pid, ok := a.streams[jobID]
+	if !ok {
+		carry := &streamCarry{}
+		pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
+			return &logStream{deps: a.deps, jobID: jobID, flusher: a.flusher, budget: a.budget, carry: carry}
+		}, actor.WithReceiverMiddleware(recoverMiddleware("log_stream", a.deps))))
+		a.streams[jobID] = pid
+		a.byPID[pid.Id] = jobID
+	}
+	return pid
+}
+
+// drain asks every stream to hand its pending lines over, all at once,
+// then the flusher to store everything; the caller hears when it has (or
+// false). The router's turn never waits: each answer is a continuation.
+func (a *logRouterActor) drain(ctx actor.Context) {
+	left := len(a.streams)
+	flushed := func() {
+		fut := ctx.RequestFuture(a.flusher, &drainLogs{}, 10*time.Second)
+		ctx.ReenterAfter(fut, func(_ interface{}, err error) { ctx.Respond(err == nil) })
+	}
+	if left == 0 {
+		flushed()
+		return
+	}
+	for _, pid := range a.streams {
+		ctx.ReenterAfter(ctx.RequestFuture(pid, &flushNow{}, streamFlushWait), func(interface{}, error) {
+			if left--; left == 0 {
+				flushed()
+			}
+		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -36,7 +35,7 @@ type logStream struct {
 	done     bool  // no line is accepted any more
 	doneSent bool  // the done sentinel went to the flusher
 	armed    bool
-	timers   *scheduler.TimerScheduler
+	timers   *Timers
 }
 
 // logLine is one job_log frame; the reader took one budget token for it.
@@ -84,7 +83,10 @@ func (s *logStream) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		s.start(ctx)
+	case *actor.Stopping:
+		s.timers.StopAll()
 	case *actor.Restarting:
+		s.timers.StopAll()
 		s.flush(ctx, nil, nil) // hand pending lines on before this instance goes
 		*s.carry = streamCarry{valid: true, next: s.next, base: s.base, attempt: s.attempt, done: s.done, doneSent: s.doneSent}
 	case *InjectPanic:
@@ -121,7 +123,7 @@ func (s *logStream) Receive(ctx actor.Context) {
 
 func (s *logStream) start(ctx actor.Context) {
 	s.log = s.deps.Log.With(slog.String("job_id", s.jobID), slog.String("hub_id", s.deps.HubID))
-	s.timers = scheduler.NewTimerScheduler(ctx)
+	s.timers = NewTimers(ctx, "log_stream")
 	ctx.SetReceiveTimeout(s.deps.Timing.IdlePassivate)
 	if c := s.carry; c.valid {
 		s.next, s.from, s.base, s.attempt, s.done, s.doneSent = c.next, c.next, c.base, c.attempt, c.done, c.doneSent
@@ -188,7 +190,7 @@ func (s *logStream) add(ctx actor.Context, m *logLine) {
 	}
 	if !s.armed {
 		s.armed = true
-		s.timers.SendOnce(untilTick(s.deps.now(), s.deps.Timing.LogBatchWait), ctx.Self(), &logFlushTick{})
+		s.timers.After(untilTick(s.deps.now(), s.deps.Timing.LogBatchWait), &logFlushTick{})
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -24,8 +23,7 @@ type reconciler struct {
 
 	// actor-confined state
 	log       *slog.Logger
-	timers    *scheduler.TimerScheduler
-	cancels   []scheduler.CancelFunc
+	timers    *Timers
 	lastGood  []persistence.WorkerInfo
 	lastGoodT time.Time
 }
@@ -43,22 +41,16 @@ func (r *reconciler) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
 		r.log = r.deps.Log.With(slog.String("hub_id", r.deps.HubID), slog.String("actor", "reconciler"))
-		r.timers = scheduler.NewTimerScheduler(ctx)
+		r.timers = NewTimers(ctx, "reconciler")
 		t := r.deps.Timing
 		if !t.RedriveDisable {
-			r.cancels = append(r.cancels, r.timers.SendRepeatedly(t.RedriveInterval, t.RedriveInterval, ctx.Self(), &redriveTick{}))
+			r.timers.Every(t.RedriveInterval, &redriveTick{})
 		} else {
 			r.log.Warn("re-drive disabled (redrive.disable / PAPRIKA_QUEUE_REDRIVE_DISABLE)")
 		}
-		r.cancels = append(r.cancels, r.timers.SendRepeatedly(t.ReconcileInterval, t.ReconcileInterval, ctx.Self(), &reconcileTick{}))
-	case *actor.Stopping:
-		for _, c := range r.cancels {
-			c()
-		}
-	case *actor.Restarting:
-		for _, c := range r.cancels {
-			c()
-		}
+		r.timers.Every(t.ReconcileInterval, &reconcileTick{})
+	case *actor.Stopping, *actor.Restarting:
+		r.timers.StopAll()
 	case *InjectPanic:
 		panic("injected panic in reconciler")
 	case *redriveTick:

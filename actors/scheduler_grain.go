@@ -10,7 +10,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -33,18 +32,12 @@ type schedulerGrain struct {
 	rng          *rand.Rand
 	workers      map[string]*Candidate
 	cands        []*Candidate // the same candidates, for a cheap scan
-	queue        []queuedJob  // FIFO by arrival
-	queued       map[string]bool
+	queue        jobQueue
 	pending      map[string]string // job id → worker id, placement in flight
 	pendingSince map[string]time.Time
-	timers       *scheduler.TimerScheduler
+	placeStops   map[string]Stop // job id → its placement timeout
+	timers       *Timers
 	self         *actor.PID
-}
-
-type queuedJob struct {
-	id      string
-	mode    string
-	created time.Time
 }
 
 // placeTimeout fires when a placement got no answer (the job grain moved or
@@ -85,6 +78,8 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		s.init(ctx, msg)
+	case *actor.Stopping, *actor.Restarting:
+		s.timers.StopAll()
 	case *schedRebuild:
 		s.rebuild(ctx)
 		s.place(ctx)
@@ -100,6 +95,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		s.placeFailed(msg)
 		s.place(ctx)
 	case *placeTimeout:
+		delete(s.placeStops, msg.jobID)
 		if w, ok := s.pending[msg.jobID]; ok && w == msg.workerID {
 			s.deps.Metrics.Inc("paprika_sched_place_timeouts_total")
 			// The job grain did not answer: its cached PID may be of an
@@ -126,10 +122,10 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		c.placing++
 		c.InFlight = c.reported + c.placing
 		s.pending[slot], s.pendingSince[slot] = c.ID, s.deps.now()
-		s.timers.SendOnce(2*s.deps.Timing.AssignGrace, ctx.Self(), &placeTimeout{jobID: slot, workerID: c.ID})
+		s.armPlaceTimeout(slot, c.ID)
 		reply(ctx, ok([]byte(`{"worker_id":"`+c.ID+`"}`)))
 	case *messages.SchedGetStats:
-		b, _ := json.Marshal(SchedStats{Queued: len(s.queue), Pending: len(s.pending), Workers: len(s.workers)})
+		b, _ := json.Marshal(SchedStats{Queued: s.queue.Len(), Pending: len(s.pending), Workers: len(s.workers)})
 		reply(ctx, ok(b))
 	}
 }
@@ -140,13 +136,14 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.rule = PickRule{AliveWindow: s.deps.Timing.AliveWindow, DiskExcludePct: s.deps.Timing.DiskExcludePct}
 	s.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	s.workers = map[string]*Candidate{}
-	s.queued = map[string]bool{}
+	s.queue = newJobQueue()
 	s.pending = map[string]string{}
 	s.pendingSince = map[string]time.Time{}
-	s.timers = scheduler.NewTimerScheduler(ctx)
+	s.placeStops = map[string]Stop{}
+	s.timers = NewTimers(ctx, KindScheduler)
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
-	s.timers.SendRepeatedly(ownerCheckEvery, ownerCheckEvery, ctx.Self(), &ownerCheck{})
+	s.timers.Every(ownerCheckEvery, &ownerCheck{})
 }
 
 // rebuild asks every known worker grain for its state and queues every
@@ -222,43 +219,29 @@ func (s *schedulerGrain) enqueue(id, mode string, created time.Time) {
 	if s.pending[id] != "" {
 		return
 	}
-	if s.queued[id] {
-		for _, q := range s.queue {
-			if q.id == id {
-				return
-			}
-		}
-		s.deps.Metrics.Inc("paprika_sched_queue_repaired_total")
-		s.log.Warn("queued job missing from the queue; queued again", slog.String("job_id", id))
-	}
-	s.queued[id] = true
-	s.queue = append(s.queue, queuedJob{id: id, mode: mode, created: created})
+	s.queue.PushBack(queuedJob{id: id, mode: mode, created: created}) // a job it holds already stays where it is
 }
 
-func (s *schedulerGrain) remove(id string) {
-	if !s.queued[id] {
-		return
+func (s *schedulerGrain) remove(id string) { s.queue.Remove(id) }
+
+// armPlaceTimeout bounds a placement in flight; settle stops it.
+func (s *schedulerGrain) armPlaceTimeout(jobID, workerID string) {
+	if stop := s.placeStops[jobID]; stop != nil {
+		stop()
 	}
-	delete(s.queued, id)
-	for i, q := range s.queue {
-		if q.id == id {
-			s.queue = append(s.queue[:i], s.queue[i+1:]...)
-			break
-		}
-	}
+	s.placeStops[jobID] = s.timers.After(2*s.deps.Timing.AssignGrace, &placeTimeout{jobID: jobID, workerID: workerID})
 }
 
 func (s *schedulerGrain) placeFailed(m *messages.SchedPlaceFailed) {
 	s.settle(m.JobId, m.WorkerId)
 	if m.Requeue && m.RetryAfterMs > 0 {
 		// The job grain enqueues itself again (with its mode) when woken.
-		s.timers.SendOnce(time.Duration(m.RetryAfterMs)*time.Millisecond, s.self, &wakeJob{jobID: m.JobId})
+		s.timers.After(time.Duration(m.RetryAfterMs)*time.Millisecond, &wakeJob{jobID: m.JobId})
 		return
 	}
-	if m.Requeue && !s.queued[m.JobId] && !strings.HasPrefix(m.JobId, "session:") {
+	if m.Requeue && !strings.HasPrefix(m.JobId, "session:") {
 		// Back to the front: it waited longest.
-		s.queued[m.JobId] = true
-		s.queue = append([]queuedJob{{id: m.JobId}}, s.queue...)
+		s.queue.PushFront(queuedJob{id: m.JobId})
 	}
 }
 
@@ -272,14 +255,14 @@ func (s *schedulerGrain) checkOwner(ctx actor.Context) {
 	}
 	s.deps.Metrics.Inc("paprika_sched_stale_activations_total")
 	s.log.Warn("another scheduler activation owns the grain; handing over and stopping",
-		slog.String("owner", owner.String()), slog.Int("queued", len(s.queue)))
-	for _, q := range s.queue {
+		slog.String("owner", owner.String()), slog.Int("queued", s.queue.Len()))
+	for q := range s.queue.All() {
 		sendGrain(ctx, s.cl, q.id, KindJob, &messages.JobEnsure{})
 	}
 	for id := range s.pending {
 		sendGrain(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
 	}
-	s.queue, s.queued, s.pending = nil, map[string]bool{}, map[string]string{}
+	s.queue, s.pending = newJobQueue(), map[string]string{}
 	ctx.Stop(ctx.Self())
 }
 
@@ -291,6 +274,10 @@ func (s *schedulerGrain) settle(jobID, workerID string) {
 	}
 	delete(s.pending, jobID)
 	delete(s.pendingSince, jobID)
+	if stop := s.placeStops[jobID]; stop != nil {
+		stop()
+		delete(s.placeStops, jobID)
+	}
 	if c := s.workers[workerID]; c != nil && c.placing > 0 {
 		c.placing--
 		c.InFlight = c.reported + c.placing
@@ -299,36 +286,32 @@ func (s *schedulerGrain) settle(jobID, workerID string) {
 
 // place assigns queued jobs, oldest first, while some worker is eligible.
 func (s *schedulerGrain) place(ctx actor.Context) {
-	if len(s.queue) == 0 {
+	if s.queue.Len() == 0 {
 		return
 	}
 	now := s.deps.now()
-	kept := s.queue[:0]
 	noopFull := false
-	for i, q := range s.queue {
-		if noopFull && (q.mode == "noop" || q.mode == "") {
-			kept = append(kept, q)
+	for q := range s.queue.All() {
+		isNoop := q.mode == "noop" || q.mode == ""
+		if noopFull && isNoop {
 			continue
 		}
 		c := s.rule.PickWorker(s.cands, q.mode, now, s.rng)
 		if c == nil {
-			if q.mode == "noop" || q.mode == "" {
+			if isNoop {
 				noopFull = true
 				// No lane anywhere: nothing later in the queue can go either,
 				// except browser jobs, which are rare; stop scanning.
-				kept = append(kept, s.queue[i:]...)
 				break
 			}
-			kept = append(kept, q)
 			continue
 		}
 		c.placing++ // at once, so the next pick of this pass sees it
 		c.InFlight = c.reported + c.placing
-		delete(s.queued, q.id)
+		s.queue.Remove(q.id)
 		s.pending[q.id], s.pendingSince[q.id] = c.ID, s.deps.now()
 		s.deps.Metrics.Inc("paprika_sched_placements_total")
 		sendGrain(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})
-		s.timers.SendOnce(2*s.deps.Timing.AssignGrace, ctx.Self(), &placeTimeout{jobID: q.id, workerID: c.ID})
+		s.armPlaceTimeout(q.id, c.ID)
 	}
-	s.queue = kept
 }

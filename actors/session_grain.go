@@ -12,7 +12,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -70,13 +69,13 @@ type sessionGrain struct {
 	released bool
 	loaded   bool      // the store was read, or this activation opened the session
 	savedAt  time.Time // last write of the record
-	timers   *scheduler.TimerScheduler
+	timers   *Timers
 	// Cancels of the armed timers: a restart keeps the PID, and a timer of
 	// the struct before it must not fire into the one after it (which
 	// re-arms its own from the store).
-	idleStop    scheduler.CancelFunc
-	releaseStop scheduler.CancelFunc
-	cmdStops    map[string]scheduler.CancelFunc // command id → its timeout
+	idleStop    Stop
+	releaseStop Stop
+	cmdStops    map[string]Stop // command id → its timeout
 }
 
 // Session record timing.
@@ -125,8 +124,8 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		g.cl = msg.Cluster
 		g.log = g.deps.Log.With(slog.String("session_id", g.id), slog.String("hub_id", g.deps.HubID))
 		g.pending = map[string]*actor.PID{}
-		g.cmdStops = map[string]scheduler.CancelFunc{}
-		g.timers = scheduler.NewTimerScheduler(ctx)
+		g.cmdStops = map[string]Stop{}
+		g.timers = NewTimers(ctx, KindSession)
 		// Command ids must not repeat an earlier activation's: the worker
 		// may still answer those, and a stale answer must match nothing.
 		g.epoch = strconv.FormatUint(uint64(rand.Uint32()), 36)
@@ -135,7 +134,10 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		}
 		return
 	case *actor.Stopping, *actor.Restarting:
-		g.stopTimers()
+		g.timers.StopAll()
+		return
+	case *grainCall:
+		msg.run(ctx)
 		return
 	case *messages.SessionOpen:
 		// A new id has no record, so a failed read does not stop an open.
@@ -146,7 +148,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		*messages.SessionWorkerGone, *messages.SessionEnsure:
 		if err := g.restore(ctx); err != nil {
 			g.log.Warn("session store read failed", slog.Any("err", err))
-			reply(ctx, fail("unavailable", "session %s: %v", g.id, err))
+			reply(ctx, fail(CodeUnavailable, "session %s: %v", g.id, err))
 			return
 		}
 	}
@@ -157,13 +159,13 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		g.result(ctx, msg)
 	case *messages.SessionGet:
 		if g.s.ID == "" {
-			reply(ctx, fail("not_found", "no session %s", g.id))
+			reply(ctx, fail(CodeNotFound, "no session %s", g.id))
 			return
 		}
 		reply(ctx, ok(g.json()))
 	case *messages.SessionClose:
 		if g.s.ID == "" {
-			reply(ctx, fail("not_found", "no session %s", g.id))
+			reply(ctx, fail(CodeNotFound, "no session %s", g.id))
 			return
 		}
 		g.close(ctx, "closed by request")
@@ -180,7 +182,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		delete(g.cmdStops, msg.commandID)
 		if p, ok := g.pending[msg.commandID]; ok {
 			delete(g.pending, msg.commandID)
-			ctx.Send(p, fail("timeout", "worker %s did not answer within %s", g.s.WorkerID, g.deps.commandTimeout()))
+			ctx.Send(p, fail(CodeTimeout, "worker %s did not answer within %s", g.s.WorkerID, g.deps.commandTimeout()))
 		}
 	case *sessionReleaseTimeout:
 		g.release(ctx)
@@ -259,19 +261,7 @@ func (g *sessionGrain) armIdle(ctx actor.Context, d time.Duration) {
 	if g.idleStop != nil {
 		g.idleStop()
 	}
-	g.idleStop = g.timers.SendOnce(d, ctx.Self(), &sessionIdleCheck{})
-}
-
-func (g *sessionGrain) stopTimers() {
-	for _, stop := range []scheduler.CancelFunc{g.idleStop, g.releaseStop} {
-		if stop != nil {
-			stop()
-		}
-	}
-	for id, stop := range g.cmdStops {
-		stop()
-		delete(g.cmdStops, id)
-	}
+	g.idleStop = g.timers.After(d, &sessionIdleCheck{})
 }
 
 func (g *sessionGrain) idleTimeout() time.Duration {
@@ -323,54 +313,98 @@ func (g *sessionGrain) forget() {
 
 func (g *sessionGrain) open(ctx actor.Context, m *messages.SessionOpen) {
 	if g.s.ID != "" {
-		reply(ctx, fail("conflict", "session %s exists", g.id))
+		reply(ctx, fail(CodeConflict, "session %s exists", g.id))
 		return
 	}
 	now := g.deps.now()
 	g.s = Session{ID: g.id, Status: SessionOpening, IdleTimeoutS: int(m.IdleTimeoutS), Labels: m.Labels, CreatedAt: now, LastUsed: now}
-	res, err := requestGrain(g.cl, SchedulerID, KindScheduler, &messages.SchedPickSession{SessionId: g.id}, g.deps.Timing.GrainTimeout)
-	if err != nil || !res.Ok {
-		g.s = Session{}
-		reply(ctx, fail("no_capacity", "no worker with a free chromium lane: %s", errString(err, res)))
-		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
-		return
-	}
-	var pick struct {
-		WorkerID string `json:"worker_id"`
-	}
-	_ = json.Unmarshal(res.Json, &pick)
-	g.s.WorkerID = pick.WorkerID
-	cmdID := g.nextCommand()
-	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: cmdID,
-		Command: json.RawMessage(fmt.Sprintf(`{"op":"open","idle_timeout_s":%d}`, m.IdleTimeoutS))}.Encode()
-	ares, err := requestGrain(g.cl, pick.WorkerID, KindWorker,
-		&messages.WorkerAssign{JobId: sessionSlot(g.id), Frame: frame}, g.deps.Timing.AssignGrace)
-	placed := err == nil && ares.Ok
-	if placed {
-		g.sched(ctx, &messages.SchedPlaced{JobId: sessionSlot(g.id), WorkerId: pick.WorkerID})
-	} else {
-		g.sched(ctx, &messages.SchedPlaceFailed{JobId: sessionSlot(g.id), WorkerId: pick.WorkerID})
-		g.s = Session{}
-		reply(ctx, fail("no_capacity", "worker %s refused the session: %s", pick.WorkerID, errString(err, ares)))
-		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
-		return
-	}
-	g.await(ctx, cmdID)
+	caller := ctx.Sender()
+	// Both steps answer as continuations: the grain answers GET (status
+	// "opening") and a close meanwhile.
+	callGrain(ctx, g.timers, g.cl, SchedulerID, KindScheduler, &messages.SchedPickSession{SessionId: g.id}, g.deps.Timing.GrainTimeout,
+		func(res *messages.Reply, err error) {
+			var pick struct {
+				WorkerID string `json:"worker_id"`
+			}
+			if err == nil && res.Ok {
+				_ = json.Unmarshal(res.Json, &pick)
+			}
+			if g.s.Status != SessionOpening {
+				// Closed while the pick was on its way: give the lane back.
+				if pick.WorkerID != "" {
+					g.sched(ctx, &messages.SchedPlaceFailed{JobId: sessionSlot(g.id), WorkerId: pick.WorkerID})
+				}
+				g.answer(ctx, caller, fail(CodeClosed, "session %s closed: %s", g.id, g.s.Reason))
+				return
+			}
+			if pick.WorkerID == "" {
+				g.s = Session{}
+				g.answer(ctx, caller, fail(CodeNoCapacity, "no worker with a free chromium lane: %s", errString(err, res)))
+				ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+				return
+			}
+			g.assignLane(ctx, caller, pick.WorkerID, m.IdleTimeoutS)
+		})
 }
 
-// await parks the caller until the worker answers cmdID (or the timeout).
-func (g *sessionGrain) await(ctx actor.Context, cmdID string) {
-	if ctx.Sender() != nil {
-		g.pending[cmdID] = ctx.Sender()
+// assignLane reserves the picked worker's lane and sends it the open
+// command; the worker's session_result finishes the open.
+func (g *sessionGrain) assignLane(ctx actor.Context, caller *actor.PID, workerID string, idleTimeoutS int32) {
+	g.s.WorkerID = workerID
+	cmdID := g.nextCommand()
+	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: cmdID,
+		Command: json.RawMessage(fmt.Sprintf(`{"op":"open","idle_timeout_s":%d}`, idleTimeoutS))}.Encode()
+	// Parked before the answer: the worker's result may overtake it.
+	g.await(ctx, caller, cmdID)
+	call := &grainCall{cl: g.cl, identity: workerID, kind: KindWorker, timers: g.timers,
+		msg:      &messages.WorkerAssign{JobId: sessionSlot(g.id), Frame: frame},
+		deadline: time.Now().Add(g.deps.Timing.AssignGrace)}
+	call.done = func(ares *messages.Reply, err error) {
+		if err == nil && ares.Ok {
+			g.sched(ctx, &messages.SchedPlaced{JobId: sessionSlot(g.id), WorkerId: workerID})
+			return
+		}
+		g.sched(ctx, &messages.SchedPlaceFailed{JobId: sessionSlot(g.id), WorkerId: workerID})
+		if g.s.Status != SessionOpening || g.s.WorkerID != workerID {
+			return // closed meanwhile, or the worker answered first
+		}
+		g.dropCommand(cmdID)
+		g.s = Session{}
+		g.answer(ctx, caller, fail(CodeNoCapacity, "worker %s refused the session: %s", workerID, errString(err, ares)))
+		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
 	}
-	g.cmdStops[cmdID] = g.timers.SendOnce(g.deps.commandTimeout(), ctx.Self(), &sessionCmdTimeout{commandID: cmdID})
+	call.run(ctx)
+}
+
+// answer sends r to a caller parked before the turn that answers it.
+func (g *sessionGrain) answer(ctx actor.Context, caller *actor.PID, r *messages.Reply) {
+	if caller != nil {
+		ctx.Send(caller, r)
+	}
+}
+
+// await parks caller until the worker answers cmdID (or the timeout).
+func (g *sessionGrain) await(ctx actor.Context, caller *actor.PID, cmdID string) {
+	if caller != nil {
+		g.pending[cmdID] = caller
+	}
+	g.cmdStops[cmdID] = g.timers.After(g.deps.commandTimeout(), &sessionCmdTimeout{commandID: cmdID})
+}
+
+// dropCommand forgets a command nobody will answer.
+func (g *sessionGrain) dropCommand(cmdID string) {
+	if stop := g.cmdStops[cmdID]; stop != nil {
+		stop()
+		delete(g.cmdStops, cmdID)
+	}
+	delete(g.pending, cmdID)
 }
 
 func (g *sessionGrain) command(ctx actor.Context, m *messages.SessionCommand) {
 	if g.s.Status != SessionOpen {
-		code := "not_found"
+		code := CodeNotFound
 		if g.s.Status == SessionClosed {
-			code = "closed"
+			code = CodeClosed
 		}
 		reply(ctx, fail(code, "session %s is not open (%s)", g.id, g.s.Reason))
 		return
@@ -378,12 +412,12 @@ func (g *sessionGrain) command(ctx actor.Context, m *messages.SessionCommand) {
 	cmdID := g.nextCommand()
 	frame, err := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: cmdID, Command: m.Command}.Encode()
 	if err != nil {
-		reply(ctx, fail("bad_command", "%v", err))
+		reply(ctx, fail(CodeBadCommand, "%v", err))
 		return
 	}
 	g.touch()
 	sendGrain(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
-	g.await(ctx, cmdID)
+	g.await(ctx, ctx.Sender(), cmdID)
 }
 
 func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
@@ -391,18 +425,14 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 		g.release(ctx) // the worker's lane is free now
 		return
 	}
-	if stop := g.cmdStops[m.CommandId]; stop != nil {
-		stop()
-		delete(g.cmdStops, m.CommandId)
-	}
 	caller, waiting := g.pending[m.CommandId]
-	delete(g.pending, m.CommandId)
+	g.dropCommand(m.CommandId)
 	if g.s.Status == SessionOpening {
 		if !m.Ok {
 			g.release(ctx)
 			g.s.Status, g.s.Reason = SessionClosed, m.Error
 			if waiting {
-				ctx.Send(caller, fail("no_capacity", "worker %s could not open the session: %s", g.s.WorkerID, m.Error))
+				ctx.Send(caller, fail(CodeNoCapacity, "worker %s could not open the session: %s", g.s.WorkerID, m.Error))
 			}
 			g.s = Session{}
 			ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
@@ -429,7 +459,7 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 		return
 	}
 	if !m.Ok {
-		ctx.Send(caller, fail("command_failed", "%s", m.Error))
+		ctx.Send(caller, fail(CodeCommandFailed, "%s", m.Error))
 		return
 	}
 	ctx.Send(caller, ok(m.Result))
@@ -440,6 +470,10 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 // after closeWait.
 func (g *sessionGrain) close(ctx actor.Context, reason string) {
 	if g.s.Status == SessionClosed {
+		return
+	}
+	if g.s.WorkerID == "" {
+		g.finish(ctx, reason) // still opening: no lane picked yet
 		return
 	}
 	g.closeOnWorker(ctx)
@@ -453,7 +487,7 @@ func (g *sessionGrain) closeOnWorker(ctx actor.Context) {
 	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: g.closeCmd,
 		Command: json.RawMessage(`{"op":"close"}`)}.Encode()
 	sendGrain(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
-	g.releaseStop = g.timers.SendOnce(closeWait, ctx.Self(), &sessionReleaseTimeout{})
+	g.releaseStop = g.timers.After(closeWait, &sessionReleaseTimeout{})
 }
 
 // closeWait bounds the wait for a worker to confirm a session's close.
@@ -472,7 +506,7 @@ func (g *sessionGrain) end(ctx actor.Context, reason string) {
 func (g *sessionGrain) finish(ctx actor.Context, reason string) {
 	g.s.Status, g.s.Reason = SessionClosed, reason
 	for id, p := range g.pending {
-		ctx.Send(p, fail("closed", "session %s closed: %s", g.id, reason))
+		ctx.Send(p, fail(CodeClosed, "session %s closed: %s", g.id, reason))
 		delete(g.pending, id)
 	}
 	g.forget()

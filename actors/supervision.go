@@ -42,7 +42,7 @@ func recoverMiddleware(kind string, d *Deps) actor.ReceiverMiddleware {
 					slog.String("pid", c.Self().Id), slog.String("message", fmt.Sprintf("%T", env.Message)),
 					slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
 				if env.Sender != nil {
-					c.ActorSystem().Root.Send(env.Sender, &messages.Reply{Ok: false, Code: "internal", Message: fmt.Sprintf("%s actor failed: %v", kind, r)})
+					c.ActorSystem().Root.Send(env.Sender, &messages.Reply{Ok: false, Code: string(CodeInternal), Message: fmt.Sprintf("%s actor failed: %v", kind, r)})
 				}
 				panic(r)
 			}()
@@ -62,34 +62,3 @@ func countRestarts(system *actor.ActorSystem, m *Metrics) {
 
 // CountRestarts is exported for the hub's assembly.
 func CountRestarts(system *actor.ActorSystem, m *Metrics) { countRestarts(system, m) }
-
-// reply answers a request; a no-op when there is no sender (a plain Send).
-func reply(ctx actor.Context, r *messages.Reply) {
-	if ctx.Sender() != nil {
-		ctx.Respond(r)
-	}
-}
-
-func ok(json []byte) *messages.Reply { return &messages.Reply{Ok: true, Json: json} }
-
-func fail(code, format string, args ...any) *messages.Reply {
-	return &messages.Reply{Ok: false, Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-func refOf(pid *actor.PID) *messages.Ref {
-	if pid == nil {
-		return nil
-	}
-	return &messages.Ref{Address: pid.Address, Id: pid.Id}
-}
-
-func pidOf(r *messages.Ref) *actor.PID {
-	if r == nil || r.Id == "" {
-		return nil
-	}
-	return actor.NewPID(r.Address, r.Id)
-}
-
-func samePID(a, b *actor.PID) bool {
-	return a != nil && b != nil && a.Address == b.Address && a.Id == b.Id
-}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 	"github.com/gorilla/websocket"
 
 	"github.com/paprika-hub/paprika/messages"
@@ -24,6 +23,9 @@ const (
 	pingEvery     = 20 * time.Second
 	outQueueLen   = 1024
 	finishRetries = 5
+	// maxEarlyFrames bounds the frames kept while hello is being accepted:
+	// an honest worker sends a few (heartbeat, re-sent reports).
+	maxEarlyFrames = 256
 )
 
 // workerConn owns one worker's WebSocket on this hub: one reader goroutine
@@ -44,9 +46,11 @@ type workerConn struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	helloDone bool
+	helloing  bool       // hello is with the worker grain
+	early     []*inFrame // frames that came meanwhile, handled after the welcome
 	closing   bool
 	startedAt int64 // unix ns the socket was accepted
-	timers    *scheduler.TimerScheduler
+	timers    *Timers
 }
 
 type inFrame struct {
@@ -80,11 +84,15 @@ func (c *workerConn) Receive(ctx actor.Context) {
 			sendGrain(ctx, c.deps.Cluster(), c.workerID, KindWorker, &messages.WorkerDisconnected{Conn: refOf(ctx.Self())})
 			c.helloDone = false
 		}
+		c.timers.StopAll()
 		c.shutdownIO()
 	case *InjectPanic:
 		panic("injected panic in worker connection " + c.workerID)
 	case *actor.Stopping:
+		c.timers.StopAll()
 		c.shutdownIO()
+	case *grainCall:
+		msg.run(ctx)
 	case *inFrame:
 		c.frame(ctx, msg)
 	case *badFrame:
@@ -103,7 +111,7 @@ func (c *workerConn) Receive(ctx actor.Context) {
 			if queued {
 				ctx.Respond(&messages.Reply{Ok: true})
 			} else {
-				ctx.Respond(fail("closing", "link of %s is closing", c.workerID))
+				ctx.Respond(fail(CodeClosing, "link of %s is closing", c.workerID))
 			}
 		}
 	case *messages.ConnClose:
@@ -124,8 +132,8 @@ func (c *workerConn) start(ctx actor.Context) {
 	}
 	c.out = make(chan []byte, outQueueLen)
 	c.stop = make(chan struct{})
-	c.timers = scheduler.NewTimerScheduler(ctx)
-	c.timers.SendOnce(helloWait, ctx.Self(), &helloTimeout{})
+	c.timers = NewTimers(ctx, "worker_conn")
+	c.timers.After(helloWait, &helloTimeout{})
 	c.deps.Metrics.Inc("paprika_links_opened_total")
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	c.wg.Add(2)
@@ -263,7 +271,7 @@ func (c *workerConn) closeWith(ctx actor.Context, code, message string) {
 	c.log.Info("closing worker link", slog.String("code", code), slog.String("reason", message))
 	c.sendFrame(ctx, messages.Frame{Type: messages.TypeError, Code: code, Message: message})
 	c.closing = true
-	c.timers.SendOnce(200*time.Millisecond, ctx.Self(), &closeNow{})
+	c.timers.After(200*time.Millisecond, &closeNow{})
 }
 
 func (c *workerConn) closed(ctx actor.Context, err error) {
@@ -280,6 +288,14 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 	f := in.f
 	if f.Type == messages.TypeHello {
 		c.hello(ctx, in)
+		return
+	}
+	if c.helloing {
+		if len(c.early) >= maxEarlyFrames {
+			c.closeWith(ctx, "too_early", fmt.Sprintf("more than %d frames before the welcome", maxEarlyFrames))
+			return
+		}
+		c.early = append(c.early, in)
 		return
 	}
 	if !c.helloDone {
@@ -300,13 +316,7 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		}
 		// The result is reported only once the log, done sentinel included,
 		// is stored: a follower never sees "done" before the last line.
-		pid, err := c.logs.Stream(f.JobID)
-		if err != nil {
-			c.log.Warn("no log stream for finished job; reporting anyway", slog.String("job_id", f.JobID), slog.Any("err", err))
-			c.reportFinish(ctx, in, 0)
-			return
-		}
-		ctx.Send(pid, &logEnd{notify: ctx.Self(), payload: in})
+		c.logs.route(ctx, f.JobID, &logEnd{notify: ctx.Self(), payload: in})
 	case messages.TypeJobStatus:
 		audit := &messages.JobAudit{WorkerId: c.workerID, Attempt: int32(f.Attempt), State: f.State}
 		if f.UptimeMS > 0 {
@@ -323,9 +333,19 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 	}
 }
 
+// replayEarly handles the frames that came while hello was being
+// accepted.
+func (c *workerConn) replayEarly(ctx actor.Context) {
+	early := c.early
+	c.early = nil
+	for _, in := range early {
+		c.frame(ctx, in)
+	}
+}
+
 func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 	f := in.f
-	if c.helloDone {
+	if c.helloDone || c.helloing {
 		c.sendFrame(ctx, messages.Frame{Type: messages.TypeError, Code: "duplicate_hello", Message: "hello was already accepted"})
 		return
 	}
@@ -344,16 +364,23 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 		c.closeWith(ctx, "id_taken", fmt.Sprintf("worker id %s belongs to %s", c.workerID, holder))
 		return
 	}
-	res, err := requestQuick(c.deps.Cluster(), c.workerID, KindWorker,
+	// The grain's answer is a continuation; frames that come meanwhile
+	// are kept (in order, bounded) and handled once the link is accepted.
+	c.helloing = true
+	callGrain(ctx, c.timers, c.deps.Cluster(), c.workerID, KindWorker,
 		&messages.WorkerConnected{HubId: c.deps.HubID, Conn: refOf(ctx.Self()), Hello: in.raw,
-			ConnStartedUnixNs: c.startedAt}, c.deps.Timing.GrainTimeout)
-	if err != nil || !res.Ok {
-		c.closeWith(ctx, "rejected", errString(err, res))
-		return
-	}
-	c.helloDone = true
-	c.sendFrame(ctx, messages.Frame{Type: messages.TypeWelcome, WorkerID: c.workerID, HubID: c.deps.HubID,
-		HeartbeatIntervalMS: c.deps.Timing.HeartbeatInterval.Milliseconds(), AliveWindowMS: c.deps.Timing.AliveWindow.Milliseconds()})
+			ConnStartedUnixNs: c.startedAt}, c.deps.Timing.GrainTimeout,
+		func(res *messages.Reply, err error) {
+			c.helloing = false
+			if err != nil || !res.Ok {
+				c.closeWith(ctx, "rejected", errString(err, res))
+				return
+			}
+			c.helloDone = true
+			c.sendFrame(ctx, messages.Frame{Type: messages.TypeWelcome, WorkerID: c.workerID, HubID: c.deps.HubID,
+				HeartbeatIntervalMS: c.deps.Timing.HeartbeatInterval.Milliseconds(), AliveWindowMS: c.deps.Timing.AliveWindow.Milliseconds()})
+			c.replayEarly(ctx)
+		})
 }
 
 // reportFinish tells the job grain how the attempt ended and acks the worker
@@ -363,25 +390,18 @@ func (c *workerConn) reportFinish(ctx actor.Context, in *inFrame, try int) {
 	f := in.f
 	msg := &messages.JobFinished{WorkerId: c.workerID, Attempt: int32(f.Attempt), Succeeded: f.Type == messages.TypeJobDone,
 		Reason: f.Reason, Error: f.Error, Result: f.Result, Assets: f.Assets}
-	cl := c.deps.Cluster()
-	pid, ok := cl.PidCache.Get(f.JobID, KindJob)
-	if !ok {
-		if pid = cl.Get(f.JobID, KindJob); pid == nil {
-			c.retryFinish(ctx, in, try, errors.New("job grain unreachable"))
-			return
-		}
-		cl.PidCache.Set(f.JobID, KindJob, pid)
-	}
-	fut := ctx.RequestFuture(pid, msg, c.deps.Timing.GrainTimeout)
-	ctx.ReenterAfter(fut, func(res interface{}, err error) {
-		r, _ := res.(*messages.Reply)
-		if err != nil || r == nil || (!r.Ok && r.Code != "stale") {
-			cl.PidCache.Remove(f.JobID, KindJob)
+	// One attempt per try: the retries are the link's own (retryFinish),
+	// which drop the link when the store stays away.
+	call := &grainCall{cl: c.deps.Cluster(), identity: f.JobID, kind: KindJob, msg: msg, once: true, timers: c.timers,
+		deadline: time.Now().Add(c.deps.Timing.GrainTimeout)}
+	call.done = func(r *messages.Reply, err error) {
+		if err != nil || (!r.Ok && !CodeStale.Is(r)) {
 			c.retryFinish(ctx, in, try, fmt.Errorf("%s", errString(err, r)))
 			return
 		}
 		c.sendFrame(ctx, messages.Frame{Type: messages.TypeJobAck, JobID: f.JobID, Attempt: f.Attempt})
-	})
+	}
+	call.run(ctx)
 }
 
 func (c *workerConn) retryFinish(ctx actor.Context, in *inFrame, try int, err error) {
@@ -392,5 +412,5 @@ func (c *workerConn) retryFinish(ctx actor.Context, in *inFrame, try int, err er
 		return
 	}
 	backoff := time.Duration(100<<try) * time.Millisecond
-	c.timers.SendOnce(backoff, ctx.Self(), &retryFinish{payload: in, try: try + 1})
+	c.timers.After(backoff, &retryFinish{payload: in, try: try + 1})
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -36,13 +35,14 @@ type workerGrain struct {
 	connAt   int64            // when conn's socket was accepted (unix ns)
 	running  map[string]int32 // job id → attempt holding a slot
 	heldAt   map[string]time.Time
-	lostStop scheduler.CancelFunc
-	timers   *scheduler.TimerScheduler
+	sending  map[string][]*actor.PID // job id → callers waiting for its link to take the frame
+	lostStop Stop
+	timers   *Timers
 }
 
-// connAckTimeout bounds the wait for a WorkerConn to take a frame; a live
+// ConnAckTimeout bounds the wait for a WorkerConn to take a frame; a live
 // one answers in microseconds, a dead hub's never.
-const connAckTimeout = 3 * time.Second
+const ConnAckTimeout = 3 * time.Second
 
 // SlotPruneAfter is how long a slot may go unreported before the worker's own
 // report frees it. Reports and assignments cross on the socket, so a job
@@ -69,7 +69,7 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 	case *cluster.ClusterInit:
 		g.init(ctx, msg)
 	case *actor.Stopping, *actor.Restarting:
-		g.cancelLost()
+		g.timers.StopAll()
 	case *messages.WorkerConnected:
 		reply(ctx, g.connected(ctx, msg))
 	case *messages.WorkerHeartbeat:
@@ -77,7 +77,7 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 	case *messages.WorkerDisconnected:
 		g.disconnected(ctx, msg)
 	case *messages.WorkerAssign:
-		reply(ctx, g.assign(ctx, msg))
+		g.assign(ctx, msg)
 	case *messages.WorkerRelease:
 		if att, ok := g.running[msg.JobId]; ok && (msg.Attempt == 0 || att == msg.Attempt || att == 0) {
 			g.release(msg.JobId)
@@ -115,7 +115,8 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	g.log = g.deps.Log.With(slog.String("worker_id", g.id), slog.String("hub_id", g.deps.HubID))
 	g.running = map[string]int32{}
 	g.heldAt = map[string]time.Time{}
-	g.timers = scheduler.NewTimerScheduler(ctx)
+	g.timers = NewTimers(ctx, KindWorker)
+	g.sending = map[string][]*actor.PID{}
 	g.info = persistence.WorkerInfo{ID: g.id, Status: WorkerActive}
 	// The registry keeps what must outlive this activation: the operator's
 	// status (a drained worker stays drained) and the jobs it was running.
@@ -132,6 +133,10 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 		if w.Connected && w.Link != "" {
 			addr, id, _ := strings.Cut(w.Link, "/")
 			g.conn, g.connAt = actor.NewPID(addr, id), w.LinkStarted
+		} else if len(g.running) > 0 {
+			// Away with work held: the grace runs again from now (the
+			// timer of the activation before is gone with it).
+			g.lostStop = g.timers.After(g.deps.Timing.OrphanGrace, &workerLostTick{})
 		}
 	} else if !errors.Is(err, persistence.ErrNotFound) {
 		g.log.Warn("worker grain: registry read failed; starting from the next hello", slog.Any("err", err))
@@ -141,13 +146,13 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected) *messages.Reply {
 	hello, err := messages.DecodeFrame(msg.Hello)
 	if err != nil || hello.Type != messages.TypeHello {
-		return fail("bad_hello", "hello frame: %v", err)
+		return fail(CodeBadHello, "hello frame: %v", err)
 	}
 	newConn := pidOf(msg.Conn)
 	if g.conn != nil && !samePID(g.conn, newConn) {
 		if msg.ConnStartedUnixNs < g.connAt {
 			// A late hello of an older socket: the live one is newer.
-			return fail("superseded", "worker %s has a newer link", g.id)
+			return fail(CodeSuperseded, "worker %s has a newer link", g.id)
 		}
 		// The worker reconnected (maybe to another hub) before the old socket
 		// noticed: the newest socket wins, the old one is told to close.
@@ -275,7 +280,7 @@ func (g *workerGrain) disconnected(ctx actor.Context, msg *messages.WorkerDiscon
 		// Jobs and sessions live on across a reconnect (a hub that stops
 		// sends its workers to the others); only when the worker stays away
 		// past the grace are they declared lost.
-		g.lostStop = g.timers.SendOnce(g.deps.Timing.OrphanGrace, ctx.Self(), &workerLostTick{})
+		g.lostStop = g.timers.After(g.deps.Timing.OrphanGrace, &workerLostTick{})
 	}
 }
 
@@ -307,44 +312,80 @@ func (g *workerGrain) cancelLost() {
 	}
 }
 
-func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) *messages.Reply {
+// assign reserves a slot for the job and sends its frame down the link.
+// The slot is held from the moment the frame leaves, so a quick job's
+// release that overtakes the link's confirmation frees it for good. The
+// answer waits for the WorkerConn to take the frame, but this grain does
+// not: its other messages (heartbeats, releases, other assignments) go on.
+func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) {
 	if att, held := g.running[msg.JobId]; held && att == msg.Attempt {
 		// A retried request (the first answer was late): the job is already
-		// sent. Refusing now would roll the claim back and run it twice.
-		return ok(nil)
+		// sent, or on its way. Refusing now would roll the claim back and
+		// run it twice; the retry hears what the first hears.
+		if waiters, sending := g.sending[msg.JobId]; sending {
+			g.sending[msg.JobId] = append(waiters, ctx.Sender())
+			return
+		}
+		reply(ctx, ok(nil))
+		return
 	}
 	switch {
 	case g.conn == nil:
-		return fail("not_connected", "worker %s has no link", g.id)
+		reply(ctx, fail(CodeNotConnected, "worker %s has no link", g.id))
+		return
 	case g.info.Status != WorkerActive:
-		return fail("not_active", "worker %s is %s", g.id, g.info.Status)
+		reply(ctx, fail(CodeNotActive, "worker %s is %s", g.id, g.info.Status))
+		return
 	case len(g.running) >= g.info.MaxConcurrent:
 		g.publish(ctx) // the scheduler's view was stale: correct it
-		return fail("full", "worker %s has %d of %d slots taken", g.id, len(g.running), g.info.MaxConcurrent)
+		reply(ctx, fail(CodeFull, "worker %s has %d of %d slots taken", g.id, len(g.running), g.info.MaxConcurrent))
+		return
 	}
+	conn := g.conn
+	g.hold(msg.JobId, msg.Attempt)
+	g.info.InFlight = len(g.running)
+	g.sending[msg.JobId] = []*actor.PID{ctx.Sender()}
 	// The frame counts as sent only when a live WorkerConn has queued it:
 	// a PID of a hub that restarted would swallow it, and the job would sit
 	// "running" on a worker that never heard of it.
-	res, err := ctx.RequestFuture(g.conn, &messages.ConnSend{Frame: msg.Frame, Ack: true}, connAckTimeout).Result()
+	fut := ctx.RequestFuture(conn, &messages.ConnSend{Frame: msg.Frame, Ack: true}, ConnAckTimeout)
+	ctx.ReenterAfter(fut, func(res interface{}, err error) {
+		if g.timers.Stopped() {
+			return
+		}
+		answer := g.assignSent(ctx, msg, conn, res, err)
+		for _, w := range g.sending[msg.JobId] {
+			if w != nil {
+				ctx.Send(w, answer)
+			}
+		}
+		delete(g.sending, msg.JobId)
+	})
+}
+
+// assignSent settles an assignment once the link answered (or did not).
+func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, conn *actor.PID, res interface{}, err error) *messages.Reply {
 	if errors.Is(err, actor.ErrTimeout) {
 		// A slow link, or a dead hub's: the frame may still go out. Keep the
 		// slot; the job grain keeps its claim (never a second run), and the
 		// worker's report or the job's deadline settles it.
-		g.hold(msg.JobId, msg.Attempt)
-		g.info.InFlight = len(g.running)
 		g.publish(ctx)
-		return fail("unconfirmed", "worker %s link did not confirm within %s", g.id, connAckTimeout)
+		return fail(CodeUnconfirmed, "worker %s link did not confirm within %s", g.id, ConnAckTimeout)
 	}
 	if r, _ := res.(*messages.Reply); err != nil || r == nil || !r.Ok {
 		g.log.Warn("worker link did not take the job; treating it as gone", slog.String("job_id", msg.JobId),
 			slog.String("cause", errString(err, r)))
-		g.conn = nil
-		g.info.Connected = false
+		if att, held := g.running[msg.JobId]; held && att == msg.Attempt {
+			g.release(msg.JobId)
+			g.info.InFlight = len(g.running)
+		}
+		if samePID(g.conn, conn) {
+			g.conn = nil
+			g.info.Connected = false
+		}
 		g.publish(ctx)
-		return fail("not_connected", "worker %s link is gone: %s", g.id, errString(err, r))
+		return fail(CodeNotConnected, "worker %s link is gone: %s", g.id, errString(err, r))
 	}
-	g.hold(msg.JobId, msg.Attempt)
-	g.info.InFlight = len(g.running)
 	g.publish(ctx)
 	return ok(nil)
 }
@@ -353,10 +394,10 @@ func (g *workerGrain) setStatus(ctx actor.Context, status string) *messages.Repl
 	switch status {
 	case WorkerActive, WorkerDrain, WorkerStandby:
 	default:
-		return fail("bad_status", "status %q is not one of active, drain, standby", status)
+		return fail(CodeBadStatus, "status %q is not one of active, drain, standby", status)
 	}
 	if g.info.MaxConcurrent == 0 && g.info.LastSeen.IsZero() {
-		return fail("not_found", "worker %s is not known", g.id)
+		return fail(CodeNotFound, "worker %s is not known", g.id)
 	}
 	g.info.Status = status
 	g.log.Info("worker status set", slog.String("status", status))
@@ -420,64 +461,4 @@ func (g *workerGrain) infoJSON() []byte {
 	w.InFlight = len(g.running)
 	b, _ := json.Marshal(w)
 	return b
-}
-
-// sendGrain delivers msg to a grain without waiting. The PID comes from the
-// cluster's cache (an activation on first use); a message to a grain that
-// has just moved is lost, so callers use it only where a later message or a
-// sweep repairs the loss (state pushes, cancels), and requests elsewhere.
-func sendGrain(ctx actor.SenderContext, cl *cluster.Cluster, identity, kind string, msg interface{}) {
-	if pid, ok := cl.PidCache.Get(identity, kind); ok {
-		ctx.Send(pid, msg)
-		return
-	}
-	pid := cl.Get(identity, kind)
-	if pid == nil {
-		return
-	}
-	cl.PidCache.Set(identity, kind, pid)
-	ctx.Send(pid, msg)
-}
-
-// quickAttempt bounds one attempt of a quick grain call. protoactor waits
-// the whole timeout on a PID of a member that just died; with short
-// attempts and a fresh lookup each time, a call finds the grain's new home
-// as soon as the topology has dropped the dead member.
-const quickAttempt = 2 * time.Second
-
-// requestGrain calls a grain with a bounded timeout. Calls that may run
-// long (session commands) get one attempt; quick ones (requestQuick) retry.
-func requestGrain(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
-	res, err := cl.Request(identity, kind, msg,
-		cluster.WithTimeout(timeout),
-		cluster.WithRetryCount(4),
-		cluster.WithRetryAction(func(i int) int {
-			i++
-			time.Sleep(time.Duration(i*i) * 20 * time.Millisecond) // protoactor's default backoff is nanoseconds
-			return i
-		}))
-	if err != nil {
-		return nil, err
-	}
-	r, ok := res.(*messages.Reply)
-	if !ok {
-		return nil, errors.New("unexpected reply type")
-	}
-	return r, nil
-}
-
-// requestQuick is requestGrain in short attempts until timeout, forgetting
-// the cached PID between attempts; for idempotent calls that answer in
-// milliseconds when the grain is alive.
-func requestQuick(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
-	deadline := time.Now().Add(timeout)
-	for attempt := 1; ; attempt++ {
-		left := time.Until(deadline)
-		r, err := requestGrain(cl, identity, kind, msg, min(left, quickAttempt))
-		if err == nil || time.Until(deadline) <= 0 {
-			return r, err
-		}
-		cl.PidCache.Remove(identity, kind)
-		time.Sleep(min(time.Duration(attempt)*100*time.Millisecond, max(time.Until(deadline), 0)))
-	}
 }

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/paprika-hub/paprika/actors"
 
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -16,7 +17,7 @@ import (
 // goroutine.
 type hubBeat struct {
 	h      *Hub
-	cancel scheduler.CancelFunc
+	timers *actors.Timers
 }
 
 type beatTick struct{}
@@ -26,13 +27,14 @@ func (b *hubBeat) Receive(ctx actor.Context) {
 	case *actor.Started:
 		every := max(b.h.cfg.Cluster.MemberTimeout/3, 100*time.Millisecond)
 		b.beat()
-		b.cancel = scheduler.NewTimerScheduler(ctx).SendRepeatedly(every, every, ctx.Self(), &beatTick{})
+		b.timers = actors.NewTimers(ctx, "hub_beat")
+		b.timers.Every(every, &beatTick{})
 	case *beatTick:
 		b.beat()
-	case *actor.Stopping:
-		if b.cancel != nil {
-			b.cancel()
-		}
+	case *actors.InjectPanic:
+		panic("injected panic in hub beat")
+	case *actor.Stopping, *actor.Restarting:
+		b.timers.StopAll()
 	}
 }
 

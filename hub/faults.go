@@ -39,6 +39,11 @@ func (h *Hub) InjectPanic(ctx context.Context, kind, id string) error {
 		}
 	case "reconciler":
 		pid = h.reconciler
+	case "hub_beat":
+		pid = h.beat
+	case "log_flusher":
+		h.logs.InjectFlusherPanic()
+		return nil
 	default:
 		return fmt.Errorf("inject panic: unknown actor kind %q", kind)
 	}

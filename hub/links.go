@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 	"github.com/gorilla/websocket"
 
 	"github.com/paprika-hub/paprika/actors"
@@ -20,6 +19,7 @@ import (
 type linksActor struct {
 	children map[string]*actor.PID
 	waiters  []*actor.PID
+	timers   *actors.Timers
 }
 
 type spawnLink struct{ props *actor.Props }
@@ -36,6 +36,9 @@ func (l *linksActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		l.children = map[string]*actor.PID{}
+		l.timers = actors.NewTimers(ctx, "links")
+	case *actor.Stopping, *actor.Restarting:
+		l.timers.StopAll()
 	case *spawnLink:
 		pid := ctx.Spawn(m.props)
 		l.children[pid.Id] = pid
@@ -51,15 +54,14 @@ func (l *linksActor) Receive(ctx actor.Context) {
 			l.release(ctx)
 			return
 		}
-		timers := scheduler.NewTimerScheduler(ctx)
 		step := m.spread / time.Duration(len(l.children))
 		i := 0
 		for _, pid := range l.children {
-			timers.SendOnce(time.Duration(i)*step, pid, &messages.ConnClose{Code: "hub_shutdown",
+			l.timers.SendAfter(time.Duration(i)*step, pid, &messages.ConnClose{Code: "hub_shutdown",
 				Message: "this hub is shutting down; reconnect to another"})
 			i++
 		}
-		timers.SendOnce(m.spread+linkGrace, ctx.Self(), &movesDone{})
+		l.timers.After(m.spread+linkGrace, &movesDone{})
 	case *movesDone:
 		l.release(ctx)
 	}

@@ -1,0 +1,244 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/paprika-hub/paprika/messages"
+)
+
+// Code is the reason a grain gives for refusing a request, carried in
+// messages.Reply.Code. Callers branch on it (the API maps it onto HTTP
+// statuses), so each code is declared once here.
+type Code string
+
+// The reply codes of the hub's grains and connections.
+const (
+	CodeInternal      Code = "internal"       // the actor panicked while handling the request
+	CodeUnavailable   Code = "unavailable"    // a store could not be read or written
+	CodeStore         Code = "store"          // a job store write failed
+	CodeNotFound      Code = "not_found"      // no such job, worker or session
+	CodeConflict      Code = "conflict"       // the state forbids it (already final, exists)
+	CodeStale         Code = "stale"          // a report of an attempt that is not current
+	CodeNotConnected  Code = "not_connected"  // the worker has no live link
+	CodeNotActive     Code = "not_active"     // the worker is drained or on standby
+	CodeFull          Code = "full"           // every slot of the worker is taken
+	CodeUnconfirmed   Code = "unconfirmed"    // the link did not confirm the frame in time
+	CodeClosing       Code = "closing"        // the link is closing
+	CodeBadHello      Code = "bad_hello"      // the hello frame does not decode
+	CodeSuperseded    Code = "superseded"     // a newer link of the worker exists
+	CodeBadStatus     Code = "bad_status"     // not a worker status
+	CodeNoCapacity    Code = "no_capacity"    // no worker has a free lane
+	CodeClosed        Code = "closed"         // the session is closed
+	CodeTimeout       Code = "timeout"        // the worker did not answer in time
+	CodeBadCommand    Code = "bad_command"    // a session command that cannot be sent
+	CodeCommandFailed Code = "command_failed" // the worker ran the command and it failed
+)
+
+// Is reports whether r is a refusal with code c.
+func (c Code) Is(r *messages.Reply) bool { return r != nil && !r.Ok && r.Code == string(c) }
+
+// reply answers a request; a no-op when there is no sender (a plain Send).
+func reply(ctx actor.Context, r *messages.Reply) {
+	if ctx.Sender() != nil {
+		ctx.Respond(r)
+	}
+}
+
+func ok(json []byte) *messages.Reply { return &messages.Reply{Ok: true, Json: json} }
+
+func fail(code Code, format string, args ...any) *messages.Reply {
+	return &messages.Reply{Ok: false, Code: string(code), Message: fmt.Sprintf(format, args...)}
+}
+
+func errString(err error, r *messages.Reply) string {
+	if err != nil {
+		return err.Error()
+	}
+	if r != nil {
+		return r.Code + ": " + r.Message
+	}
+	return "no reply"
+}
+
+func refOf(pid *actor.PID) *messages.Ref {
+	if pid == nil {
+		return nil
+	}
+	return &messages.Ref{Address: pid.Address, Id: pid.Id}
+}
+
+func pidOf(r *messages.Ref) *actor.PID {
+	if r == nil || r.Id == "" {
+		return nil
+	}
+	return actor.NewPID(r.Address, r.Id)
+}
+
+func samePID(a, b *actor.PID) bool {
+	return a != nil && b != nil && a.Address == b.Address && a.Id == b.Id
+}
+
+// sendGrain delivers msg to a grain without waiting for an answer. The PID
+// comes from the cluster's cache (an activation on first use); a message to
+// a grain that has just moved is lost, so callers use it only where a later
+// message or a sweep repairs the loss (state pushes, cancels), and
+// grainCall elsewhere.
+func sendGrain(ctx actor.SenderContext, cl *cluster.Cluster, identity, kind string, msg interface{}) {
+	if pid, ok := cl.PidCache.Get(identity, kind); ok {
+		ctx.Send(pid, msg)
+		return
+	}
+	pid := cl.Get(identity, kind)
+	if pid == nil {
+		return
+	}
+	cl.PidCache.Set(identity, kind, pid)
+	ctx.Send(pid, msg)
+}
+
+// quickAttempt bounds one attempt of a grain call. protoactor waits the
+// whole timeout on a PID of a member that just died; with short attempts
+// and a fresh lookup each time, a call finds the grain's new home as soon
+// as the topology has dropped the dead member.
+const quickAttempt = 2 * time.Second
+
+// retryPause is the pause before the n-th retry of a grain call (n ≥ 1):
+// protoactor's own retry backoff is nanoseconds.
+func retryPause(n int) time.Duration { return min(time.Duration(n)*100*time.Millisecond, time.Second) }
+
+// grainCall is one request from inside an actor's turn to a grain,
+// anywhere in the cluster. The turn never waits: the answer comes back as a
+// continuation on the caller's own mailbox (ReenterAfter), so the actor
+// keeps handling its other messages meanwhile; a failed attempt is retried
+// by a timer message to the caller (which hands *grainCall to run) until
+// the deadline, each time with a fresh PID lookup. The continuation is
+// dropped when the incarnation that asked has stopped or restarted: its
+// state is gone, and the next one rebuilds from the store.
+type grainCall struct {
+	cl             *cluster.Cluster
+	identity, kind string
+	msg            interface{}
+	deadline       time.Time
+	once           bool // one attempt only (not idempotent, or long-running)
+	timers         *Timers
+	done           func(*messages.Reply, error)
+	tries          int
+}
+
+// callGrain starts a grain call of at most timeout from the actor whose
+// timers are t; done runs on that actor's turn.
+func callGrain(ctx actor.Context, t *Timers, cl *cluster.Cluster, identity, kind string, msg interface{},
+	timeout time.Duration, done func(*messages.Reply, error)) {
+	c := &grainCall{cl: cl, identity: identity, kind: kind, msg: msg, deadline: time.Now().Add(timeout), timers: t, done: done}
+	c.run(ctx)
+}
+
+// run makes one attempt; the actor calls it again when the retry timer
+// delivers the call to it.
+func (c *grainCall) run(ctx actor.Context) {
+	c.tries++
+	left := time.Until(c.deadline)
+	attempt := left
+	if !c.once {
+		attempt = min(left, quickAttempt)
+	}
+	if attempt <= 0 {
+		c.finish(nil, fmt.Errorf("%s/%s: %w", c.kind, c.identity, actor.ErrTimeout))
+		return
+	}
+	if pid, ok := c.cl.PidCache.Get(c.identity, c.kind); ok {
+		c.request(ctx, pid, attempt)
+		return
+	}
+	// The lookup may wait on an activation on another member: it runs
+	// beside the actor, bounded by the lookup's own activation timeout,
+	// and its answer comes back through a future like any reply.
+	system := ctx.ActorSystem()
+	found := actor.NewFuture(system, attempt)
+	go func() {
+		if pid := c.cl.Get(c.identity, c.kind); pid != nil {
+			system.Root.Send(found.PID(), pid)
+		}
+	}()
+	ctx.ReenterAfter(found, func(res interface{}, err error) {
+		if c.timers.Stopped() {
+			return
+		}
+		pid, _ := res.(*actor.PID)
+		if pid == nil {
+			c.retry(ctx, fmt.Errorf("no activation of %s/%s: %v", c.kind, c.identity, err))
+			return
+		}
+		c.cl.PidCache.Set(c.identity, c.kind, pid)
+		c.request(ctx, pid, time.Until(c.deadline))
+	})
+}
+
+func (c *grainCall) request(ctx actor.Context, pid *actor.PID, timeout time.Duration) {
+	if !c.once {
+		timeout = min(timeout, quickAttempt)
+	}
+	fut := ctx.RequestFuture(pid, c.msg, max(timeout, time.Millisecond))
+	ctx.ReenterAfter(fut, func(res interface{}, err error) {
+		if c.timers.Stopped() {
+			return
+		}
+		r, isReply := res.(*messages.Reply)
+		if err == nil && !isReply {
+			err = fmt.Errorf("%s/%s answered %T", c.kind, c.identity, res)
+		}
+		if err != nil {
+			c.cl.PidCache.Remove(c.identity, c.kind)
+			c.retry(ctx, err)
+			return
+		}
+		c.finish(r, nil)
+	})
+}
+
+func (c *grainCall) retry(ctx actor.Context, err error) {
+	left := time.Until(c.deadline)
+	if c.once || left <= 0 {
+		c.finish(nil, err)
+		return
+	}
+	c.timers.After(min(retryPause(c.tries), left), c)
+}
+
+func (c *grainCall) finish(r *messages.Reply, err error) {
+	if c.done != nil {
+		c.done(r, err)
+	}
+}
+
+// requestGrain calls a grain from outside any actor (HTTP handlers, the
+// hub's assembly): the caller's goroutine waits, bounded by timeout.
+func requestGrain(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
+	res, err := cl.Request(identity, kind, msg,
+		cluster.WithTimeout(timeout),
+		cluster.WithRetryCount(4),
+		cluster.WithRetryAction(func(i int) int {
+			i++
+			time.Sleep(time.Duration(i*i) * 20 * time.Millisecond) // not an actor turn: a caller's goroutine
+			return i
+		}))
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*messages.Reply)
+	if !ok {
+		return nil, errors.New("unexpected reply type")
+	}
+	return r, nil
+}
+
+// Call is a request to a grain from outside the actors, with a bounded
+// timeout and retry backoff.
+func Call(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
+	return requestGrain(cl, identity, kind, msg, timeout)
+}

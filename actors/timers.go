@@ -1,0 +1,129 @@
+package actors
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Timers are the timers of one actor incarnation. protoactor's timers are
+// plain time.AfterFunc: they outlive the actor that armed them and, after a
+// restart (same PID, fresh struct), fire into the next incarnation, which
+// re-arms its own from the store — so every tick would come twice. Here
+// each timer is tracked from arming until it fires or is stopped, and the
+// actor calls StopAll in Stopping and Restarting.
+type Timers struct {
+	kind string
+	self *actor.PID
+	send func(pid *actor.PID, msg interface{})
+
+	mu      sync.Mutex
+	live    map[*time.Timer]struct{}
+	stopped bool // StopAll ran: the incarnation is gone
+}
+
+// Stop cancels one timer; safe to call after it fired, and twice.
+type Stop func()
+
+// liveTimers counts armed timers per actor kind, process-wide: what a
+// restart test reads, and what the live-timers gauge reports.
+var liveTimers sync.Map // kind → *atomic.Int64
+
+func liveCounter(kind string) *atomic.Int64 {
+	if c, ok := liveTimers.Load(kind); ok {
+		return c.(*atomic.Int64)
+	}
+	c, _ := liveTimers.LoadOrStore(kind, new(atomic.Int64))
+	return c.(*atomic.Int64)
+}
+
+// LiveTimers reports how many timers of actors of kind are armed now, in
+// this process.
+func LiveTimers(kind string) int64 { return liveCounter(kind).Load() }
+
+// NewTimers returns the timer set of the actor whose context this is; kind
+// names it in LiveTimers.
+func NewTimers(ctx actor.Context, kind string) *Timers {
+	root := ctx.ActorSystem().Root
+	return &Timers{kind: kind, self: ctx.Self(), send: func(pid *actor.PID, msg interface{}) { root.Send(pid, msg) },
+		live: map[*time.Timer]struct{}{}}
+}
+
+// After sends msg to the actor itself once, after d.
+func (t *Timers) After(d time.Duration, msg interface{}) Stop { return t.SendAfter(d, t.self, msg) }
+
+// SendAfter sends msg to pid once, after d.
+func (t *Timers) SendAfter(d time.Duration, pid *actor.PID, msg interface{}) Stop {
+	return t.arm(d, func() { t.send(pid, msg) }, false)
+}
+
+// Every sends msg to the actor itself every d, the first time after d.
+func (t *Timers) Every(d time.Duration, msg interface{}) Stop {
+	return t.arm(d, func() { t.send(t.self, msg) }, true)
+}
+
+// arm starts one timer. The message is sent under the set's lock, so a
+// StopAll that returned has no tick still on its way to the mailbox (a
+// send is a mailbox post: it never waits).
+func (t *Timers) arm(d time.Duration, fire func(), repeat bool) Stop {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return func() {}
+	}
+	var tm *time.Timer
+	tm = time.AfterFunc(d, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if _, ok := t.live[tm]; !ok {
+			return
+		}
+		if repeat {
+			tm.Reset(d)
+		} else {
+			t.dropLocked(tm)
+		}
+		fire()
+	})
+	t.live[tm] = struct{}{}
+	liveCounter(t.kind).Add(1)
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if _, ok := t.live[tm]; ok {
+			tm.Stop()
+			t.dropLocked(tm)
+		}
+	}
+}
+
+// StopAll cancels every timer of the set and refuses new ones: the actor
+// is stopping or restarting. Safe on a nil set (an actor stopped before
+// it started).
+func (t *Timers) StopAll() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopped = true
+	for tm := range t.live {
+		tm.Stop()
+		t.dropLocked(tm)
+	}
+}
+
+// Stopped reports whether StopAll ran: a continuation of a request that
+// the incarnation made checks it, since its state is gone.
+func (t *Timers) Stopped() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stopped
+}
+
+func (t *Timers) dropLocked(tm *time.Timer) {
+	delete(t.live, tm)
+	liveCounter(t.kind).Add(-1)
+}

@@ -101,7 +101,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		s.place(ctx)
 	case *placeTimeout:
 		if w, ok := s.pending[msg.jobID]; ok && w == msg.workerID {
-			s.deps.Metrics.Inc("paprika_sched_place_timeouts_total")
+			s.deps.Metrics.SchedPlaceTimeouts.Inc()
 			// The job grain did not answer: its cached PID may be of an
 			// activation that is gone; look it up afresh next time.
 			s.cl.PidCache.Remove(msg.jobID, KindJob)
@@ -216,7 +216,7 @@ func (s *schedulerGrain) enqueue(id, mode string, created time.Time) {
 	if w := s.pending[id]; w != "" && s.deps.now().Sub(s.pendingSince[id]) > 2*s.deps.Timing.AssignGrace {
 		// The job asks again long after its placement: the answer was lost
 		// (a hub left mid-way). Forget the placement and place it anew.
-		s.deps.Metrics.Inc("paprika_sched_stale_placements_total")
+		s.deps.Metrics.SchedStalePlacements.Inc()
 		s.settle(id, w)
 	}
 	if s.pending[id] != "" {
@@ -228,7 +228,7 @@ func (s *schedulerGrain) enqueue(id, mode string, created time.Time) {
 				return
 			}
 		}
-		s.deps.Metrics.Inc("paprika_sched_queue_repaired_total")
+		s.deps.Metrics.SchedQueueRepaired.Inc()
 		s.log.Warn("queued job missing from the queue; queued again", slog.String("job_id", id))
 	}
 	s.queued[id] = true
@@ -270,7 +270,7 @@ func (s *schedulerGrain) checkOwner(ctx actor.Context) {
 	if owner == nil || samePID(owner, ctx.Self()) {
 		return
 	}
-	s.deps.Metrics.Inc("paprika_sched_stale_activations_total")
+	s.deps.Metrics.SchedStaleActivations.Inc()
 	s.log.Warn("another scheduler activation owns the grain; handing over and stopping",
 		slog.String("owner", owner.String()), slog.Int("queued", len(s.queue)))
 	for _, q := range s.queue {
@@ -326,7 +326,7 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 		c.InFlight = c.reported + c.placing
 		delete(s.queued, q.id)
 		s.pending[q.id], s.pendingSince[q.id] = c.ID, s.deps.now()
-		s.deps.Metrics.Inc("paprika_sched_placements_total")
+		s.deps.Metrics.SchedPlacements.Inc()
 		sendGrain(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})
 		s.timers.SendOnce(2*s.deps.Timing.AssignGrace, ctx.Self(), &placeTimeout{jobID: q.id, workerID: c.ID})
 	}

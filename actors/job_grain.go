@@ -248,7 +248,7 @@ func (g *jobGrain) ask(ctx actor.Context) {
 		g.log.Error("encode job_query", slog.Any("err", err))
 		return
 	}
-	g.deps.Metrics.Inc("paprika_assignment_queries_total")
+	g.deps.Metrics.AssignmentQueries.Inc()
 	g.log.Info("asking the worker whether it holds the attempt", slog.String("worker_id", g.job.WorkerID),
 		slog.Int("attempt", g.job.Attempts))
 	sendGrain(ctx, g.cl, g.job.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
@@ -291,7 +291,7 @@ func (g *jobGrain) onAudit(ctx actor.Context, m *messages.JobAudit) {
 		}
 		return
 	}
-	g.deps.Metrics.Inc("paprika_assignments_recovered_total")
+	g.deps.Metrics.AssignmentsRecovered.Inc()
 	g.log.Warn("worker never got the attempt; job queued again", slog.String("worker_id", m.WorkerId),
 		slog.Int("attempt", int(m.Attempt)))
 	sendGrain(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
@@ -317,7 +317,7 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 	claimed, err := g.deps.Jobs.Claim(rctx, g.id, msg.WorkerId, g.deps.now())
 	cancel()
 	if err != nil {
-		g.deps.Metrics.Inc("paprika_claims_lost_total")
+		g.deps.Metrics.ClaimsLost.Inc()
 		g.log.Info("claim lost or failed", slog.String("worker_id", msg.WorkerId), slog.Any("err", err))
 		if !errors.Is(err, persistence.ErrConflict) {
 			// Store trouble: try again later, not in a tight loop.
@@ -353,7 +353,7 @@ func (g *jobGrain) assigned(ctx actor.Context, workerID string, attempt int, res
 		// now could run it twice, so the claim stands: if the worker has
 		// it, it reports under this attempt; if not, the job ends at its
 		// deadline (forced close) rather than risk a second run.
-		g.deps.Metrics.Inc("paprika_assignments_unconfirmed_total")
+		g.deps.Metrics.AssignmentsUnconfirmed.Inc()
 		g.log.Warn("assignment unconfirmed; keeping the claim until the worker reports or disowns it",
 			slog.String("worker_id", workerID), slog.String("cause", errString(err, res)))
 		if live {
@@ -403,7 +403,7 @@ func (g *jobGrain) current(workerID string, attempt int32) bool {
 func (g *jobGrain) started(ctx actor.Context, m *messages.JobStarted) *messages.Reply {
 	g.refreshIfStale(ctx, m.WorkerId, m.Attempt)
 	if !g.current(m.WorkerId, m.Attempt) {
-		g.deps.Metrics.Inc("paprika_fenced_reports_total", "kind=started")
+		g.deps.Metrics.FencedReports.WithLabelValues("started").Inc()
 		return fail(CodeStale, "attempt %d on %s is not current", m.Attempt, m.WorkerId)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
@@ -422,7 +422,7 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 		if g.job.Status.Final() && g.job.WorkerID == m.WorkerId && int32(g.job.Attempts) == m.Attempt {
 			return ok(g.jobJSON()) // a re-sent report of what is stored: ack again
 		}
-		g.deps.Metrics.Inc("paprika_fenced_reports_total", "kind=finished")
+		g.deps.Metrics.FencedReports.WithLabelValues("finished").Inc()
 		g.log.Warn("stale report refused", slog.String("worker_id", m.WorkerId), slog.Int("attempt", int(m.Attempt)),
 			slog.String("status", string(g.job.Status)), slog.Int("current_attempt", g.job.Attempts))
 		return fail(CodeStale, "attempt %d on %s is not current", m.Attempt, m.WorkerId)
@@ -453,7 +453,7 @@ func (g *jobGrain) rejected(ctx actor.Context, m *messages.JobFinished) *message
 	if err != nil {
 		return fail(CodeStore, "roll back rejected claim: %v", err)
 	}
-	g.deps.Metrics.Inc("paprika_assignments_rejected_total")
+	g.deps.Metrics.AssignmentsRejected.Inc()
 	g.log.Info("worker rejected the job; queued again", slog.String("worker_id", m.WorkerId), slog.String("error", m.Error))
 	sendGrain(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
 	g.load(ctx)
@@ -477,7 +477,7 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	}
 	g.job = j
 	g.arm(ctx)
-	g.deps.Metrics.Inc("paprika_jobs_finished_total", "status="+string(j.Status), "reason="+j.Reason)
+	g.deps.Metrics.JobsFinished.WithLabelValues(string(j.Status), j.Reason).Inc()
 	g.log.Debug("job final", slog.String("status", string(j.Status)), slog.String("reason", j.Reason))
 	switch prev.Status {
 	case persistence.StatusRunning:

@@ -95,7 +95,7 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 			f.writing = false // (a write of an earlier incarnation leaves it be)
 		}
 		if msg.err != nil {
-			f.deps.Metrics.Inc("paprika_log_write_errors_total")
+			f.deps.Metrics.LogWriteErrors.Inc()
 			f.backoff = min(max(2*f.backoff, 100*time.Millisecond), 2*time.Second)
 			f.deps.Log.Warn("log write failed; retrying", slog.Any("err", msg.err), slog.Duration("backoff", f.backoff),
 				slog.Int("batches", len(msg.reqs)))
@@ -112,8 +112,8 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 			}
 		}
 		f.budget.Release(int64(lines))
-		f.deps.Metrics.Add("paprika_log_lines_stored_total", int64(lines))
-		f.deps.Metrics.Inc("paprika_log_writes_total")
+		f.deps.Metrics.LogLinesStored.Add(float64(lines))
+		f.deps.Metrics.LogWrites.Inc()
 		f.start(ctx)
 	case *retryWrite:
 		f.start(ctx)

@@ -151,7 +151,7 @@ func (s *logStream) add(ctx actor.Context, m *logLine) {
 		s.next, s.from = m.seq, m.seq
 	}
 	if m.attempt < s.attempt {
-		s.deps.Metrics.Inc("paprika_fenced_reports_total", "kind=log")
+		s.deps.Metrics.FencedReports.WithLabelValues("log").Inc()
 		s.budget.Release(1)
 		return
 	}
@@ -171,12 +171,12 @@ func (s *logStream) add(ctx actor.Context, m *logLine) {
 	}
 	idx := s.base + m.seq
 	if s.done || idx < s.next {
-		s.deps.Metrics.Inc("paprika_log_lines_duplicate_total")
+		s.deps.Metrics.LogLinesDuplicate.Inc()
 		s.budget.Release(1)
 		return
 	}
 	if idx > s.next {
-		s.deps.Metrics.Inc("paprika_log_gaps_total")
+		s.deps.Metrics.LogGaps.Inc()
 		s.log.Warn("log line sequence gap", slog.Int64("want", s.next), slog.Int64("got", idx))
 	}
 	if len(s.pending) == 0 {

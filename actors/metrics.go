@@ -1,133 +1,258 @@
 package actors
 
 import (
-	"fmt"
-	"io"
-	"sort"
+	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
-// Metrics is a set of named counters and gauges exported as Prometheus text.
-// Counters are atomics, not actor state: they are written by many actors and
-// read by /metrics, and a lost increment under a race would be a lie.
+// Metrics holds every metric family of one hub. Each family is declared
+// once, in NewMetrics, with its help text, so /metrics can never show a
+// family without HELP nor two spellings of one name; call sites get a typed
+// collector and cannot misspell a name or a label. The families live on a
+// registry of their own, not the global default one, because tests (and a
+// bench) run several hubs in one process and each must count only its own.
+// Each field's comment names its family, so a name seen on /metrics greps
+// straight to the field that counts it; a labelled family's labels are
+// listed in the order WithLabelValues takes them (it is positional).
 type Metrics struct {
-	mu     sync.Mutex
-	values map[string]*atomic.Int64
-	help   map[string]string
-	gauges map[string]func() int64
+	// Reconciler and re-drive.
+	RedriveJobs       prometheus.Counter // paprika_redrive_jobs_total
+	FleetReadErrors   prometheus.Counter // paprika_fleet_read_errors_total
+	ReconcilerLost    prometheus.Counter // paprika_reconciler_lost_total
+	ReconcilerOverdue prometheus.Counter // paprika_reconciler_overdue_total
+
+	// Sessions.
+	SessionStoreErrors prometheus.Counter // paprika_session_store_errors_total
+	SessionsResumed    prometheus.Counter // paprika_sessions_resumed_total
+	SessionsReclaimed  prometheus.Counter // paprika_sessions_reclaimed_total
+
+	// Worker grains and the registry.
+	WorkerSlotsPruned prometheus.Counter // paprika_worker_slots_pruned_total
+	WorkerLostJobs    prometheus.Counter // paprika_worker_lost_jobs_total
+	RegistryErrors    prometheus.Counter // paprika_registry_errors_total
+
+	// Scheduler.
+	SchedPlacements       prometheus.Counter // paprika_sched_placements_total
+	SchedPlaceTimeouts    prometheus.Counter // paprika_sched_place_timeouts_total
+	SchedStalePlacements  prometheus.Counter // paprika_sched_stale_placements_total
+	SchedEnqueues         prometheus.Counter // paprika_sched_enqueues_total
+	SchedStaleActivations prometheus.Counter // paprika_sched_stale_activations_total
+
+	// Job grains.
+	AssignmentQueries      prometheus.Counter     // paprika_assignment_queries_total
+	AssignmentsRecovered   prometheus.Counter     // paprika_assignments_recovered_total
+	AssignmentsUnconfirmed prometheus.Counter     // paprika_assignments_unconfirmed_total
+	AssignmentsRejected    prometheus.Counter     // paprika_assignments_rejected_total
+	ClaimsLost             prometheus.Counter     // paprika_claims_lost_total
+	JobsSubmitted          *prometheus.CounterVec // paprika_jobs_submitted_total{mode}
+	JobsFinished           *prometheus.CounterVec // paprika_jobs_finished_total{status, reason}
+	FencedReports          *prometheus.CounterVec // paprika_fenced_reports_total{kind}: started, finished, log
+
+	// Logs.
+	LogLinesStored    prometheus.Counter // paprika_log_lines_stored_total
+	LogWrites         prometheus.Counter // paprika_log_writes_total
+	LogWriteErrors    prometheus.Counter // paprika_log_write_errors_total
+	LogLinesDuplicate prometheus.Counter // paprika_log_lines_duplicate_total
+	LogGaps           prometheus.Counter // paprika_log_gaps_total
+
+	// Worker links.
+	LinksOpened      prometheus.Counter // paprika_links_opened_total
+	LinksClosed      prometheus.Counter // paprika_links_closed_total
+	LinkBadFrames    prometheus.Counter // paprika_link_bad_frames_total
+	LinkSlowConsumer prometheus.Counter // paprika_link_slow_consumer_total
+
+	// Actors and cluster.
+	ActorPanics           *prometheus.CounterVec // paprika_actor_panics_total{kind}
+	ActorSupervision      *prometheus.CounterVec // paprika_actor_supervision_total{directive}
+	ClusterMembershipLost prometheus.Counter     // paprika_cluster_membership_lost_total
+
+	// HubUptime reads the start time set by MarkStarted at scrape time.
+	HubUptime prometheus.GaugeFunc // paprika_hub_uptime_seconds
+
+	registry *prometheus.Registry
+	started  atomic.Int64 // unix nanoseconds; 0 until MarkStarted
 }
 
-// NewMetrics returns an empty set.
+// NewMetrics declares every family on a fresh registry, together with the
+// Go runtime and process collectors. Every Deps needs one: the actors call
+// the collectors without a nil check, so a Deps built without Metrics
+// fails on its first count instead of silently losing it.
 func NewMetrics() *Metrics {
-	return &Metrics{
-		values: map[string]*atomic.Int64{},
-		help:   map[string]string{},
-		gauges: map[string]func() int64{},
+	reg := prometheus.NewRegistry()
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		reg.MustRegister(c)
+		return c
 	}
+	vec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(c)
+		return c
+	}
+	m := &Metrics{registry: reg}
+
+	m.RedriveJobs = counter("paprika_redrive_jobs_total",
+		"Queued jobs past redrive.min_age that the periodic re-drive woke so they enqueue again.")
+	m.FleetReadErrors = counter("paprika_fleet_read_errors_total",
+		"Reconciler reads of the fleet-wide worker registry that failed or timed out.")
+	m.ReconcilerLost = counter("paprika_reconciler_lost_total",
+		"Running jobs the reconciler declared lost because their worker was gone past the orphan grace.")
+	m.ReconcilerOverdue = counter("paprika_reconciler_overdue_total",
+		"Jobs the reconciler woke because they were past their deadline or queued past the queued timeout.")
+
+	m.SessionStoreErrors = counter("paprika_session_store_errors_total",
+		"Session store reads, writes and deletes that failed.")
+	m.SessionsResumed = counter("paprika_sessions_resumed_total",
+		"Sessions a grain activation loaded from the session store (after a hub loss, a passivation or a restart).")
+	m.SessionsReclaimed = counter("paprika_sessions_reclaimed_total",
+		"Session lanes freed because a worker held them for a session with no record left.")
+
+	m.WorkerSlotsPruned = counter("paprika_worker_slots_pruned_total",
+		"Job slots freed because the worker stopped reporting the job in its heartbeats.")
+	m.WorkerLostJobs = counter("paprika_worker_lost_jobs_total",
+		"Jobs declared lost because their worker stayed disconnected past the orphan grace.")
+	m.RegistryErrors = counter("paprika_registry_errors_total",
+		"Worker registry writes that failed; the scheduler still has the state, other hubs see it late.")
+
+	m.SchedPlacements = counter("paprika_sched_placements_total",
+		"Jobs the scheduler placed on a worker.")
+	m.SchedPlaceTimeouts = counter("paprika_sched_place_timeouts_total",
+		"Placements whose job grain did not answer within twice the assign grace.")
+	m.SchedStalePlacements = counter("paprika_sched_stale_placements_total",
+		"Placements forgotten because their job asked to be queued again long after (the answer was lost).")
+	m.SchedEnqueues = counter("paprika_sched_enqueues_total",
+		"Requests of queued jobs for a lane that reached the scheduler (one per new job; more after re-drives and moves).")
+	m.SchedStaleActivations = counter("paprika_sched_stale_activations_total",
+		"Scheduler activations that stopped because the cluster routes the scheduler to another one.")
+
+	m.AssignmentQueries = counter("paprika_assignment_queries_total",
+		"job_query frames sent to ask a worker whether it holds an attempt it never confirmed.")
+	m.AssignmentsRecovered = counter("paprika_assignments_recovered_total",
+		"Attempts a worker said it never got, queued again.")
+	m.AssignmentsUnconfirmed = counter("paprika_assignments_unconfirmed_total",
+		"Assignments with no answer from the worker; the claim is kept until the worker reports or disowns it.")
+	m.AssignmentsRejected = counter("paprika_assignments_rejected_total",
+		"Jobs a worker rejected, rolled back and queued again.")
+	m.ClaimsLost = counter("paprika_claims_lost_total",
+		"Job claims that failed or lost the conditional update to another placement.")
+	m.JobsSubmitted = vec("paprika_jobs_submitted_total",
+		"Jobs created through the API, by mode.", "mode")
+	m.JobsFinished = vec("paprika_jobs_finished_total",
+		"Jobs that reached a final state, by status and reason.", "status", "reason")
+	m.FencedReports = vec("paprika_fenced_reports_total",
+		"Worker reports refused because their attempt was not current.", "kind")
+
+	m.LogLinesStored = counter("paprika_log_lines_stored_total",
+		"Log lines written to the log store.")
+	m.LogWrites = counter("paprika_log_writes_total",
+		"Log store writes (one round trip each).")
+	m.LogWriteErrors = counter("paprika_log_write_errors_total",
+		"Log store writes that failed and are retried with backoff.")
+	m.LogLinesDuplicate = counter("paprika_log_lines_duplicate_total",
+		"Log lines dropped because their sequence number was already stored.")
+	m.LogGaps = counter("paprika_log_gaps_total",
+		"Log lines that arrived past the next expected sequence number (lines in between are missing).")
+
+	m.LinksOpened = counter("paprika_links_opened_total",
+		"Worker links (WebSockets) opened on this hub.")
+	m.LinksClosed = counter("paprika_links_closed_total",
+		"Worker links closed after their hello.")
+	m.LinkBadFrames = counter("paprika_link_bad_frames_total",
+		"Frames from workers that did not decode or have a type a worker does not send.")
+	m.LinkSlowConsumer = counter("paprika_link_slow_consumer_total",
+		"Worker links closed because the worker did not read its outgoing frames.")
+
+	m.ActorPanics = vec("paprika_actor_panics_total",
+		"Actor panics, by actor kind; each is followed by a restart.", "kind")
+	m.ActorSupervision = vec("paprika_actor_supervision_total",
+		"Supervisor decisions about failed actors, by directive.", "directive")
+	m.ClusterMembershipLost = counter("paprika_cluster_membership_lost_total",
+		"Times this hub lost its cluster membership (it must restart).")
+
+	m.HubUptime = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "paprika_hub_uptime_seconds",
+		Help: "Seconds since this hub started.",
+	}, m.uptime)
+	reg.MustRegister(m.HubUptime)
+
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
 }
 
-// Add increments counter name (with optional label pairs "k=v") by n.
-func (m *Metrics) Add(name string, n int64, labels ...string) {
-	if m == nil {
-		return
+// MarkStarted sets the start the uptime gauge counts from: the hub creates
+// its Metrics before it starts (the actors' Deps need them), so the time
+// is only known later.
+func (m *Metrics) MarkStarted(t time.Time) { m.started.Store(t.UnixNano()) }
+
+// uptime is in whole seconds, as /metrics always reported it.
+func (m *Metrics) uptime() float64 {
+	s := m.started.Load()
+	if s == 0 {
+		return 0
 	}
-	m.counter(key(name, labels)).Add(n)
+	return float64(int64(time.Since(time.Unix(0, s)).Seconds()))
 }
 
-// Inc increments counter name by one.
-func (m *Metrics) Inc(name string, labels ...string) { m.Add(name, 1, labels...) }
+// Handler serves the registry in whatever exposition format the scraper
+// negotiates, so escaping and content type are the library's, not ours.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
 
-// Get reads a counter (tests and views).
+// Get reads one series as tests and views name it: the family name and
+// its label pairs as "k=v", all of them (a series of a labelled family is
+// not its sum). It gathers like a scrape does, so it sees exactly what
+// /metrics would; an absent series, or a nil Metrics, reads 0.
 func (m *Metrics) Get(name string, labels ...string) int64 {
 	if m == nil {
 		return 0
 	}
-	return m.counter(key(name, labels)).Load()
-}
-
-// Gauge registers a function read at export time.
-func (m *Metrics) Gauge(name, help string, f func() int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.gauges[name] = f
-	m.help[name] = help
-}
-
-// Help documents a metric family.
-func (m *Metrics) Help(name, help string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.help[name] = help
-}
-
-func (m *Metrics) counter(k string) *atomic.Int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c, ok := m.values[k]
-	if !ok {
-		c = new(atomic.Int64)
-		m.values[k] = c
-	}
-	return c
-}
-
-func key(name string, labels []string) string {
-	if len(labels) == 0 {
-		return name
-	}
-	parts := make([]string, 0, len(labels))
+	want := make(map[string]string, len(labels))
 	for _, l := range labels {
 		k, v, _ := strings.Cut(l, "=")
-		parts = append(parts, fmt.Sprintf("%s=%q", k, v))
+		want[k] = v
 	}
-	return name + "{" + strings.Join(parts, ",") + "}"
+	// A collector error still leaves the other families gathered.
+	fams, _ := m.registry.Gather()
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			if sameLabels(s.GetLabel(), want) {
+				return int64(value(s))
+			}
+		}
+	}
+	return 0
 }
 
-// WritePrometheus writes every metric in the text exposition format.
-func (m *Metrics) WritePrometheus(w io.Writer) error {
-	m.mu.Lock()
-	keys := make([]string, 0, len(m.values))
-	for k := range m.values {
-		keys = append(keys, k)
+func sameLabels(pairs []*dto.LabelPair, want map[string]string) bool {
+	if len(pairs) != len(want) {
+		return false
 	}
-	gauges := make(map[string]func() int64, len(m.gauges))
-	for k, f := range m.gauges {
-		gauges[k] = f
-	}
-	help := make(map[string]string, len(m.help))
-	for k, v := range m.help {
-		help[k] = v
-	}
-	m.mu.Unlock()
-	sort.Strings(keys)
-	seen := map[string]bool{}
-	for _, k := range keys {
-		family, _, _ := strings.Cut(k, "{")
-		if !seen[family] {
-			seen[family] = true
-			if h := help[family]; h != "" {
-				fmt.Fprintf(w, "# HELP %s %s\n", family, h)
-			}
-			fmt.Fprintf(w, "# TYPE %s counter\n", family)
-		}
-		if _, err := fmt.Fprintf(w, "%s %d\n", k, m.Get(k)); err != nil {
-			return fmt.Errorf("write metrics: %w", err)
+	for _, p := range pairs {
+		if v, ok := want[p.GetName()]; !ok || v != p.GetValue() {
+			return false
 		}
 	}
-	names := make([]string, 0, len(gauges))
-	for k := range gauges {
-		names = append(names, k)
+	return true
+}
+
+func value(s *dto.Metric) float64 {
+	switch {
+	case s.Counter != nil:
+		return s.GetCounter().GetValue()
+	case s.Gauge != nil:
+		return s.GetGauge().GetValue()
+	default:
+		return s.GetUntyped().GetValue()
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		if h := help[n]; h != "" {
-			fmt.Fprintf(w, "# HELP %s %s\n", n, h)
-		}
-		if _, err := fmt.Fprintf(w, "# TYPE %s gauge\n%s %d\n", n, n, gauges[n]()); err != nil {
-			return fmt.Errorf("write metrics: %w", err)
-		}
-	}
-	return nil
 }

@@ -81,7 +81,7 @@ func (r *reconciler) redrive(ctx actor.Context) {
 		return true
 	})
 	if n > 0 {
-		r.deps.Metrics.Add("paprika_redrive_jobs_total", int64(n))
+		r.deps.Metrics.RedriveJobs.Add(float64(n))
 		r.log.Info("re-drive woke queued jobs", slog.Int("jobs", n))
 	}
 }
@@ -100,7 +100,7 @@ func (r *reconciler) fleet() ([]persistence.WorkerInfo, bool) {
 		r.lastGood, r.lastGoodT = ws, now
 		return ws, true
 	}
-	r.deps.Metrics.Inc("paprika_fleet_read_errors_total")
+	r.deps.Metrics.FleetReadErrors.Inc()
 	if r.lastGood != nil && now.Sub(r.lastGoodT) <= t.FleetCache {
 		r.log.Warn("fleet read failed; using the last good view", slog.Any("err", err), slog.Duration("age", now.Sub(r.lastGoodT)))
 		return r.lastGood, true
@@ -159,8 +159,8 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 		return true
 	})
 	if lost+overdue > 0 {
-		r.deps.Metrics.Add("paprika_reconciler_lost_total", int64(lost))
-		r.deps.Metrics.Add("paprika_reconciler_overdue_total", int64(overdue))
+		r.deps.Metrics.ReconcilerLost.Add(float64(lost))
+		r.deps.Metrics.ReconcilerOverdue.Add(float64(overdue))
 		r.log.Info("reconciler swept", slog.Int("worker_lost", lost), slog.Int("overdue", overdue), slog.Int("fleet", len(ws)))
 	}
 }

@@ -87,6 +87,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		s.workerState(msg)
 		s.place(ctx)
 	case *messages.SchedEnqueue:
+		s.deps.Metrics.SchedEnqueues.Inc()
 		s.enqueue(msg.JobId, msg.Mode, time.UnixMilli(msg.CreatedUnixMs))
 		s.place(ctx)
 	case *messages.SchedPlaced:
@@ -97,7 +98,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 	case *placeTimeout:
 		delete(s.placeStops, msg.jobID)
 		if w, ok := s.pending[msg.jobID]; ok && w == msg.workerID {
-			s.deps.Metrics.Inc("paprika_sched_place_timeouts_total")
+			s.deps.Metrics.SchedPlaceTimeouts.Inc()
 			// The job grain did not answer: its cached PID may be of an
 			// activation that is gone; look it up afresh next time.
 			s.cl.PidCache.Remove(msg.jobID, KindJob)
@@ -115,7 +116,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 	case *messages.SchedPickSession:
 		c := s.rule.PickWorker(s.cands, "macro", s.deps.now(), s.rng)
 		if c == nil {
-			reply(ctx, fail("no_capacity", "no worker has a free chromium lane"))
+			reply(ctx, fail(CodeNoCapacity, "no worker has a free chromium lane"))
 			return
 		}
 		slot := sessionSlot(msg.SessionId)
@@ -213,7 +214,7 @@ func (s *schedulerGrain) enqueue(id, mode string, created time.Time) {
 	if w := s.pending[id]; w != "" && s.deps.now().Sub(s.pendingSince[id]) > 2*s.deps.Timing.AssignGrace {
 		// The job asks again long after its placement: the answer was lost
 		// (a hub left mid-way). Forget the placement and place it anew.
-		s.deps.Metrics.Inc("paprika_sched_stale_placements_total")
+		s.deps.Metrics.SchedStalePlacements.Inc()
 		s.settle(id, w)
 	}
 	if s.pending[id] != "" {
@@ -253,7 +254,7 @@ func (s *schedulerGrain) checkOwner(ctx actor.Context) {
 	if owner == nil || samePID(owner, ctx.Self()) {
 		return
 	}
-	s.deps.Metrics.Inc("paprika_sched_stale_activations_total")
+	s.deps.Metrics.SchedStaleActivations.Inc()
 	s.log.Warn("another scheduler activation owns the grain; handing over and stopping",
 		slog.String("owner", owner.String()), slog.Int("queued", s.queue.Len()))
 	for q := range s.queue.All() {
@@ -310,7 +311,7 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 		c.InFlight = c.reported + c.placing
 		s.queue.Remove(q.id)
 		s.pending[q.id], s.pendingSince[q.id] = c.ID, s.deps.now()
-		s.deps.Metrics.Inc("paprika_sched_placements_total")
+		s.deps.Metrics.SchedPlacements.Inc()
 		sendGrain(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})
 		s.armPlaceTimeout(q.id, c.ID)
 	}

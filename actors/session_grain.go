@@ -222,7 +222,7 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 			g.loaded = true
 			return nil
 		}
-		g.deps.Metrics.Inc("paprika_session_store_errors_total")
+		g.deps.Metrics.SessionStoreErrors.Inc()
 		return fmt.Errorf("load session %s: %w", g.id, err)
 	}
 	g.loaded = true
@@ -230,7 +230,7 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 		IdleTimeoutS: rec.IdleTimeoutS, Labels: rec.Labels, CreatedAt: rec.CreatedAt, LastUsed: rec.LastUsed}
 	g.savedAt = g.deps.now()
 	ctx.CancelReceiveTimeout()
-	g.deps.Metrics.Inc("paprika_sessions_resumed_total")
+	g.deps.Metrics.SessionsResumed.Inc()
 	g.log.Info("session resumed from the store", slog.String("worker_id", rec.WorkerID), slog.String("lane", rec.Lane),
 		slog.Time("last_used", rec.LastUsed))
 	left := g.idleTimeout() - g.deps.now().Sub(rec.LastUsed)
@@ -250,7 +250,7 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 // Callers still get not-found: nothing is known of the session but its
 // worker.
 func (g *sessionGrain) reclaim(ctx actor.Context, workerID string) {
-	g.deps.Metrics.Inc("paprika_sessions_reclaimed_total")
+	g.deps.Metrics.SessionsReclaimed.Inc()
 	g.log.Warn("worker holds a lane for an unrecorded session; closing it", slog.String("worker_id", workerID))
 	g.s.WorkerID = workerID
 	g.closeOnWorker(ctx)
@@ -295,7 +295,7 @@ func (g *sessionGrain) save() {
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.storeTimeout())
 	defer cancel()
 	if err := g.deps.Sessions.Put(rctx, rec, ttl); err != nil {
-		g.deps.Metrics.Inc("paprika_session_store_errors_total")
+		g.deps.Metrics.SessionStoreErrors.Inc()
 		g.log.Warn("session store write failed; the session would not survive this hub", slog.Any("err", err))
 	}
 }
@@ -306,7 +306,7 @@ func (g *sessionGrain) forget() {
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.storeTimeout())
 	defer cancel()
 	if err := g.deps.Sessions.Delete(rctx, g.id); err != nil {
-		g.deps.Metrics.Inc("paprika_session_store_errors_total")
+		g.deps.Metrics.SessionStoreErrors.Inc()
 		g.log.Warn("session store delete failed; the record expires with its TTL", slog.Any("err", err))
 	}
 }

@@ -37,7 +37,7 @@ func recoverMiddleware(kind string, d *Deps) actor.ReceiverMiddleware {
 				if r == nil {
 					return
 				}
-				d.Metrics.Inc("paprika_actor_panics_total", "kind="+kind)
+				d.Metrics.ActorPanics.WithLabelValues(kind).Inc()
 				d.Log.Error("actor panicked; restarting it", slog.String("kind", kind),
 					slog.String("pid", c.Self().Id), slog.String("message", fmt.Sprintf("%T", env.Message)),
 					slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
@@ -55,7 +55,7 @@ func recoverMiddleware(kind string, d *Deps) actor.ReceiverMiddleware {
 func countRestarts(system *actor.ActorSystem, m *Metrics) {
 	system.EventStream.Subscribe(func(evt interface{}) {
 		if e, ok := evt.(*actor.SupervisorEvent); ok {
-			m.Inc("paprika_actor_supervision_total", "directive="+e.Directive.String())
+			m.ActorSupervision.WithLabelValues(e.Directive.String()).Inc()
 		}
 	})
 }

@@ -96,7 +96,7 @@ func (c *workerConn) Receive(ctx actor.Context) {
 	case *inFrame:
 		c.frame(ctx, msg)
 	case *badFrame:
-		c.deps.Metrics.Inc("paprika_link_bad_frames_total")
+		c.deps.Metrics.LinkBadFrames.Inc()
 		c.log.Warn("bad frame from worker", slog.Any("err", msg.err))
 		c.sendFrame(ctx, messages.Frame{Type: messages.TypeError, Code: "bad_frame", Message: msg.err.Error()})
 	case *connClosed:
@@ -134,7 +134,7 @@ func (c *workerConn) start(ctx actor.Context) {
 	c.stop = make(chan struct{})
 	c.timers = NewTimers(ctx, "worker_conn")
 	c.timers.After(helloWait, &helloTimeout{})
-	c.deps.Metrics.Inc("paprika_links_opened_total")
+	c.deps.Metrics.LinksOpened.Inc()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	c.wg.Add(2)
 	go c.writeLoop(root, self)
@@ -245,7 +245,7 @@ func (c *workerConn) enqueue(ctx actor.Context, b []byte) bool {
 		return true
 	default:
 		// A worker that does not read must not hold up the hub.
-		c.deps.Metrics.Inc("paprika_link_slow_consumer_total")
+		c.deps.Metrics.LinkSlowConsumer.Inc()
 		c.log.Warn("worker is not reading its link; closing it", slog.Int("queued", len(c.out)))
 		c.closing = true
 		_ = c.ws.Close()
@@ -278,7 +278,7 @@ func (c *workerConn) closed(ctx actor.Context, err error) {
 	if c.helloDone {
 		sendGrain(ctx, c.deps.Cluster(), c.workerID, KindWorker, &messages.WorkerDisconnected{Conn: refOf(ctx.Self())})
 		c.helloDone = false
-		c.deps.Metrics.Inc("paprika_links_closed_total")
+		c.deps.Metrics.LinksClosed.Inc()
 	}
 	c.log.Debug("worker link closed", slog.Any("err", err))
 	ctx.Stop(ctx.Self())
@@ -327,7 +327,7 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		sendGrain(ctx, cl, f.SessionID, KindSession, &messages.SessionResult{CommandId: f.CommandID, Ok: f.OK,
 			Result: f.Result, Error: f.Error})
 	default:
-		c.deps.Metrics.Inc("paprika_link_bad_frames_total")
+		c.deps.Metrics.LinkBadFrames.Inc()
 		c.sendFrame(ctx, messages.Frame{Type: messages.TypeError, Code: "unexpected_type",
 			Message: fmt.Sprintf("a worker does not send %q", f.Type)})
 	}

@@ -232,7 +232,7 @@ func (g *workerGrain) pruneUnreported(ctx actor.Context, reported []string) {
 		if strings.HasPrefix(id, "session:") || slices.Contains(reported, id) || now.Sub(g.heldAt[id]) < SlotPruneAfter {
 			continue
 		}
-		g.deps.Metrics.Inc("paprika_worker_slots_pruned_total")
+		g.deps.Metrics.WorkerSlotsPruned.Inc()
 		g.log.Info("worker no longer reports the job; slot freed", slog.String("job_id", id))
 		if att := g.running[id]; att > 0 {
 			// If the job is still running by the store, the worker lost it
@@ -296,7 +296,7 @@ func (g *workerGrain) lost(ctx actor.Context, _ *workerLostTick) {
 			// Its caller gets a clear error on the next request.
 			sendGrain(ctx, g.cl, sid, KindSession, &messages.SessionWorkerGone{WorkerId: g.id})
 		} else {
-			g.deps.Metrics.Inc("paprika_worker_lost_jobs_total")
+			g.deps.Metrics.WorkerLostJobs.Inc()
 			sendGrain(ctx, g.cl, key, KindJob, &messages.JobWorkerLost{WorkerId: g.id, Attempt: att})
 		}
 		g.release(key)
@@ -433,7 +433,7 @@ func (g *workerGrain) publish(ctx actor.Context) {
 	defer cancel()
 	ttl := g.deps.Timing.AliveWindow + g.deps.Timing.OrphanGrace
 	if err := g.deps.Workers.Put(rctx, g.info, ttl); err != nil {
-		g.deps.Metrics.Inc("paprika_registry_errors_total")
+		g.deps.Metrics.RegistryErrors.Inc()
 		g.log.Warn("registry write failed; the scheduler still has the state", slog.Any("err", err))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -37,7 +36,10 @@ type Backend interface {
 	Link(w http.ResponseWriter, r *http.Request, workerID string)
 	// Ready reports each store's reachability (nil = reachable).
 	Ready(ctx context.Context) map[string]error
-	WriteMetrics(w io.Writer) error
+	// MetricsHandler serves /metrics: the metrics library negotiates the
+	// exposition format and sets the content type, so the API adds only
+	// its token check.
+	MetricsHandler() http.Handler
 }
 
 // Options configure the API.
@@ -82,7 +84,7 @@ func New(b Backend, o Options) *Server {
 	api("GET /sessions/{id}", s.getSession)
 	api("DELETE /sessions/{id}", s.closeSession)
 	api("POST /sessions/{id}/commands", s.sessionCommand)
-	api("GET /metrics", s.metrics)
+	api("GET /metrics", b.MetricsHandler().ServeHTTP)
 	if o.FaultInjection {
 		api("POST /debug/panic", s.injectPanic)
 	}
@@ -157,13 +159,6 @@ func (s *Server) injectPanic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	if err := s.b.WriteMetrics(w); err != nil {
-		s.log.Warn("write metrics", slog.Any("err", err))
-	}
 }
 
 // validID accepts the ids the hub hands out and worker ids: short, URL-safe.

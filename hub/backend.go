@@ -27,7 +27,7 @@ func (h *Hub) Submit(ctx context.Context, j persistence.Job) (persistence.Job, b
 		return stored, false, fmt.Errorf("create job: %w", err)
 	}
 	if created {
-		h.deps.Metrics.Inc("paprika_jobs_submitted_total", "mode="+stored.Mode)
+		h.deps.Metrics.JobsSubmitted.WithLabelValues(stored.Mode).Inc()
 		if err := actors.Wake(h.member.Cluster, stored.ID); err != nil {
 			// Stored and queued: the re-drive picks it up.
 			h.log.Warn("could not wake a new job; re-drive will", "job_id", stored.ID, "err", err)

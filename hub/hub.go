@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -120,7 +119,7 @@ func TimingFrom(cfg *config.Config) actors.Timing {
 func (h *Hub) Lost() <-chan struct{} { return h.lostCh }
 
 func (h *Hub) lost(err error) {
-	h.deps.Metrics.Inc("paprika_cluster_membership_lost_total")
+	h.deps.Metrics.ClusterMembershipLost.Inc()
 	h.log.Error("cluster membership lost; this hub must restart", slog.Any("err", err))
 	h.lostOnce.Do(func() { close(h.lostCh) })
 }
@@ -195,7 +194,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		_ = h.stores.Close()
 		return fmt.Errorf("start hub actors: %w", err)
 	}
-	h.registerGauges()
+	d.Metrics.MarkStarted(h.started)
 	h.recover(ctx)
 
 	h.server = &http.Server{
@@ -306,20 +305,5 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// WriteMetrics implements api.Backend.
-func (h *Hub) WriteMetrics(w io.Writer) error { return h.deps.Metrics.WritePrometheus(w) }
-
-func (h *Hub) registerGauges() {
-	m := h.deps.Metrics
-	m.Help("paprika_jobs_finished_total", "Jobs that reached a final state, by status and reason.")
-	m.Help("paprika_fenced_reports_total", "Worker reports refused because their attempt was not current.")
-	m.Help("paprika_actor_panics_total", "Actor panics, by actor kind; each is followed by a restart.")
-	m.Help("paprika_log_lines_stored_total", "Log lines written to the log store.")
-	m.Help("paprika_log_writes_total", "Log store writes (one round trip each).")
-	m.Help("paprika_sessions_resumed_total", "Sessions a grain activation loaded from the session store (after a hub loss, a passivation or a restart).")
-	m.Help("paprika_sessions_reclaimed_total", "Session lanes freed because a worker held them for a session with no record left.")
-	m.Help("paprika_session_store_errors_total", "Session store reads, writes and deletes that failed.")
-	m.Gauge("paprika_hub_uptime_seconds", "Seconds since this hub started.", func() int64 {
-		return int64(time.Since(h.started).Seconds())
-	})
-}
+// MetricsHandler implements api.Backend.
+func (h *Hub) MetricsHandler() http.Handler { return h.deps.Metrics.Handler() }

@@ -142,3 +142,24 @@ func TestTimersStopWithTheirActor(t *testing.T) {
 	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: job.ID, Attempt: a.Attempt, Result: []byte(`{}`)})
 	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, job.ID, 10*time.Second).Status)
 }
+
+// A new job asks the scheduler for a lane once: its grain's activation
+// enqueues it, and the wake-up that activated it does not ask again.
+func TestNewJobIsEnqueuedOnce(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	url := h.URL()
+	const n = 5
+	for i := 0; i < n; i++ {
+		submit(t, url, `{"mode":"noop"}`)
+	}
+	cl := h.member.Cluster
+	require.Eventually(t, func() bool {
+		r, err := actors.Call(cl, actors.SchedulerID, actors.KindScheduler, &messages.SchedGetStats{}, time.Second)
+		var st actors.SchedStats
+		return err == nil && r.Ok && json.Unmarshal(r.Json, &st) == nil && st.Queued == n
+	}, 5*time.Second, 10*time.Millisecond)
+	// Whatever was still on its way has arrived behind the stats request.
+	_, err := actors.Call(cl, actors.SchedulerID, actors.KindScheduler, &messages.SchedGetStats{}, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, int64(n), h.Metrics().Get("paprika_sched_enqueues_total"))
+}

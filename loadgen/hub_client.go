@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,9 +9,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Metric names read from the hub's /metrics.
@@ -173,46 +174,52 @@ func (c *hubClient) healthy(ctx context.Context) error {
 	return err
 }
 
-// metrics scrapes /metrics into family → value, summing label sets.
+// metrics scrapes /metrics into family → value, summing label sets. A body
+// that does not parse is a failed scrape, like one that timed out: a value
+// guessed from half a body would skew the bench's deltas.
 func (c *hubClient) metrics(ctx context.Context) (map[string]float64, error) {
 	b, err := c.call(ctx, http.MethodGet, "/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
-	return parseMetrics(b), nil
+	m, err := parseMetrics(b)
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: %w", err)
+	}
+	return m, nil
 }
 
-// parseMetrics reads Prometheus text: every sample's value, summed per
-// family (the name before any '{'). Comments and malformed lines are
-// skipped; a counter the hub has not touched yet is simply absent (0).
-func parseMetrics(b []byte) map[string]float64 {
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, rest := line, ""
-		if i := strings.IndexByte(line, '{'); i >= 0 {
-			j := strings.LastIndexByte(line, '}')
-			if j < i {
-				continue
+// parseMetrics reads the Prometheus text format with the library's own
+// parser (escaping and quoting rules are its business) and sums every
+// family's samples across label sets, since the bench only wants totals; a
+// counter the hub has not exposed is simply absent (0). A summary or
+// histogram yields its _sum and _count, which is what the totals of its
+// text lines meant. On a malformed body it returns the families read
+// before the fault along with the error.
+func parseMetrics(b []byte) (map[string]float64, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(b))
+	out := make(map[string]float64, len(fams))
+	for name, f := range fams {
+		for _, s := range f.GetMetric() {
+			switch {
+			case s.Counter != nil:
+				out[name] += s.GetCounter().GetValue()
+			case s.Gauge != nil:
+				out[name] += s.GetGauge().GetValue()
+			case s.Untyped != nil:
+				out[name] += s.GetUntyped().GetValue()
+			case s.Summary != nil:
+				out[name+"_sum"] += s.GetSummary().GetSampleSum()
+				out[name+"_count"] += float64(s.GetSummary().GetSampleCount())
+			case s.Histogram != nil:
+				out[name+"_sum"] += s.GetHistogram().GetSampleSum()
+				out[name+"_count"] += float64(s.GetHistogram().GetSampleCount())
 			}
-			name, rest = line[:i], line[j+1:]
-		} else if i := strings.IndexAny(line, " \t"); i >= 0 {
-			name, rest = line[:i], line[i:]
 		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			continue
-		}
-		out[name] += v
 	}
-	return out
+	if err != nil {
+		return out, fmt.Errorf("parse metrics: %w", err)
+	}
+	return out, nil
 }

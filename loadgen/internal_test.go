@@ -76,7 +76,7 @@ func TestParseMachineStat(t *testing.T) {
 
 func TestParseMetrics(t *testing.T) {
 	t.Parallel()
-	m := parseMetrics([]byte(`# HELP paprika_log_lines_stored_total Log lines written to the log store.
+	m, err := parseMetrics([]byte(`# HELP paprika_log_lines_stored_total Log lines written to the log store.
 # TYPE paprika_log_lines_stored_total counter
 paprika_log_lines_stored_total 12345
 paprika_jobs_finished_total{reason="",status="succeeded"} 7
@@ -84,6 +84,7 @@ paprika_jobs_finished_total{reason="job_error",status="failed"} 2
 paprika_hub_uptime_seconds 3.5e+01
 garbage line here
 `))
+	require.ErrorContains(t, err, "line 7", "a malformed line fails the scrape")
 	require.Equal(t, 12345.0, m[metricLinesStored])
 	require.Equal(t, 9.0, m["paprika_jobs_finished_total"])
 	require.Equal(t, 35.0, m["paprika_hub_uptime_seconds"])

@@ -117,7 +117,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 	case *messages.SchedRemove:
 		s.remove(msg.JobId)
 	case *messages.SchedPickSession:
-		c := s.rule.PickWorker(s.cands, "macro", s.deps.now(), s.rng)
+		c := s.rule.PickWorker(s.cands, messages.ModeMacro, s.deps.now(), s.rng)
 		if c == nil {
 			reply(ctx, fail("no_capacity", "no worker has a free chromium lane"))
 			return
@@ -306,13 +306,13 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 	kept := s.queue[:0]
 	noopFull := false
 	for i, q := range s.queue {
-		if noopFull && (q.mode == "noop" || q.mode == "") {
+		if noopFull && (q.mode == messages.ModeNoop || q.mode == "") {
 			kept = append(kept, q)
 			continue
 		}
 		c := s.rule.PickWorker(s.cands, q.mode, now, s.rng)
 		if c == nil {
-			if q.mode == "noop" || q.mode == "" {
+			if q.mode == messages.ModeNoop || q.mode == "" {
 				noopFull = true
 				// No lane anywhere: nothing later in the queue can go either,
 				// except browser jobs, which are rare; stop scanning.

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // Metric names read from the hub's /metrics.
@@ -109,7 +111,7 @@ type jobView struct {
 // submitNoop creates a noop job of lines lines.
 func (c *hubClient) submitNoop(ctx context.Context, lines, intervalMS, timeoutS int, key string) (jobView, error) {
 	body, err := json.Marshal(map[string]any{
-		"mode":         "noop",
+		"mode":         messages.ModeNoop,
 		"params":       map[string]int{"lines": lines, "interval_ms": intervalMS},
 		"timeout_s":    timeoutS,
 		"max_attempts": 1,

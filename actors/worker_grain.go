@@ -353,7 +353,7 @@ func (g *workerGrain) setStatus(ctx actor.Context, status string) *messages.Repl
 	switch status {
 	case WorkerActive, WorkerDrain, WorkerStandby:
 	default:
-		return fail("bad_status", "status %q is not one of active, drain, standby", status)
+		return fail("bad_status", "status %q is not one of %s", status, strings.Join(persistence.WorkerStatuses, ", "))
 	}
 	if g.info.MaxConcurrent == 0 && g.info.LastSeen.IsZero() {
 		return fail("not_found", "worker %s is not known", g.id)

@@ -45,7 +45,7 @@ func newWorker(id, hub string) persistence.WorkerInfo {
 	return persistence.WorkerInfo{
 		ID:            id,
 		Hub:           hub,
-		Status:        "active",
+		Status:        persistence.WorkerActive,
 		Alive:         true,
 		Connected:     true,
 		InFlight:      1,
@@ -88,7 +88,7 @@ func testWorkerPutGetList(t *testing.T, r persistence.WorkerRegistry) {
 	requireWorker(t, w2, list[1])
 
 	// A later Put replaces the record.
-	w1.InFlight, w1.Status = 3, "drain"
+	w1.InFlight, w1.Status = 3, persistence.WorkerDrain
 	require.NoError(t, r.Put(ctx, w1, longTTL))
 	got, err = r.Get(ctx, "w1")
 	require.NoError(t, err)

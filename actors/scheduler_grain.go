@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -255,7 +254,7 @@ func (s *schedulerGrain) placeFailed(m *messages.SchedPlaceFailed) {
 		s.timers.SendOnce(time.Duration(m.RetryAfterMs)*time.Millisecond, s.self, &wakeJob{jobID: m.JobId})
 		return
 	}
-	if m.Requeue && !s.queued[m.JobId] && !strings.HasPrefix(m.JobId, "session:") {
+	if m.Requeue && !s.queued[m.JobId] && !isSessionSlot(m.JobId) {
 		// Back to the front: it waited longest.
 		s.queued[m.JobId] = true
 		s.queue = append([]queuedJob{{id: m.JobId}}, s.queue...)

@@ -91,9 +91,6 @@ const (
 	sessionRecordSlack = time.Minute
 )
 
-// sessionSlotPrefix starts a session's key among a worker's reservations.
-const sessionSlotPrefix = "session:"
-
 type sessionCmdTimeout struct{ commandID string }
 
 // sessionIdleCheck fires when the session may have been idle for its
@@ -500,7 +497,3 @@ func (g *sessionGrain) json() []byte {
 	b, _ := json.Marshal(g.s)
 	return b
 }
-
-// sessionSlot is the key a session's lane has among a worker's
-// reservations, beside job ids.
-func sessionSlot(id string) string { return sessionSlotPrefix + id }

@@ -224,7 +224,7 @@ func (g *workerGrain) adoptRunning(ids []string) {
 func (g *workerGrain) pruneUnreported(ctx actor.Context, reported []string) {
 	now := g.deps.now()
 	for id := range g.running {
-		if strings.HasPrefix(id, "session:") || slices.Contains(reported, id) || now.Sub(g.heldAt[id]) < SlotPruneAfter {
+		if isSessionSlot(id) || slices.Contains(reported, id) || now.Sub(g.heldAt[id]) < SlotPruneAfter {
 			continue
 		}
 		g.deps.Metrics.Inc("paprika_worker_slots_pruned_total")
@@ -287,7 +287,7 @@ func (g *workerGrain) lost(ctx actor.Context, _ *workerLostTick) {
 	g.log.Warn("worker gone past the grace; its jobs are lost", slog.Int("jobs", len(g.running)),
 		slog.Duration("grace", g.deps.Timing.OrphanGrace))
 	for key, att := range g.running {
-		if sid, isSession := strings.CutPrefix(key, "session:"); isSession {
+		if sid, isSession := slotSession(key); isSession {
 			// Its caller gets a clear error on the next request.
 			sendGrain(ctx, g.cl, sid, KindSession, &messages.SessionWorkerGone{WorkerId: g.id})
 		} else {

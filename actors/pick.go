@@ -60,7 +60,7 @@ func supportsMode(drivers []string, mode string) bool {
 		return true
 	}
 	for _, d := range drivers {
-		if d == "chromium" {
+		if d == messages.DriverChromium {
 			return true
 		}
 	}

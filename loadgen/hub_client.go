@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // Metric names read from the hub's /metrics.
@@ -102,10 +103,10 @@ func (c *hubClient) call(ctx context.Context, method, path string, body []byte) 
 
 // jobView is the part of the job object the bench reads.
 type jobView struct {
-	ID       string `json:"id"`
-	Status   string `json:"status"`
-	Reason   string `json:"reason"`
-	WorkerID string `json:"worker_id"`
+	ID       string             `json:"id"`
+	Status   persistence.Status `json:"status"`
+	Reason   string             `json:"reason"`
+	WorkerID string             `json:"worker_id"`
 }
 
 // submitNoop creates a noop job of lines lines.

@@ -3,11 +3,11 @@ package messages
 import "slices"
 
 // The words of the wire contract that are values rather than frame types:
-// job modes and session command ops. They travel in worker-link frames
-// (assign_job's mode, session_command's command.op) and in the HTTP API
-// (POST /jobs, POST /sessions/{id}/commands, macro steps), so the hub's
-// validation, the scheduler and the workers' drivers all spell them from
-// here.
+// job modes, step and session ops, driver names. They travel in
+// worker-link frames (assign_job's mode, session_command's command.op,
+// hello's capabilities.drivers) and in the HTTP API (POST /jobs, POST
+// /sessions/{id}/commands, macro steps), so the hub's validation, the
+// scheduler and the workers' drivers all spell them from here.
 
 // Job modes (API.md, "Job modes").
 const (
@@ -42,6 +42,16 @@ var StepOps = []string{OpNavigate, OpClick, OpType, OpWait, OpScreenshot, OpText
 
 // IsStepOp reports whether op is one of StepOps.
 func IsStepOp(op string) bool { return slices.Contains(StepOps, op) }
+
+// Drivers a worker announces in hello (Capabilities.Drivers). The hub
+// places fetch and macro jobs, and sessions, only on a worker that
+// announces DriverChromium.
+const (
+	// DriverSimulated runs noop jobs without a browser.
+	DriverSimulated = "simulated"
+	// DriverChromium runs every mode on headless Chromium lanes.
+	DriverChromium = "chromium"
+)
 
 // Session lifecycle ops: session_command ops only the hub sends and the
 // worker handles itself, never a driver (see Frame.SessionID). Users cannot

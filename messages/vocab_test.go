@@ -13,6 +13,8 @@ func TestVocabularyIsAPIs(t *testing.T) {
 	require.Equal(t, []string{"navigate", "click", "type", "wait", "screenshot", "text", "eval"}, StepOps)
 	require.Equal(t, "open", OpOpen)
 	require.Equal(t, "close", OpClose)
+	require.Equal(t, "simulated", DriverSimulated)
+	require.Equal(t, "chromium", DriverChromium)
 	for _, op := range StepOps {
 		require.True(t, IsStepOp(op), op)
 	}

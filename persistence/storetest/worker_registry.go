@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -51,7 +52,7 @@ func newWorker(id, hub string) persistence.WorkerInfo {
 		InFlight:      1,
 		MaxConcurrent: 4,
 		Lanes:         []string{"ws://10.0.0.1:9222/0", "ws://10.0.0.1:9222/1"},
-		Drivers:       []string{"chromium"},
+		Drivers:       []string{messages.DriverChromium},
 		CPUPct:        12.5,
 		MemPct:        40,
 		DiskPct:       71.25,

@@ -1,13 +1,12 @@
 package persistence
 
-// These tests use the standard library only, like the package itself: the
-// client SDK imports persistence, and its test graph stays as small.
-
 import (
 	"net/url"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestNewJobID(t *testing.T) {
@@ -17,54 +16,34 @@ func TestNewJobID(t *testing.T) {
 	seen := make(map[string]bool, n)
 	for i := range ids {
 		id := NewJobID()
-		if len(id) != JobIDLen {
-			t.Fatalf("id %q has length %d, want %d", id, len(id), JobIDLen)
-		}
-		if url.PathEscape(id) != id {
-			t.Fatalf("id %q is not URL-safe", id)
-		}
-		if seen[id] {
-			t.Fatalf("duplicate id %s", id)
-		}
+		require.Len(t, id, JobIDLen)
+		require.Equal(t, url.PathEscape(id), id)
+		require.False(t, seen[id], "duplicate id %s", id)
 		seen[id] = true
 		ids[i] = id
 	}
-	if !sort.StringsAreSorted(ids) {
-		t.Fatal("ids from one process sort in creation order")
-	}
+	require.True(t, sort.StringsAreSorted(ids), "ids from one process sort in creation order")
 }
 
 func TestEncodeCrockford(t *testing.T) {
 	t.Parallel()
-	if got := encodeCrockford([16]byte{0x01, 0x56, 0x3E, 0x3A, 0xB5, 0xD3})[:10]; got != "01ARZ3NDEK" {
-		t.Fatalf("got %s: the ULID spec's example time 1469922850259 (01ARZ3NDEKTSV4RRFFQ69G5FAV)", got)
-	}
+	require.Equal(t, "01ARZ3NDEK", encodeCrockford([16]byte{0x01, 0x56, 0x3E, 0x3A, 0xB5, 0xD3})[:10],
+		"the ULID spec's example time 1469922850259 (01ARZ3NDEKTSV4RRFFQ69G5FAV)")
 	var maxTime [16]byte
 	for i := range 6 {
 		maxTime[i] = 0xFF
 	}
-	if id := encodeCrockford(maxTime); id != "7ZZZZZZZZZ0000000000000000" {
-		t.Fatalf("got %s: 2^48-1 ms is the last ULID time", id)
-	}
-	if id := NewJobID(); strings.ContainsAny(id, "ILOU") {
-		t.Fatalf("id %s holds a letter Crockford's alphabet leaves out", id)
-	}
+	id := encodeCrockford(maxTime)
+	require.Equal(t, "7ZZZZZZZZZ0000000000000000", id, "2^48-1 ms is the last ULID time")
+	require.False(t, strings.ContainsAny(NewJobID(), "ILOU"))
 }
 
 func TestIncrementWraps(t *testing.T) {
 	t.Parallel()
 	b := [10]byte{9: 0xFE}
-	if !increment(&b) {
-		t.Fatal("increment of ...FE wrapped")
-	}
-	if b[9] != 0xFF {
-		t.Fatalf("last byte %#x, want 0xff", b[9])
-	}
+	require.True(t, increment(&b))
+	require.Equal(t, byte(0xFF), b[9])
 	b = [10]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}
-	if increment(&b) {
-		t.Fatal("increment of all-FF did not report the wrap")
-	}
-	if b != ([10]byte{}) {
-		t.Fatalf("after the wrap b is %x, want zero", b)
-	}
+	require.False(t, increment(&b))
+	require.Equal(t, [10]byte{}, b)
 }

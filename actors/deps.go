@@ -21,11 +21,12 @@ const (
 	SchedulerID = "default"
 )
 
-// Worker statuses an operator may set (PATCH /workers/{id}).
+// Worker statuses an operator may set (PATCH /workers/{id}), short names
+// for persistence's, their one home.
 const (
-	WorkerActive  = "active"
-	WorkerDrain   = "drain"
-	WorkerStandby = "standby"
+	WorkerActive  = persistence.WorkerActive
+	WorkerDrain   = persistence.WorkerDrain
+	WorkerStandby = persistence.WorkerStandby
 )
 
 // Timing holds every interval the actors use; the hub fills it from config.

@@ -3,6 +3,8 @@ package actors
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // Candidate is the scheduler's view of one worker, as pick_worker reads it.
@@ -54,11 +56,11 @@ func (r PickRule) Eligible(c *Candidate, mode string, now time.Time) bool {
 
 // supportsMode: noop runs on any lane; browser modes need a chromium lane.
 func supportsMode(drivers []string, mode string) bool {
-	if mode == "noop" || mode == "" {
+	if mode == messages.ModeNoop || mode == "" {
 		return true
 	}
 	for _, d := range drivers {
-		if d == "chromium" {
+		if d == messages.DriverChromium {
 			return true
 		}
 	}

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -174,7 +173,7 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 func (r *reconciler) wakeSessions(ctx actor.Context, ws []persistence.WorkerInfo) {
 	for _, w := range ws {
 		for _, slot := range w.Running {
-			if sid, ok := strings.CutPrefix(slot, sessionSlotPrefix); ok {
+			if sid, ok := slotSession(slot); ok {
 				sendGrain(ctx, r.deps.Cluster(), sid, KindSession, &messages.SessionEnsure{WorkerId: w.ID})
 			}
 		}

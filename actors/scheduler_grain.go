@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -114,7 +113,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 	case *messages.SchedRemove:
 		s.remove(msg.JobId)
 	case *messages.SchedPickSession:
-		c := s.rule.PickWorker(s.cands, "macro", s.deps.now(), s.rng)
+		c := s.rule.PickWorker(s.cands, messages.ModeMacro, s.deps.now(), s.rng)
 		if c == nil {
 			reply(ctx, fail(CodeNoCapacity, "no worker has a free chromium lane"))
 			return
@@ -240,7 +239,7 @@ func (s *schedulerGrain) placeFailed(m *messages.SchedPlaceFailed) {
 		s.timers.After(time.Duration(m.RetryAfterMs)*time.Millisecond, &wakeJob{jobID: m.JobId})
 		return
 	}
-	if m.Requeue && !strings.HasPrefix(m.JobId, "session:") {
+	if m.Requeue && !isSessionSlot(m.JobId) {
 		// Back to the front: it waited longest.
 		s.queue.PushFront(queuedJob{id: m.JobId})
 	}
@@ -293,7 +292,7 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 	now := s.deps.now()
 	noopFull := false
 	for q := range s.queue.All() {
-		isNoop := q.mode == "noop" || q.mode == ""
+		isNoop := q.mode == messages.ModeNoop || q.mode == ""
 		if noopFull && isNoop {
 			continue
 		}

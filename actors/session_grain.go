@@ -90,9 +90,6 @@ const (
 	sessionRecordSlack = time.Minute
 )
 
-// sessionSlotPrefix starts a session's key among a worker's reservations.
-const sessionSlotPrefix = "session:"
-
 type sessionCmdTimeout struct{ commandID string }
 
 // sessionIdleCheck fires when the session may have been idle for its
@@ -353,7 +350,7 @@ func (g *sessionGrain) assignLane(ctx actor.Context, caller *actor.PID, workerID
 	g.s.WorkerID = workerID
 	cmdID := g.nextCommand()
 	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: cmdID,
-		Command: json.RawMessage(fmt.Sprintf(`{"op":"open","idle_timeout_s":%d}`, idleTimeoutS))}.Encode()
+		Command: json.RawMessage(fmt.Sprintf(`{"op":%q,"idle_timeout_s":%d}`, messages.OpOpen, idleTimeoutS))}.Encode()
 	// Parked before the answer: the worker's result may overtake it.
 	g.await(ctx, caller, cmdID)
 	call := &grainCall{cl: g.cl, identity: workerID, kind: KindWorker, timers: g.timers,
@@ -485,7 +482,7 @@ func (g *sessionGrain) close(ctx actor.Context, reason string) {
 func (g *sessionGrain) closeOnWorker(ctx actor.Context) {
 	g.closeCmd = g.nextCommand()
 	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: g.closeCmd,
-		Command: json.RawMessage(`{"op":"close"}`)}.Encode()
+		Command: json.RawMessage(fmt.Sprintf(`{"op":%q}`, messages.OpClose))}.Encode()
 	sendGrain(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
 	g.releaseStop = g.timers.After(closeWait, &sessionReleaseTimeout{})
 }
@@ -534,7 +531,3 @@ func (g *sessionGrain) json() []byte {
 	b, _ := json.Marshal(g.s)
 	return b
 }
-
-// sessionSlot is the key a session's lane has among a worker's
-// reservations, beside job ids.
-func sessionSlot(id string) string { return sessionSlotPrefix + id }

@@ -229,7 +229,7 @@ func (g *workerGrain) adoptRunning(ids []string) {
 func (g *workerGrain) pruneUnreported(ctx actor.Context, reported []string) {
 	now := g.deps.now()
 	for id := range g.running {
-		if strings.HasPrefix(id, "session:") || slices.Contains(reported, id) || now.Sub(g.heldAt[id]) < SlotPruneAfter {
+		if isSessionSlot(id) || slices.Contains(reported, id) || now.Sub(g.heldAt[id]) < SlotPruneAfter {
 			continue
 		}
 		g.deps.Metrics.WorkerSlotsPruned.Inc()
@@ -292,7 +292,7 @@ func (g *workerGrain) lost(ctx actor.Context, _ *workerLostTick) {
 	g.log.Warn("worker gone past the grace; its jobs are lost", slog.Int("jobs", len(g.running)),
 		slog.Duration("grace", g.deps.Timing.OrphanGrace))
 	for key, att := range g.running {
-		if sid, isSession := strings.CutPrefix(key, "session:"); isSession {
+		if sid, isSession := slotSession(key); isSession {
 			// Its caller gets a clear error on the next request.
 			sendGrain(ctx, g.cl, sid, KindSession, &messages.SessionWorkerGone{WorkerId: g.id})
 		} else {
@@ -394,7 +394,7 @@ func (g *workerGrain) setStatus(ctx actor.Context, status string) *messages.Repl
 	switch status {
 	case WorkerActive, WorkerDrain, WorkerStandby:
 	default:
-		return fail(CodeBadStatus, "status %q is not one of active, drain, standby", status)
+		return fail(CodeBadStatus, "status %q is not one of %s", status, strings.Join(persistence.WorkerStatuses, ", "))
 	}
 	if g.info.MaxConcurrent == 0 && g.info.LastSeen.IsZero() {
 		return fail(CodeNotFound, "worker %s is not known", g.id)

@@ -6,35 +6,40 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
-// Driver names accepted in Config.Driver.
+// Driver names accepted in Config.Driver. The hello frame announces them
+// (capabilities.drivers) and the hub's pick rule reads them, so they are
+// the wire contract's (messages.Driver*).
 const (
 	// DriverSimulated runs only the noop mode, without a browser; used by
 	// tests, benchmarks and `paprika up`.
-	DriverSimulated = "simulated"
+	DriverSimulated = messages.DriverSimulated
 	// DriverChromium drives headless Chromium lanes: package agent/chromium,
 	// plugged in through Config.DriverImpl (it imports this package).
-	DriverChromium = "chromium"
+	DriverChromium = messages.DriverChromium
 )
 
-// Failure reasons reported in job_failed (API.md, job object "reason").
-// They belong to the wire contract; they live here until messages/ gains
-// them.
+// Failure reasons reported in job_failed (API.md, job object "reason"):
+// the job object's own reasons, declared once in package persistence (which
+// imports only the standard library); these say when the agent uses each.
 const (
 	// ReasonRejected: no free lane, or the worker is draining or stopping.
-	ReasonRejected = "rejected"
+	ReasonRejected = persistence.ReasonRejected
 	// ReasonCanceled: the hub sent cancel_job.
-	ReasonCanceled = "canceled"
+	ReasonCanceled = persistence.ReasonCanceled
 	// ReasonDeadlineExceeded: the job's deadline_unix_ms passed.
-	ReasonDeadlineExceeded = "deadline_exceeded"
+	ReasonDeadlineExceeded = persistence.ReasonDeadlineExceeded
 	// ReasonLaneError: the lane cannot run the job (wrong driver for the
 	// mode, driver crash).
-	ReasonLaneError = "lane_error"
+	ReasonLaneError = persistence.ReasonLaneError
 	// ReasonJobError: the job itself failed (bad params, page error).
-	ReasonJobError = "job_error"
+	ReasonJobError = persistence.ReasonJobError
 	// ReasonWorkerLost: the worker stopped before the job finished.
-	ReasonWorkerLost = "worker_lost"
+	ReasonWorkerLost = persistence.ReasonWorkerLost
 )
 
 // ErrUnsupportedDriver is returned by New for a driver this build cannot run.

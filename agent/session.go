@@ -13,8 +13,8 @@ import (
 // Session ops the agent handles itself; every other op goes to the driver's
 // Session (messages.Frame.SessionID documents the contract).
 const (
-	SessionOpOpen  = "open"
-	SessionOpClose = "close"
+	SessionOpOpen  = messages.OpOpen
+	SessionOpClose = messages.OpClose
 )
 
 // Session limits and timing.

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // Limits of the noop mode, so a typo in params cannot exhaust the worker's
@@ -42,7 +44,7 @@ type noopParams struct {
 // between them, sleeps `sleep_ms`, then fails if `fail` is true or returns
 // {"lines": N}.
 func (SimulatedDriver) Run(ctx context.Context, _ int, job Job, emit func(string) error) (Result, error) {
-	if job.Mode != "noop" {
+	if job.Mode != messages.ModeNoop {
 		return Result{}, Fail(ReasonLaneError, "mode %q needs a chromium lane; the simulated driver runs only noop", job.Mode)
 	}
 	p, err := parseNoopParams(job.Params)

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // NoopParams are the parameters of mode noop (API.md, "Job modes").
@@ -33,8 +36,6 @@ const (
 	maxNoopMS    = 24 * 3600 * 1000
 )
 
-var macroOps = map[string]bool{"navigate": true, "click": true, "type": true, "wait": true, "screenshot": true, "text": true, "eval": true}
-
 // ValidateParams checks a job's params against its mode, with a 400 naming
 // the field at fault.
 func ValidateParams(mode string, raw json.RawMessage) error {
@@ -50,7 +51,7 @@ func ValidateParams(mode string, raw json.RawMessage) error {
 		return nil
 	}
 	switch mode {
-	case "noop":
+	case messages.ModeNoop:
 		var p NoopParams
 		if err := strict(&p); err != nil {
 			return err
@@ -61,7 +62,7 @@ func ValidateParams(mode string, raw json.RawMessage) error {
 		if p.IntervalMS < 0 || p.IntervalMS > maxNoopMS || p.SleepMS < 0 || p.SleepMS > maxNoopMS {
 			return bad("params.interval_ms and params.sleep_ms must be in 0..%d", maxNoopMS)
 		}
-	case "fetch":
+	case messages.ModeFetch:
 		var p FetchParams
 		if err := strict(&p); err != nil {
 			return err
@@ -70,7 +71,7 @@ func ValidateParams(mode string, raw json.RawMessage) error {
 		if p.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return bad("params.url %q must be an absolute http(s) URL", p.URL)
 		}
-	case "macro":
+	case messages.ModeMacro:
 		var p MacroParams
 		if err := strict(&p); err != nil {
 			return err
@@ -80,14 +81,14 @@ func ValidateParams(mode string, raw json.RawMessage) error {
 		}
 		for i, st := range p.Steps {
 			op, _ := st["op"].(string)
-			if !macroOps[op] {
-				return bad("params.steps[%d].op %q is not one of navigate, click, type, wait, screenshot, text, eval", i, op)
+			if !messages.IsStepOp(op) {
+				return bad("params.steps[%d].op %q is not one of %s", i, op, strings.Join(messages.StepOps, ", "))
 			}
 		}
 	case "":
 		return Errorf(http.StatusBadRequest, "bad_mode", "mode is required: noop, fetch or macro")
 	default:
-		return Errorf(http.StatusBadRequest, "bad_mode", "mode %q is not one of noop, fetch, macro", mode)
+		return Errorf(http.StatusBadRequest, "bad_mode", "mode %q is not one of %s", mode, strings.Join(messages.Modes, ", "))
 	}
 	return nil
 }

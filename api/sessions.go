@@ -3,6 +3,9 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // Session limits.
@@ -78,8 +81,8 @@ func (s *Server) sessionCommand(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op, _ := cmd["op"].(string)
-	if !macroOps[op] {
-		writeError(w, Errorf(http.StatusBadRequest, "bad_op", "op %q is not one of navigate, click, type, wait, screenshot, text, eval", op))
+	if !messages.IsStepOp(op) {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_op", "op %q is not one of %s", op, strings.Join(messages.StepOps, ", ")))
 		return
 	}
 	raw, _ := json.Marshal(cmd)

@@ -5,6 +5,9 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
+
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 var ioCopy = io.Copy
@@ -37,10 +40,8 @@ func (s *Server) patchWorker(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_json", "body must be {\"status\": ...}: %v", err))
 		return
 	}
-	switch body.Status {
-	case "active", "drain", "standby":
-	default:
-		writeError(w, Errorf(http.StatusBadRequest, "bad_status", "status %q is not one of active, drain, standby", body.Status))
+	if !persistence.ValidWorkerStatus(body.Status) {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_status", "status %q is not one of %s", body.Status, strings.Join(persistence.WorkerStatuses, ", ")))
 		return
 	}
 	info, err := s.b.SetWorkerStatus(r.Context(), id, body.Status)

@@ -3,40 +3,46 @@ package client
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
 )
 
-// Status is a job's place in its state machine.
-type Status string
+// The job object, its statuses and reasons are the hub's own declarations
+// (package persistence, which imports only the standard library), not
+// copies: what the hub serves is what the SDK decodes, field for field.
+
+// Status is a job's place in its state machine; Final reports whether no
+// transition leaves it.
+type Status = persistence.Status
 
 // Job statuses (API.md, "Job object").
 const (
-	StatusQueued    Status = "queued"
-	StatusRunning   Status = "running"
-	StatusSucceeded Status = "succeeded"
-	StatusFailed    Status = "failed"
-	StatusCanceled  Status = "canceled"
+	StatusQueued    = persistence.StatusQueued
+	StatusRunning   = persistence.StatusRunning
+	StatusSucceeded = persistence.StatusSucceeded
+	StatusFailed    = persistence.StatusFailed
+	StatusCanceled  = persistence.StatusCanceled
 )
 
 // Statuses lists every job status, in lifecycle order.
 var Statuses = []Status{StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCanceled}
 
-// Final reports whether no transition leaves s.
-func (s Status) Final() bool {
-	return s == StatusSucceeded || s == StatusFailed || s == StatusCanceled
-}
-
 // Reasons a job failed or was canceled (API.md), found in Job.Reason.
 const (
-	ReasonQueuedTimeout    = "queued_timeout"
-	ReasonWorkerLost       = "worker_lost"
-	ReasonDeadlineExceeded = "deadline_exceeded"
-	ReasonCanceled         = "canceled"
-	ReasonLaneError        = "lane_error"
-	ReasonJobError         = "job_error"
-	ReasonRejected         = "rejected"
+	ReasonQueuedTimeout    = persistence.ReasonQueuedTimeout
+	ReasonWorkerLost       = persistence.ReasonWorkerLost
+	ReasonDeadlineExceeded = persistence.ReasonDeadlineExceeded
+	ReasonCanceled         = persistence.ReasonCanceled
+	ReasonLaneError        = persistence.ReasonLaneError
+	ReasonJobError         = persistence.ReasonJobError
+	ReasonRejected         = persistence.ReasonRejected
 )
 
-// Job modes (API.md, "Job modes").
+// Job modes (API.md, "Job modes"). Their home is the wire contract,
+// messages.Modes; they are spelled here because package messages also
+// holds the hub's protobuf messages, and importing it would pull the
+// protobuf runtime into every program that uses the SDK.
+// TestModesAreTheWireContracts keeps the two equal.
 const (
 	ModeNoop  = "noop"
 	ModeFetch = "fetch"
@@ -44,45 +50,7 @@ const (
 )
 
 // Job is the hub's job object. Zero times mean "not yet".
-type Job struct {
-	// ID is the hub-assigned job id.
-	ID string `json:"id"`
-	// Mode is noop, fetch or macro.
-	Mode string `json:"mode"`
-	// Params are the mode's parameters as submitted.
-	Params json.RawMessage `json:"params,omitempty"`
-	// Status is queued, running, succeeded, failed or canceled.
-	Status Status `json:"status"`
-	// Reason says why a failed or canceled job ended (Reason* constants).
-	Reason string `json:"reason,omitempty"`
-	// Error is the human-readable failure, if any.
-	Error string `json:"error,omitempty"`
-	// WorkerID is the worker that runs or ran the job.
-	WorkerID string `json:"worker_id,omitempty"`
-	// Lane is the browser lane on that worker.
-	Lane string `json:"lane,omitempty"`
-	// Attempts counts the tries so far.
-	Attempts int `json:"attempts"`
-	// MaxAttempts bounds the tries.
-	MaxAttempts int `json:"max_attempts"`
-	// TimeoutS is the hard deadline in seconds, counted from CreatedAt.
-	TimeoutS int `json:"timeout_s"`
-	// CreatedAt is when the hub accepted the job.
-	CreatedAt time.Time `json:"created_at"`
-	// StartedAt is when a worker started it; zero while queued.
-	StartedAt time.Time `json:"started_at,omitzero"`
-	// FinishedAt is when it reached a final status; zero before.
-	FinishedAt time.Time `json:"finished_at,omitzero"`
-	// Result is the mode's result (see API.md, "Job modes").
-	Result json.RawMessage `json:"result,omitempty"`
-	// Assets names the files the job stored; fetch them with Client.Asset.
-	Assets []string `json:"assets,omitempty"`
-	// Labels are the tags given at submit.
-	Labels map[string]string `json:"labels,omitempty"`
-	// IdempotencyKey is the key the job was submitted with, when the hub
-	// reports it.
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
-}
+type Job = persistence.Job
 
 // SubmitRequest is the body of POST /jobs. Zero TimeoutS and MaxAttempts
 // leave the hub's defaults (jobs.default_timeout, jobs.max_attempts).
@@ -118,11 +86,12 @@ type Page struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// Worker statuses accepted by SetWorkerStatus.
+// Worker statuses accepted by SetWorkerStatus (the hub's own,
+// persistence.WorkerStatuses).
 const (
-	WorkerActive  = "active"
-	WorkerDrain   = "drain"
-	WorkerStandby = "standby"
+	WorkerActive  = persistence.WorkerActive
+	WorkerDrain   = persistence.WorkerDrain
+	WorkerStandby = persistence.WorkerStandby
 )
 
 // Worker is one entry of GET /workers.

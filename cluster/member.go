@@ -17,13 +17,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Providers accepted by cluster.provider.
+// Providers accepted by cluster.provider. This package implements them, so
+// it owns their spelling; package config refers to these when it checks
+// the key.
 const (
 	ProviderLocal       = "local"       // one process; what "redis" means without a Redis URL
 	ProviderRedis       = "redis"       // hub heartbeats in Redis (the multi-hub issue)
 	ProviderAutomanaged = "automanaged" // protoactor's static host list
 	ProviderTest        = "test"        // protoactor's in-memory agent, several members in one process
 )
+
+// Providers lists every value cluster.provider accepts, in the order error
+// messages name them. ProviderLocal is not among them: the hub chooses it
+// itself, for provider redis without a Redis URL.
+var Providers = []string{ProviderRedis, ProviderAutomanaged, ProviderTest, ProviderConsul, ProviderEtcd, ProviderK8s}
 
 // Options configure a member.
 type Options struct {

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/paprika-hub/paprika/cluster"
+)
 
 // Built-in defaults, one per key. config.yaml at the repository root repeats
 // every one of them; TestRepoConfigYAMLIsDefault keeps the two in step.
@@ -73,26 +77,27 @@ const (
 	DefaultAssetsDir = "./data/assets"
 )
 
-// Cluster providers accepted by cluster.provider.
+// Cluster providers accepted by cluster.provider: short names for package
+// cluster's, which implements them and so owns their spelling.
 const (
 	// ProviderRedis is Paprika's own membership: a hub heartbeat key with a
 	// TTL plus a ZSET index in Redis (embedded Redis when redis.url is empty).
-	ProviderRedis = "redis"
+	ProviderRedis = cluster.ProviderRedis
 	// ProviderAutomanaged is protoactor's automanaged provider.
-	ProviderAutomanaged = "automanaged"
+	ProviderAutomanaged = cluster.ProviderAutomanaged
 	// ProviderTest is protoactor's in-process test provider (tests only).
-	ProviderTest = "test"
+	ProviderTest = cluster.ProviderTest
 	// ProviderConsul is protoactor's Consul provider.
-	ProviderConsul = "consul"
+	ProviderConsul = cluster.ProviderConsul
 	// ProviderEtcd is protoactor's etcd provider.
-	ProviderEtcd = "etcd"
+	ProviderEtcd = cluster.ProviderEtcd
 	// ProviderK8s is protoactor's Kubernetes provider.
-	ProviderK8s = "k8s"
+	ProviderK8s = cluster.ProviderK8s
 )
 
 // Providers lists every value cluster.provider accepts, in the order error
-// messages name them.
-var Providers = []string{ProviderRedis, ProviderAutomanaged, ProviderTest, ProviderConsul, ProviderEtcd, ProviderK8s}
+// messages name them (cluster.Providers).
+var Providers = cluster.Providers
 
 // Config is the whole configuration of a paprika process: one section per
 // top-level key of config.yaml. Build it with Default or Load; change single

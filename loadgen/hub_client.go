@@ -14,6 +14,9 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // Metric names read from the hub's /metrics.
@@ -101,16 +104,16 @@ func (c *hubClient) call(ctx context.Context, method, path string, body []byte) 
 
 // jobView is the part of the job object the bench reads.
 type jobView struct {
-	ID       string `json:"id"`
-	Status   string `json:"status"`
-	Reason   string `json:"reason"`
-	WorkerID string `json:"worker_id"`
+	ID       string             `json:"id"`
+	Status   persistence.Status `json:"status"`
+	Reason   string             `json:"reason"`
+	WorkerID string             `json:"worker_id"`
 }
 
 // submitNoop creates a noop job of lines lines.
 func (c *hubClient) submitNoop(ctx context.Context, lines, intervalMS, timeoutS int, key string) (jobView, error) {
 	body, err := json.Marshal(map[string]any{
-		"mode":         "noop",
+		"mode":         messages.ModeNoop,
 		"params":       map[string]int{"lines": lines, "interval_ms": intervalMS},
 		"timeout_s":    timeoutS,
 		"max_attempts": 1,

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // submitConcurrency bounds the POST /jobs (and GET /jobs/{id}) in flight.
@@ -351,11 +353,11 @@ func (r *runner) verifyJobs(ctx context.Context) error {
 		mu.Lock()
 		defer mu.Unlock()
 		switch v.Status {
-		case "succeeded":
+		case persistence.StatusSucceeded:
 			j.Succeeded++
-		case "failed":
+		case persistence.StatusFailed:
 			j.Failed++
-		case "canceled":
+		case persistence.StatusCanceled:
 			j.Canceled++
 		default:
 			j.Other++

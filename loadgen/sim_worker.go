@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // Link timings of a simulated worker.
@@ -134,7 +135,7 @@ func (w *simWorker) handshake() error {
 	}
 	hello, err := messages.Frame{
 		Type: messages.TypeHello, WorkerID: w.id, LanIP: "127.0.0.1", Version: "bench",
-		Capabilities: &messages.Capabilities{MaxConcurrent: w.f.o.Lanes, LaneURLs: lanes, Drivers: []string{"simulated"}},
+		Capabilities: &messages.Capabilities{MaxConcurrent: w.f.o.Lanes, LaneURLs: lanes, Drivers: []string{messages.DriverSimulated}},
 		Stats:        &messages.Stats{DiskPct: 10},
 	}.Encode()
 	if err != nil {
@@ -246,7 +247,7 @@ func (w *simWorker) assign(f messages.Frame) {
 		w.mu.Unlock()
 		w.f.noteRejected()
 		w.enqueueRaw(messages.Frame{Type: messages.TypeJobFailed, JobID: f.JobID, Attempt: f.Attempt,
-			Reason: "rejected", Error: "no free lane"})
+			Reason: persistence.ReasonRejected, Error: "no free lane"})
 		return
 	}
 	idJSON, _ := json.Marshal(f.JobID)
@@ -296,7 +297,7 @@ func (w *simWorker) runJob(j *simJob) {
 	case endDead:
 		return
 	case endCanceled:
-		fin = messages.Frame{Type: messages.TypeJobFailed, JobID: j.id, Attempt: j.attempt, Reason: "canceled", Error: "canceled by the hub"}
+		fin = messages.Frame{Type: messages.TypeJobFailed, JobID: j.id, Attempt: j.attempt, Reason: persistence.ReasonCanceled, Error: "canceled by the hub"}
 	default:
 		fin = messages.Frame{Type: messages.TypeJobDone, JobID: j.id, Attempt: j.attempt,
 			Result: fmt.Appendf(nil, `{"lines":%d}`, sent)}

@@ -79,16 +79,16 @@ type Frame struct {
 	Assets   []string        `json:"assets,omitempty"`
 	Reason   string          `json:"reason,omitempty"`
 	Error    string          `json:"error,omitempty"`
-	Mode     string          `json:"mode,omitempty"`
+	Mode     string          `json:"mode,omitempty"` // assign_job: one of Modes
 	Params   json.RawMessage `json:"params,omitempty"`
 	Deadline int64           `json:"deadline_unix_ms,omitempty"`
 
 	// sessions: the hub sends session_command with Command = {"op": ...}:
-	// op "open" reserves a lane for the session (result {"lane": URL}),
-	// "close" frees it, any other op (navigate, click, type, wait,
-	// screenshot, text, eval — the macro step ops) runs on that lane. The
-	// worker answers each with session_result carrying the same CommandID:
-	// OK with Result, or Error.
+	// op "open" (OpOpen) reserves a lane for the session (result {"lane":
+	// URL}), "close" (OpClose) frees it, any other op (StepOps: navigate,
+	// click, type, wait, screenshot, text, eval — the macro step ops) runs
+	// on that lane. The worker answers each with session_result carrying
+	// the same CommandID: OK with Result, or Error.
 	SessionID string          `json:"session_id,omitempty"`
 	CommandID string          `json:"command_id,omitempty"`
 	Command   json.RawMessage `json:"command,omitempty"`

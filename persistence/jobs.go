@@ -44,26 +44,48 @@ const (
 	ReasonRejected         = "rejected"
 )
 
-// Job is one stored job. Zero times mean "not yet".
+// Job is one stored job, and the job object of the HTTP API (API.md, "Job
+// object"): the hub serves it as stored, and the client SDK decodes it into
+// this same type (client.Job), so the two cannot drift apart. Zero times
+// mean "not yet".
 type Job struct {
-	ID             string            `json:"id"`
-	Mode           string            `json:"mode"`
-	Params         json.RawMessage   `json:"params"`
-	Status         Status            `json:"status"`
-	Reason         string            `json:"reason,omitempty"`
-	Error          string            `json:"error,omitempty"`
-	WorkerID       string            `json:"worker_id,omitempty"`
-	Lane           string            `json:"lane,omitempty"`
-	Attempts       int               `json:"attempts"`
-	MaxAttempts    int               `json:"max_attempts"`
-	TimeoutS       int               `json:"timeout_s"`
-	CreatedAt      time.Time         `json:"created_at"`
-	StartedAt      time.Time         `json:"started_at,omitzero"`
-	FinishedAt     time.Time         `json:"finished_at,omitzero"`
-	Result         json.RawMessage   `json:"result,omitempty"`
-	Assets         []string          `json:"assets,omitempty"`
-	Labels         map[string]string `json:"labels,omitempty"`
-	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	// ID is the hub-assigned job id (NewJobID).
+	ID string `json:"id"`
+	// Mode is noop, fetch or macro (messages.Modes).
+	Mode string `json:"mode"`
+	// Params are the mode's parameters as submitted.
+	Params json.RawMessage `json:"params"`
+	// Status is queued, running, succeeded, failed or canceled.
+	Status Status `json:"status"`
+	// Reason says why a failed or canceled job ended (Reason* constants).
+	Reason string `json:"reason,omitempty"`
+	// Error is the human-readable failure, if any.
+	Error string `json:"error,omitempty"`
+	// WorkerID is the worker that runs or ran the job.
+	WorkerID string `json:"worker_id,omitempty"`
+	// Lane is the browser lane on that worker.
+	Lane string `json:"lane,omitempty"`
+	// Attempts counts the tries so far.
+	Attempts int `json:"attempts"`
+	// MaxAttempts bounds the tries.
+	MaxAttempts int `json:"max_attempts"`
+	// TimeoutS is the hard deadline in seconds, counted from CreatedAt.
+	TimeoutS int `json:"timeout_s"`
+	// CreatedAt is when the hub accepted the job.
+	CreatedAt time.Time `json:"created_at"`
+	// StartedAt is when a worker started it; zero while queued.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// FinishedAt is when it reached a final status; zero before.
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Result is the mode's result (API.md, "Job modes").
+	Result json.RawMessage `json:"result,omitempty"`
+	// Assets names the files the job stored (GET /jobs/{id}/assets/{name};
+	// client.Client.Asset).
+	Assets []string `json:"assets,omitempty"`
+	// Labels are the tags given at submit.
+	Labels map[string]string `json:"labels,omitempty"`
+	// IdempotencyKey is the key the job was submitted with, if any.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // Deadline is when the job must be final: created_at + timeout_s. It is

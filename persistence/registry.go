@@ -2,14 +2,33 @@ package persistence
 
 import (
 	"context"
+	"slices"
 	"time"
 )
+
+// Worker statuses (API.md, PATCH /workers/{id}): the values of
+// WorkerInfo.Status, set by an operator. Only an active worker is given
+// new jobs. They live beside WorkerInfo, not in the hub's actors, so the
+// API and the client SDK (which imports only this package) spell them
+// from the same place.
+const (
+	WorkerActive  = "active"
+	WorkerDrain   = "drain"
+	WorkerStandby = "standby"
+)
+
+// WorkerStatuses lists every worker status, in the order error messages
+// name them.
+var WorkerStatuses = []string{WorkerActive, WorkerDrain, WorkerStandby}
+
+// ValidWorkerStatus reports whether s is one of WorkerStatuses.
+func ValidWorkerStatus(s string) bool { return slices.Contains(WorkerStatuses, s) }
 
 // WorkerInfo is one worker as the fleet sees it (API.md, GET /workers).
 type WorkerInfo struct {
 	ID            string    `json:"id"`
 	Hub           string    `json:"hub"`
-	Status        string    `json:"status"`
+	Status        string    `json:"status"` // one of WorkerStatuses
 	Alive         bool      `json:"alive"`
 	Connected     bool      `json:"connected"`
 	InFlight      int       `json:"in_flight"`

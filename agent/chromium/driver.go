@@ -12,13 +12,15 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/messages"
 )
 
-// Job modes this driver runs (API.md "Job modes").
+// Job modes this driver runs (API.md "Job modes"), short names for the
+// wire contract's.
 const (
-	modeNoop  = "noop"
-	modeFetch = "fetch"
-	modeMacro = "macro"
+	modeNoop  = messages.ModeNoop
+	modeFetch = messages.ModeFetch
+	modeMacro = messages.ModeMacro
 )
 
 // Driver runs jobs and sessions on lanes of headless Chromium, one browser

@@ -12,18 +12,21 @@ import (
 	"unicode/utf8"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // Step ops: the macro steps and the session commands (API.md "Job modes",
-// POST /sessions/{id}/commands). doc.go documents each op's fields.
+// POST /sessions/{id}/commands), short names for the wire contract's.
+// doc.go documents each op's fields.
 const (
-	opNavigate   = "navigate"
-	opClick      = "click"
-	opType       = "type"
-	opWait       = "wait"
-	opScreenshot = "screenshot"
-	opText       = "text"
-	opEval       = "eval"
+	opNavigate   = messages.OpNavigate
+	opClick      = messages.OpClick
+	opType       = messages.OpType
+	opWait       = messages.OpWait
+	opScreenshot = messages.OpScreenshot
+	opText       = messages.OpText
+	opEval       = messages.OpEval
 )
 
 // Limits that keep a step's result, a job's result and a session_result

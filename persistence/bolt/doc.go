@@ -12,6 +12,6 @@
 //
 // Every transition reads, checks and writes inside one bbolt Update
 // transaction; bbolt runs one writer at a time, so a conditional transition
-// cannot interleave with another. The state machine itself is shared with
-// the in-memory store (memory.Apply*).
+// cannot interleave with another. The state machine itself is the one
+// every store shares (persistence.Apply*).
 package bolt

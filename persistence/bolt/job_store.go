@@ -14,7 +14,6 @@ import (
 	bberrors "go.etcd.io/bbolt/errors"
 
 	"github.com/paprika-hub/paprika/persistence"
-	"github.com/paprika-hub/paprika/persistence/memory"
 )
 
 var _ persistence.JobStore = (*JobStore)(nil)
@@ -76,14 +75,14 @@ func Open(path string, opts ...Option) (*JobStore, error) {
 	return &JobStore{db: db, path: path}, nil
 }
 
-// Create stores a new queued job (see memory.PrepareNew), or returns the
+// Create stores a new queued job (see persistence.PrepareNew), or returns the
 // job already stored under j.IdempotencyKey with created=false. A duplicate
 // id is persistence.ErrConflict.
 func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.Job, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return persistence.Job{}, false, fmt.Errorf("create job: %w", err)
 	}
-	j, err := memory.PrepareNew(j, time.Now())
+	j, err := persistence.PrepareNew(j, time.Now())
 	if err != nil {
 		return persistence.Job{}, false, err
 	}
@@ -159,7 +158,7 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 	if err := ctx.Err(); err != nil {
 		return nil, "", fmt.Errorf("list jobs: %w", err)
 	}
-	limit, err := memory.ListLimit(q)
+	limit, err := persistence.ListLimit(q)
 	if err != nil {
 		return nil, "", err
 	}
@@ -247,32 +246,32 @@ func seek(c *bbolt.Cursor, prefix, after []byte, ascending bool) []byte {
 	return k
 }
 
-// Claim is the conditional claim (memory.ApplyClaim).
+// Claim is the conditional claim (persistence.ApplyClaim).
 func (s *JobStore) Claim(ctx context.Context, id, workerID string, at time.Time) (persistence.Job, error) {
-	return s.update(ctx, id, "claim", func(j *persistence.Job) error { return memory.ApplyClaim(j, workerID, at) })
+	return s.update(ctx, id, "claim", func(j *persistence.Job) error { return persistence.ApplyClaim(j, workerID, at) })
 }
 
-// Unclaim rolls a claim back (memory.ApplyUnclaim).
+// Unclaim rolls a claim back (persistence.ApplyUnclaim).
 func (s *JobStore) Unclaim(ctx context.Context, id, workerID string, attempt int) error {
-	_, err := s.update(ctx, id, "unclaim", func(j *persistence.Job) error { return memory.ApplyUnclaim(j, workerID, attempt) })
+	_, err := s.update(ctx, id, "unclaim", func(j *persistence.Job) error { return persistence.ApplyUnclaim(j, workerID, attempt) })
 	return err
 }
 
-// SetLane records a running attempt's lane (memory.ApplySetLane).
+// SetLane records a running attempt's lane (persistence.ApplySetLane).
 func (s *JobStore) SetLane(ctx context.Context, id string, attempt int, lane string) error {
-	_, err := s.update(ctx, id, "set lane of", func(j *persistence.Job) error { return memory.ApplySetLane(j, attempt, lane) })
+	_, err := s.update(ctx, id, "set lane of", func(j *persistence.Job) error { return persistence.ApplySetLane(j, attempt, lane) })
 	return err
 }
 
-// Requeue puts a running attempt back in the queue (memory.ApplyRequeue).
+// Requeue puts a running attempt back in the queue (persistence.ApplyRequeue).
 func (s *JobStore) Requeue(ctx context.Context, id string, attempt int) error {
-	_, err := s.update(ctx, id, "requeue", func(j *persistence.Job) error { return memory.ApplyRequeue(j, attempt) })
+	_, err := s.update(ctx, id, "requeue", func(j *persistence.Job) error { return persistence.ApplyRequeue(j, attempt) })
 	return err
 }
 
-// Finish ends a non-final job (memory.ApplyFinish).
+// Finish ends a non-final job (persistence.ApplyFinish).
 func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persistence.Finish) (persistence.Job, error) {
-	return s.update(ctx, id, "finish", func(j *persistence.Job) error { return memory.ApplyFinish(j, attempt, f) })
+	return s.update(ctx, id, "finish", func(j *persistence.Job) error { return persistence.ApplyFinish(j, attempt, f) })
 }
 
 // Close closes the file; later calls fail with persistence.ErrUnavailable.

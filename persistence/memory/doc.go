@@ -4,7 +4,7 @@
 // mode. Each is a plain mutex-guarded store (not an actor) and starts no
 // goroutines.
 //
-// It also owns the pieces the embedded stores share: the job id generator
-// (NewJobID) and the job state machine (the Apply* functions), so the bbolt
-// JobStore and this one cannot disagree on a transition.
+// Its JobStore runs the job state machine of package persistence
+// (persistence.Apply*, persistence.NewJobID), the one the bbolt and MySQL
+// stores run too, so no two stores can disagree on a transition.
 package memory

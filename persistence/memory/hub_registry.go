@@ -47,8 +47,8 @@ func (r *HubRegistry) Beat(ctx context.Context, h persistence.HubInfo, ttl time.
 	if h.LastSeen.IsZero() {
 		h.LastSeen = now
 	}
-	h.LastSeen = UTC(h.LastSeen)
-	h.StartedAt = UTC(h.StartedAt)
+	h.LastSeen = persistence.UTC(h.LastSeen)
+	h.StartedAt = persistence.UTC(h.StartedAt)
 	h.Alive, h.Local = false, false
 	r.mu.Lock()
 	defer r.mu.Unlock()

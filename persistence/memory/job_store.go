@@ -31,11 +31,11 @@ func NewJobStore() *JobStore {
 	}
 }
 
-// Create stores a new queued job (see PrepareNew), or returns the job
+// Create stores a new queued job (see persistence.PrepareNew), or returns the job
 // already stored under j.IdempotencyKey with created=false. A duplicate id
 // is persistence.ErrConflict.
 func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.Job, bool, error) {
-	j, err := PrepareNew(j, time.Now())
+	j, err := persistence.PrepareNew(j, time.Now())
 	if err != nil {
 		return persistence.Job{}, false, err
 	}
@@ -46,7 +46,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 	}
 	if j.IdempotencyKey != "" {
 		if id, ok := s.idem[j.IdempotencyKey]; ok {
-			return CloneJob(s.jobs[id]), false, nil
+			return persistence.CloneJob(s.jobs[id]), false, nil
 		}
 	}
 	if _, ok := s.jobs[j.ID]; ok {
@@ -59,7 +59,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 	k := jobKey{created: j.CreatedAt.UnixNano(), id: j.ID}
 	i, _ := slices.BinarySearchFunc(s.order, k, jobKey.compare)
 	s.order = slices.Insert(s.order, i, k)
-	return CloneJob(j), true, nil
+	return persistence.CloneJob(j), true, nil
 }
 
 // Get returns the job with id, or persistence.ErrNotFound.
@@ -73,13 +73,13 @@ func (s *JobStore) Get(ctx context.Context, id string) (persistence.Job, error) 
 	if !ok {
 		return persistence.Job{}, fmt.Errorf("get job %s: %w", id, persistence.ErrNotFound)
 	}
-	return CloneJob(j), nil
+	return persistence.CloneJob(j), nil
 }
 
 // List returns one page of jobs in (created_at, id) order, newest first
 // unless q.OldestFirst, and the cursor of the next page ("" when none).
 func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persistence.Job, string, error) {
-	limit, err := ListLimit(q)
+	limit, err := persistence.ListLimit(q)
 	if err != nil {
 		return nil, "", err
 	}
@@ -124,38 +124,38 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 			// after this page's last job.
 			return page, encodeCursor(last), nil
 		}
-		page = append(page, CloneJob(j))
+		page = append(page, persistence.CloneJob(j))
 		last = s.order[i]
 	}
 	return page, "", nil
 }
 
-// Claim is the conditional claim (ApplyClaim).
+// Claim is the conditional claim (persistence.ApplyClaim).
 func (s *JobStore) Claim(ctx context.Context, id, workerID string, at time.Time) (persistence.Job, error) {
-	return s.update(ctx, id, func(j *persistence.Job) error { return ApplyClaim(j, workerID, at) })
+	return s.update(ctx, id, func(j *persistence.Job) error { return persistence.ApplyClaim(j, workerID, at) })
 }
 
-// Unclaim rolls a claim back (ApplyUnclaim).
+// Unclaim rolls a claim back (persistence.ApplyUnclaim).
 func (s *JobStore) Unclaim(ctx context.Context, id, workerID string, attempt int) error {
-	_, err := s.update(ctx, id, func(j *persistence.Job) error { return ApplyUnclaim(j, workerID, attempt) })
+	_, err := s.update(ctx, id, func(j *persistence.Job) error { return persistence.ApplyUnclaim(j, workerID, attempt) })
 	return err
 }
 
-// SetLane records a running attempt's lane (ApplySetLane).
+// SetLane records a running attempt's lane (persistence.ApplySetLane).
 func (s *JobStore) SetLane(ctx context.Context, id string, attempt int, lane string) error {
-	_, err := s.update(ctx, id, func(j *persistence.Job) error { return ApplySetLane(j, attempt, lane) })
+	_, err := s.update(ctx, id, func(j *persistence.Job) error { return persistence.ApplySetLane(j, attempt, lane) })
 	return err
 }
 
-// Requeue puts a running attempt back in the queue (ApplyRequeue).
+// Requeue puts a running attempt back in the queue (persistence.ApplyRequeue).
 func (s *JobStore) Requeue(ctx context.Context, id string, attempt int) error {
-	_, err := s.update(ctx, id, func(j *persistence.Job) error { return ApplyRequeue(j, attempt) })
+	_, err := s.update(ctx, id, func(j *persistence.Job) error { return persistence.ApplyRequeue(j, attempt) })
 	return err
 }
 
-// Finish ends a non-final job (ApplyFinish).
+// Finish ends a non-final job (persistence.ApplyFinish).
 func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persistence.Finish) (persistence.Job, error) {
-	return s.update(ctx, id, func(j *persistence.Job) error { return ApplyFinish(j, attempt, f) })
+	return s.update(ctx, id, func(j *persistence.Job) error { return persistence.ApplyFinish(j, attempt, f) })
 }
 
 // Close makes every later call fail with persistence.ErrUnavailable. It is
@@ -179,12 +179,12 @@ func (s *JobStore) update(ctx context.Context, id string, fn func(*persistence.J
 	if !ok {
 		return persistence.Job{}, fmt.Errorf("update job %s: %w", id, persistence.ErrNotFound)
 	}
-	j := CloneJob(old)
+	j := persistence.CloneJob(old)
 	if err := fn(&j); err != nil {
 		return persistence.Job{}, err
 	}
 	s.jobs[id] = j
-	return CloneJob(j), nil
+	return persistence.CloneJob(j), nil
 }
 
 // usable reports why the store cannot serve a call now; s.mu is held.

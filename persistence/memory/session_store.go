@@ -94,6 +94,6 @@ func (s *SessionStore) Delete(ctx context.Context, id string) error {
 
 func cloneSession(r persistence.SessionRecord) persistence.SessionRecord {
 	r.Labels = maps.Clone(r.Labels)
-	r.CreatedAt, r.LastUsed = UTC(r.CreatedAt), UTC(r.LastUsed)
+	r.CreatedAt, r.LastUsed = persistence.UTC(r.CreatedAt), persistence.UTC(r.LastUsed)
 	return r
 }

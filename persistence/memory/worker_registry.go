@@ -142,6 +142,6 @@ func cloneWorker(w persistence.WorkerInfo) persistence.WorkerInfo {
 	w.Lanes = slices.Clone(w.Lanes)
 	w.Drivers = slices.Clone(w.Drivers)
 	w.Running = slices.Clone(w.Running)
-	w.LastSeen = UTC(w.LastSeen)
+	w.LastSeen = persistence.UTC(w.LastSeen)
 	return w
 }

@@ -16,8 +16,8 @@
 // and the others fence on status and attempt the same way. When an UPDATE
 // matches no row the store reads the job once to tell a missing job
 // (persistence.ErrNotFound) from a lost condition (persistence.ErrConflict)
-// and runs the shared state machine of package memory (memory.Apply*) on
-// it, so the error says the same thing as the embedded stores'. Claim and
+// and runs the shared state machine (persistence.Apply*) on it, so the
+// error says the same thing as the embedded stores'. Claim and
 // Finish, which return the job, run the UPDATE and the read back in one
 // transaction: the row lock taken by the UPDATE keeps any other writer out
 // until the job is read. Nothing is ever half-written.

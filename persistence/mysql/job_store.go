@@ -13,7 +13,6 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/paprika-hub/paprika/persistence"
-	"github.com/paprika-hub/paprika/persistence/memory"
 )
 
 var _ persistence.JobStore = (*JobStore)(nil)
@@ -83,7 +82,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*JobStore, error) {
 	return s, nil
 }
 
-// Create stores a new queued job (see memory.PrepareNew), or returns the
+// Create stores a new queued job (see persistence.PrepareNew), or returns the
 // job already stored under j.IdempotencyKey with created=false. A duplicate
 // id is persistence.ErrConflict.
 //
@@ -94,7 +93,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 	if err := s.usable(); err != nil {
 		return persistence.Job{}, false, fmt.Errorf("create job: %w", err)
 	}
-	j, err := memory.PrepareNew(j, time.Now())
+	j, err := persistence.PrepareNew(j, time.Now())
 	if err != nil {
 		return persistence.Job{}, false, err
 	}
@@ -166,7 +165,7 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 	if err := s.usable(); err != nil {
 		return nil, "", fmt.Errorf("list jobs: %w", err)
 	}
-	limit, err := memory.ListLimit(q)
+	limit, err := persistence.ListLimit(q)
 	if err != nil {
 		return nil, "", err
 	}

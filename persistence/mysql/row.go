@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/paprika-hub/paprika/persistence"
-	"github.com/paprika-hub/paprika/persistence/memory"
 )
 
 // jobColumns names every column a job is read from, in scanJob's order.
@@ -56,12 +55,12 @@ func scanJob(sc rowScanner) (persistence.Job, error) {
 	j.Status = persistence.Status(status)
 	j.WorkerID = workerID.String
 	j.IdempotencyKey = key.String
-	j.CreatedAt = memory.UTC(j.CreatedAt)
+	j.CreatedAt = persistence.UTC(j.CreatedAt)
 	if started.Valid {
-		j.StartedAt = memory.UTC(started.Time)
+		j.StartedAt = persistence.UTC(started.Time)
 	}
 	if finished.Valid {
-		j.FinishedAt = memory.UTC(finished.Time)
+		j.FinishedAt = persistence.UTC(finished.Time)
 	}
 	if params != nil {
 		j.Params = json.RawMessage(params)
@@ -82,7 +81,7 @@ func scanJob(sc rowScanner) (persistence.Job, error) {
 	return j, nil
 }
 
-// checkNew checks a prepared job (memory.PrepareNew) against the column
+// checkNew checks a prepared job (persistence.PrepareNew) against the column
 // limits.
 func checkNew(j *persistence.Job) error {
 	for _, c := range []struct {
@@ -113,7 +112,7 @@ func checkNew(j *persistence.Job) error {
 // Truncating before the write makes the job a call returns equal the job a
 // later read returns (the server would round or truncate by its sql_mode).
 func micro(t time.Time) time.Time {
-	return memory.UTC(t).Truncate(time.Microsecond)
+	return persistence.UTC(t).Truncate(time.Microsecond)
 }
 
 // clipError cuts an error message to its TEXT column at a rune boundary. A

@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/paprika-hub/paprika/persistence"
-	"github.com/paprika-hub/paprika/persistence/memory"
 )
 
 // The conditional UPDATEs of the transitions. Each WHERE clause is the
-// condition of the memory.Apply* function of the same name; each SET list
-// is its change.
+// condition of the persistence.Apply* function of the same name; each SET
+// list is its change.
 const (
 	claimSQL = `UPDATE jobs SET status = 'running', worker_id = ?, attempts = attempts + 1,
 		started_at = ?, lane = '', updated_at = UTC_TIMESTAMP(6)
@@ -45,13 +44,13 @@ func (s *JobStore) Claim(ctx context.Context, id, workerID string, at time.Time)
 	// The shared state machine on a queued placeholder checks the
 	// arguments and normalizes at exactly as the embedded stores do.
 	p := persistence.Job{ID: id, Status: persistence.StatusQueued}
-	if err := memory.ApplyClaim(&p, workerID, at); err != nil {
+	if err := persistence.ApplyClaim(&p, workerID, at); err != nil {
 		return persistence.Job{}, err
 	}
 	if len(workerID) > maxWorkerIDLen {
 		return persistence.Job{}, fmt.Errorf("claim job %s: worker id is %d bytes, at most %d", id, len(workerID), maxWorkerIDLen)
 	}
-	check := func(j *persistence.Job) error { return memory.ApplyClaim(j, workerID, at) }
+	check := func(j *persistence.Job) error { return persistence.ApplyClaim(j, workerID, at) }
 	return s.updateAndGet(ctx, "claim", id, check, claimSQL, workerID, micro(p.StartedAt), id)
 }
 
@@ -61,7 +60,7 @@ func (s *JobStore) Unclaim(ctx context.Context, id, workerID string, attempt int
 	if err := s.usable(); err != nil {
 		return fmt.Errorf("unclaim job %s: %w", id, err)
 	}
-	check := func(j *persistence.Job) error { return memory.ApplyUnclaim(j, workerID, attempt) }
+	check := func(j *persistence.Job) error { return persistence.ApplyUnclaim(j, workerID, attempt) }
 	return s.update(ctx, s.db, "unclaim", id, check, unclaimSQL, id, workerID, attempt)
 }
 
@@ -73,7 +72,7 @@ func (s *JobStore) SetLane(ctx context.Context, id string, attempt int, lane str
 	if len(lane) > maxLaneLen {
 		return fmt.Errorf("set lane of job %s: lane is %d bytes, at most %d", id, len(lane), maxLaneLen)
 	}
-	check := func(j *persistence.Job) error { return memory.ApplySetLane(j, attempt, lane) }
+	check := func(j *persistence.Job) error { return persistence.ApplySetLane(j, attempt, lane) }
 	return s.update(ctx, s.db, "set lane of", id, check, setLaneSQL, lane, id, attempt)
 }
 
@@ -83,7 +82,7 @@ func (s *JobStore) Requeue(ctx context.Context, id string, attempt int) error {
 	if err := s.usable(); err != nil {
 		return fmt.Errorf("requeue job %s: %w", id, err)
 	}
-	check := func(j *persistence.Job) error { return memory.ApplyRequeue(j, attempt) }
+	check := func(j *persistence.Job) error { return persistence.ApplyRequeue(j, attempt) }
 	return s.update(ctx, s.db, "requeue", id, check, requeueSQL, id, attempt)
 }
 
@@ -97,7 +96,7 @@ func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persist
 	// As in Claim: the placeholder run validates f (final status, JSON
 	// result) and gives finished_at (now when zero) and copies.
 	p := persistence.Job{ID: id, Status: persistence.StatusQueued}
-	if err := memory.ApplyFinish(&p, persistence.AnyAttempt, f); err != nil {
+	if err := persistence.ApplyFinish(&p, persistence.AnyAttempt, f); err != nil {
 		return persistence.Job{}, err
 	}
 	if len(p.Reason) > maxReasonLen {
@@ -113,7 +112,7 @@ func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persist
 		query += finishFence
 		args = append(args, attempt)
 	}
-	check := func(j *persistence.Job) error { return memory.ApplyFinish(j, attempt, f) }
+	check := func(j *persistence.Job) error { return persistence.ApplyFinish(j, attempt, f) }
 	return s.updateAndGet(ctx, "finish", id, check, query, args...)
 }
 
@@ -159,7 +158,7 @@ func (s *JobStore) tryUpdateAndGet(ctx context.Context, op, id string, check fun
 // update runs one conditional UPDATE of job id. When it matches no row, it
 // reads the job: a missing job is persistence.ErrNotFound; otherwise the
 // condition was lost, persistence.ErrConflict, explained by check (the
-// transition's memory.Apply*) on the job as it is now.
+// transition's persistence.Apply*) on the job as it is now.
 func (s *JobStore) update(ctx context.Context, q querier, op, id string, check func(*persistence.Job) error, query string, args ...any) error {
 	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -47,7 +48,7 @@ func RunJobStore(t *testing.T, newStore func(t *testing.T) persistence.JobStore)
 // newJob returns a job as the hub would submit it; i varies its params.
 func newJob(i int) persistence.Job {
 	return persistence.Job{
-		Mode:        "noop",
+		Mode:        messages.ModeNoop,
 		Params:      json.RawMessage(fmt.Sprintf(`{"lines": %d, "sleep_ms": 5}`, i)),
 		MaxAttempts: 2,
 		TimeoutS:    180,

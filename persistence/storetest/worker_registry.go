@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -45,13 +46,13 @@ func newWorker(id, hub string) persistence.WorkerInfo {
 	return persistence.WorkerInfo{
 		ID:            id,
 		Hub:           hub,
-		Status:        "active",
+		Status:        persistence.WorkerActive,
 		Alive:         true,
 		Connected:     true,
 		InFlight:      1,
 		MaxConcurrent: 4,
 		Lanes:         []string{"ws://10.0.0.1:9222/0", "ws://10.0.0.1:9222/1"},
-		Drivers:       []string{"chromium"},
+		Drivers:       []string{messages.DriverChromium},
 		CPUPct:        12.5,
 		MemPct:        40,
 		DiskPct:       71.25,
@@ -88,7 +89,7 @@ func testWorkerPutGetList(t *testing.T, r persistence.WorkerRegistry) {
 	requireWorker(t, w2, list[1])
 
 	// A later Put replaces the record.
-	w1.InFlight, w1.Status = 3, "drain"
+	w1.InFlight, w1.Status = 3, persistence.WorkerDrain
 	require.NoError(t, r.Put(ctx, w1, longTTL))
 	got, err = r.Get(ctx, "w1")
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package memory
+package persistence
 
 import (
 	"bytes"
@@ -7,19 +7,20 @@ import (
 	"maps"
 	"slices"
 	"time"
-
-	"github.com/paprika-hub/paprika/persistence"
 )
 
-// These functions are the job state machine of the embedded stores. Each
+// These functions are the job state machine every JobStore shares. Each
 // checks the condition of one JobStore transition against the current row
 // and, when it holds, applies the change to j in place; when it does not,
-// it leaves j alone and returns an error wrapping persistence.ErrConflict.
-// The caller runs them inside its own atomic section (a mutex here, a bbolt
-// Update transaction in package bolt). The SQL store expresses the same
-// conditions in its WHERE clauses.
+// it leaves j alone and returns an error wrapping ErrConflict.
+// The caller runs them inside its own atomic section (a mutex in package
+// memory, a bbolt Update transaction in package bolt). The SQL store
+// expresses the same conditions in its WHERE clauses and, when an UPDATE
+// matches nothing, runs these on the row it reads back, so its errors read
+// like the embedded stores'. They live here, beside the contract, so that
+// no store imports another one to get them.
 
-// MaxListLimit and DefaultListLimit bound persistence.ListQuery.Limit.
+// MaxListLimit and DefaultListLimit bound ListQuery.Limit.
 const (
 	MaxListLimit     = 1000
 	DefaultListLimit = 50
@@ -27,7 +28,7 @@ const (
 
 // ListLimit returns the page size q asks for: DefaultListLimit for 0, an
 // error outside 0..MaxListLimit.
-func ListLimit(q persistence.ListQuery) (int, error) {
+func ListLimit(q ListQuery) (int, error) {
 	switch {
 	case q.Limit == 0:
 		return DefaultListLimit, nil
@@ -40,8 +41,8 @@ func ListLimit(q persistence.ListQuery) (int, error) {
 // PrepareNew validates and completes a job for JobStore.Create: it assigns
 // an id (NewJobID) and created_at (now) when they are empty, sets status
 // queued, converts times to UTC and rejects malformed JSON.
-func PrepareNew(j persistence.Job, now time.Time) (persistence.Job, error) {
-	if j.Status != "" && j.Status != persistence.StatusQueued {
+func PrepareNew(j Job, now time.Time) (Job, error) {
+	if j.Status != "" && j.Status != StatusQueued {
 		return j, fmt.Errorf("create job %s: status %q: a new job is queued", j.ID, j.Status)
 	}
 	if j.WorkerID != "" {
@@ -56,7 +57,7 @@ func PrepareNew(j persistence.Job, now time.Time) (persistence.Job, error) {
 	if j.ID == "" {
 		j.ID = NewJobID()
 	}
-	j.Status = persistence.StatusQueued
+	j.Status = StatusQueued
 	if j.CreatedAt.IsZero() {
 		j.CreatedAt = now
 	}
@@ -68,14 +69,14 @@ func PrepareNew(j persistence.Job, now time.Time) (persistence.Job, error) {
 
 // ApplyClaim applies JobStore.Claim: queued and unassigned → running on
 // workerID, attempts+1, started_at=at (now when zero), lane cleared.
-func ApplyClaim(j *persistence.Job, workerID string, at time.Time) error {
+func ApplyClaim(j *Job, workerID string, at time.Time) error {
 	if workerID == "" {
 		return fmt.Errorf("claim job %s: empty worker id", j.ID)
 	}
-	if j.Status != persistence.StatusQueued || j.WorkerID != "" {
-		return fmt.Errorf("claim job %s: %s on %q: %w", j.ID, j.Status, j.WorkerID, persistence.ErrConflict)
+	if j.Status != StatusQueued || j.WorkerID != "" {
+		return fmt.Errorf("claim job %s: %s on %q: %w", j.ID, j.Status, j.WorkerID, ErrConflict)
 	}
-	j.Status = persistence.StatusRunning
+	j.Status = StatusRunning
 	j.WorkerID = workerID
 	j.Attempts++
 	j.StartedAt = UTC(orNow(at))
@@ -85,12 +86,12 @@ func ApplyClaim(j *persistence.Job, workerID string, at time.Time) error {
 
 // ApplyUnclaim applies JobStore.Unclaim: running on workerID at attempt →
 // queued, unassigned, attempts-1, started_at and lane cleared.
-func ApplyUnclaim(j *persistence.Job, workerID string, attempt int) error {
-	if j.Status != persistence.StatusRunning || j.WorkerID != workerID || j.Attempts != attempt {
+func ApplyUnclaim(j *Job, workerID string, attempt int) error {
+	if j.Status != StatusRunning || j.WorkerID != workerID || j.Attempts != attempt {
 		return fmt.Errorf("unclaim job %s (worker %s, attempt %d): %s on %q at attempt %d: %w",
-			j.ID, workerID, attempt, j.Status, j.WorkerID, j.Attempts, persistence.ErrConflict)
+			j.ID, workerID, attempt, j.Status, j.WorkerID, j.Attempts, ErrConflict)
 	}
-	j.Status = persistence.StatusQueued
+	j.Status = StatusQueued
 	j.WorkerID = ""
 	j.Attempts--
 	j.StartedAt = time.Time{}
@@ -99,7 +100,7 @@ func ApplyUnclaim(j *persistence.Job, workerID string, attempt int) error {
 }
 
 // ApplySetLane applies JobStore.SetLane: running at attempt → lane recorded.
-func ApplySetLane(j *persistence.Job, attempt int, lane string) error {
+func ApplySetLane(j *Job, attempt int, lane string) error {
 	if err := requireRunning(j, "set lane of", attempt); err != nil {
 		return err
 	}
@@ -110,11 +111,11 @@ func ApplySetLane(j *persistence.Job, attempt int, lane string) error {
 // ApplyRequeue applies JobStore.Requeue: running at attempt → queued and
 // unassigned. The attempt stays counted (it was used); started_at and lane
 // are cleared.
-func ApplyRequeue(j *persistence.Job, attempt int) error {
+func ApplyRequeue(j *Job, attempt int) error {
 	if err := requireRunning(j, "requeue", attempt); err != nil {
 		return err
 	}
-	j.Status = persistence.StatusQueued
+	j.Status = StatusQueued
 	j.WorkerID = ""
 	j.StartedAt = time.Time{}
 	j.Lane = ""
@@ -122,10 +123,10 @@ func ApplyRequeue(j *persistence.Job, attempt int) error {
 }
 
 // ApplyFinish applies JobStore.Finish: a non-final job → f.Status. With a real attempt (not
-// persistence.AnyAttempt) the job must be running at that attempt, so a
+// AnyAttempt) the job must be running at that attempt, so a
 // worker whose attempt was requeued cannot finish the next one.
 // finished_at is f.At, or now when zero.
-func ApplyFinish(j *persistence.Job, attempt int, f persistence.Finish) error {
+func ApplyFinish(j *Job, attempt int, f Finish) error {
 	if !f.Status.Final() {
 		return fmt.Errorf("finish job %s: status %q is not final", j.ID, f.Status)
 	}
@@ -133,9 +134,9 @@ func ApplyFinish(j *persistence.Job, attempt int, f persistence.Finish) error {
 		return fmt.Errorf("finish job %s: result is not valid JSON", j.ID)
 	}
 	if j.Status.Final() {
-		return fmt.Errorf("finish job %s: already %s: %w", j.ID, j.Status, persistence.ErrConflict)
+		return fmt.Errorf("finish job %s: already %s: %w", j.ID, j.Status, ErrConflict)
 	}
-	if attempt != persistence.AnyAttempt {
+	if attempt != AnyAttempt {
 		if err := requireRunning(j, "finish", attempt); err != nil {
 			return err
 		}
@@ -149,17 +150,17 @@ func ApplyFinish(j *persistence.Job, attempt int, f persistence.Finish) error {
 	return nil
 }
 
-func requireRunning(j *persistence.Job, op string, attempt int) error {
-	if j.Status != persistence.StatusRunning || j.Attempts != attempt {
+func requireRunning(j *Job, op string, attempt int) error {
+	if j.Status != StatusRunning || j.Attempts != attempt {
 		return fmt.Errorf("%s job %s at attempt %d: %s at attempt %d: %w",
-			op, j.ID, attempt, j.Status, j.Attempts, persistence.ErrConflict)
+			op, j.ID, attempt, j.Status, j.Attempts, ErrConflict)
 	}
 	return nil
 }
 
 // CloneJob returns a deep copy of j, so a stored job shares no slice or map
 // with its caller.
-func CloneJob(j persistence.Job) persistence.Job {
+func CloneJob(j Job) Job {
 	j.Params = bytes.Clone(j.Params)
 	j.Result = bytes.Clone(j.Result)
 	j.Assets = slices.Clone(j.Assets)

@@ -1,4 +1,4 @@
-package memory
+package persistence
 
 import (
 	"net/url"

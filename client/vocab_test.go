@@ -1,0 +1,16 @@
+package client
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/messages"
+)
+
+// TestModesAreTheWireContracts: the SDK spells the job modes itself (see
+// ModeNoop) so that it does not import package messages; this test, which
+// may, holds the two spellings together.
+func TestModesAreTheWireContracts(t *testing.T) {
+	require.Equal(t, messages.Modes, []string{ModeNoop, ModeFetch, ModeMacro})
+}

@@ -1,0 +1,64 @@
+package messages
+
+import "slices"
+
+// The words of the wire contract that are values rather than frame types:
+// job modes, step and session ops, driver names. They travel in
+// worker-link frames (assign_job's mode, session_command's command.op,
+// hello's capabilities.drivers) and in the HTTP API (POST /jobs, POST
+// /sessions/{id}/commands, macro steps), so the hub's validation, the
+// scheduler and the workers' drivers all spell them from here.
+
+// Job modes (API.md, "Job modes").
+const (
+	// ModeNoop emits log lines and sleeps; it runs on any lane.
+	ModeNoop = "noop"
+	// ModeFetch loads one page; it needs a chromium lane.
+	ModeFetch = "fetch"
+	// ModeMacro runs a list of step ops; it needs a chromium lane.
+	ModeMacro = "macro"
+)
+
+// Modes lists every job mode, in the order API.md and error messages name
+// them.
+var Modes = []string{ModeNoop, ModeFetch, ModeMacro}
+
+// Step ops: the op of a macro step and of a session command (API.md, POST
+// /sessions/{id}/commands). The hub checks a command's op against these
+// before forwarding it; the worker's driver runs them.
+const (
+	OpNavigate   = "navigate"
+	OpClick      = "click"
+	OpType       = "type"
+	OpWait       = "wait"
+	OpScreenshot = "screenshot"
+	OpText       = "text"
+	OpEval       = "eval"
+)
+
+// StepOps lists every step op, in the order API.md and error messages name
+// them.
+var StepOps = []string{OpNavigate, OpClick, OpType, OpWait, OpScreenshot, OpText, OpEval}
+
+// IsStepOp reports whether op is one of StepOps.
+func IsStepOp(op string) bool { return slices.Contains(StepOps, op) }
+
+// Drivers a worker announces in hello (Capabilities.Drivers). The hub
+// places fetch and macro jobs, and sessions, only on a worker that
+// announces DriverChromium.
+const (
+	// DriverSimulated runs noop jobs without a browser.
+	DriverSimulated = "simulated"
+	// DriverChromium runs every mode on headless Chromium lanes.
+	DriverChromium = "chromium"
+)
+
+// Session lifecycle ops: session_command ops only the hub sends and the
+// worker handles itself, never a driver (see Frame.SessionID). Users cannot
+// send them: they are not step ops.
+const (
+	// OpOpen reserves a lane for the session; the result is {"lane": URL}.
+	OpOpen = "open"
+	// OpClose frees the session's lane.
+	OpClose = "close"
+)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/paprika-hub/paprika/internal/backoff"
 )
 
 // Limits of the noop mode, so a typo in params cannot exhaust the worker's
@@ -52,7 +54,7 @@ func (SimulatedDriver) Run(ctx context.Context, _ int, job Job, emit func(string
 	lines, interval, sleep := int64OrZero(p.Lines), int64OrZero(p.IntervalMS), int64OrZero(p.SleepMS)
 	for i := range lines {
 		if i > 0 && interval > 0 {
-			if err := sleepCtx(ctx, time.Duration(interval)*time.Millisecond); err != nil {
+			if err := backoff.Sleep(ctx, time.Duration(interval)*time.Millisecond); err != nil {
 				return Result{}, err
 			}
 		}
@@ -61,7 +63,7 @@ func (SimulatedDriver) Run(ctx context.Context, _ int, job Job, emit func(string
 		}
 	}
 	if sleep > 0 {
-		if err := sleepCtx(ctx, time.Duration(sleep)*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, time.Duration(sleep)*time.Millisecond); err != nil {
 			return Result{}, err
 		}
 	}
@@ -105,16 +107,4 @@ func int64OrZero(v *int64) int64 {
 		return 0
 	}
 	return *v
-}
-
-// sleepCtx waits for d or until ctx ends, whichever comes first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -105,3 +106,32 @@ func Call(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout t
 // supervision tests and the chaos suite. Local only (not protobuf), so no
 // other member — and no client — can send it.
 type InjectPanic struct{}
+
+// CallContext is Call bounded by ctx as well: the call's timeout shrinks to
+// ctx's deadline, and when ctx ends first CallContext returns ctx.Err() at
+// once. protoactor's grain calls take no context.Context (its
+// cluster.WithContext is an actor.SenderContext), so the call runs on a
+// goroutine of its own, which a cancelled ctx leaves to end by its timeout.
+func CallContext(ctx context.Context, cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	type result struct {
+		r   *messages.Reply
+		err error
+	}
+	done := make(chan result, 1) // the goroutine never blocks on a gone caller
+	go func() {
+		r, err := Call(cl, identity, kind, msg, timeout)
+		done <- result{r, err}
+	}()
+	select {
+	case res := <-done:
+		return res.r, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

@@ -73,7 +73,7 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 	case *cluster.ClusterInit:
 		g.id = msg.Identity.Identity
 		g.cl = msg.Cluster
-		g.log = g.deps.Log.With(slog.String("job_id", g.id), slog.String("hub_id", g.deps.HubID))
+		g.log = g.deps.Log.With(slog.String("job_id", g.id))
 		g.timers = scheduler.NewTimerScheduler(ctx)
 		g.load(ctx)
 		return

@@ -42,7 +42,7 @@ func NewReconcilerProps(d *Deps) *actor.Props {
 func (r *reconciler) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
-		r.log = r.deps.Log.With(slog.String("hub_id", r.deps.HubID), slog.String("actor", "reconciler"))
+		r.log = r.deps.Log.With(slog.String("actor", "reconciler"))
 		r.timers = scheduler.NewTimerScheduler(ctx)
 		t := r.deps.Timing
 		if !t.RedriveDisable {

@@ -136,7 +136,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 
 func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.cl = msg.Cluster
-	s.log = s.deps.Log.With(slog.String("hub_id", s.deps.HubID), slog.String("actor", "scheduler"))
+	s.log = s.deps.Log.With(slog.String("actor", "scheduler"))
 	s.rule = PickRule{AliveWindow: s.deps.Timing.AliveWindow, DiskExcludePct: s.deps.Timing.DiskExcludePct}
 	s.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	s.workers = map[string]*Candidate{}

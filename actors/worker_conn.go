@@ -118,7 +118,7 @@ func (c *workerConn) Receive(ctx actor.Context) {
 }
 
 func (c *workerConn) start(ctx actor.Context) {
-	c.log = c.deps.Log.With(slog.String("worker_id", c.workerID), slog.String("hub_id", c.deps.HubID))
+	c.log = c.deps.Log.With(slog.String("worker_id", c.workerID))
 	if c.startedAt == 0 {
 		c.startedAt = time.Now().UnixNano()
 	}

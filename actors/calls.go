@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/messages"
 )
 
@@ -107,9 +109,10 @@ func sendGrain(ctx actor.SenderContext, cl *cluster.Cluster, identity, kind stri
 // as the topology has dropped the dead member.
 const quickAttempt = 2 * time.Second
 
-// retryPause is the pause before the n-th retry of a grain call (n ≥ 1):
-// protoactor's own retry backoff is nanoseconds.
-func retryPause(n int) time.Duration { return min(time.Duration(n)*100*time.Millisecond, time.Second) }
+// callRetry spaces the attempts of a grain call (protoactor's own retry
+// backoff is nanoseconds): a fresh lookup finds a moved grain within a
+// few hundred milliseconds of the topology change.
+var callRetry = backoff.Policy{Base: 100 * time.Millisecond, Max: time.Second}
 
 // grainCall is one request from inside an actor's turn to a grain,
 // anywhere in the cluster. The turn never waits: the answer comes back as a
@@ -207,7 +210,7 @@ func (c *grainCall) retry(ctx actor.Context, err error) {
 		c.finish(nil, err)
 		return
 	}
-	c.timers.After(min(retryPause(c.tries), left), c)
+	c.timers.After(min(callRetry.Delay(c.tries-1), left), c)
 }
 
 func (c *grainCall) finish(r *messages.Reply, err error) {
@@ -216,6 +219,9 @@ func (c *grainCall) finish(r *messages.Reply, err error) {
 	}
 }
 
+// outsideRetry spaces the attempts of a call from outside the actors.
+var outsideRetry = backoff.Policy{Base: 20 * time.Millisecond, Max: 500 * time.Millisecond}
+
 // requestGrain calls a grain from outside any actor (HTTP handlers, the
 // hub's assembly): the caller's goroutine waits, bounded by timeout.
 func requestGrain(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
@@ -223,9 +229,8 @@ func requestGrain(cl *cluster.Cluster, identity, kind string, msg interface{}, t
 		cluster.WithTimeout(timeout),
 		cluster.WithRetryCount(4),
 		cluster.WithRetryAction(func(i int) int {
-			i++
-			time.Sleep(time.Duration(i*i) * 20 * time.Millisecond) // not an actor turn: a caller's goroutine
-			return i
+			time.Sleep(outsideRetry.Delay(i)) // not an actor turn: a caller's goroutine
+			return i + 1
 		}))
 	if err != nil {
 		return nil, err
@@ -241,4 +246,33 @@ func requestGrain(cl *cluster.Cluster, identity, kind string, msg interface{}, t
 // timeout and retry backoff.
 func Call(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
 	return requestGrain(cl, identity, kind, msg, timeout)
+}
+
+// CallContext is Call bounded by ctx as well: the call's timeout shrinks to
+// ctx's deadline, and when ctx ends first CallContext returns ctx.Err() at
+// once. protoactor's grain calls take no context.Context (its
+// cluster.WithContext is an actor.SenderContext), so the call runs on a
+// goroutine of its own, which a cancelled ctx leaves to end by its timeout.
+func CallContext(ctx context.Context, cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	type result struct {
+		r   *messages.Reply
+		err error
+	}
+	done := make(chan result, 1) // the goroutine never blocks on a gone caller
+	go func() {
+		r, err := Call(cl, identity, kind, msg, timeout)
+		done <- result{r, err}
+	}()
+	select {
+	case res := <-done:
+		return res.r, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

@@ -75,7 +75,7 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 	case *cluster.ClusterInit:
 		g.id = msg.Identity.Identity
 		g.cl = msg.Cluster
-		g.log = g.deps.Log.With(slog.String("job_id", g.id), slog.String("hub_id", g.deps.HubID))
+		g.log = g.deps.Log.With(slog.String("job_id", g.id))
 		g.timers = NewTimers(ctx, KindJob)
 		g.load(ctx)
 		g.enqueued = g.job.Status == persistence.StatusQueued

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -26,12 +27,12 @@ type logFlusher struct {
 	carry *flusherCarry
 
 	// actor-confined state
-	queue   []*flushReq
-	writing bool
-	backoff time.Duration
-	drains  []*actor.PID // callers of drainLogs waiting for an empty queue
-	writes  sync.WaitGroup
-	timers  *Timers
+	queue    []*flushReq
+	writing  bool
+	failures int          // consecutive failed writes
+	drains   []*actor.PID // callers of drainLogs waiting for an empty queue
+	writes   sync.WaitGroup
+	timers   *Timers
 }
 
 // flusherTick writes whatever partial batches the streams handed over.
@@ -70,6 +71,10 @@ type flusherCarry struct {
 	lastID uint64 // write ids stay unique across incarnations
 }
 
+// writeRetry spaces the retries of a failed log write: 100 ms doubling
+// to 2 s.
+var writeRetry = backoff.Policy{Base: 100 * time.Millisecond, Max: 2 * time.Second}
+
 // drainLogs asks the flusher to reply once nothing is queued or in flight.
 type drainLogs struct{}
 
@@ -96,14 +101,15 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 		}
 		if msg.err != nil {
 			f.deps.Metrics.LogWriteErrors.Inc()
-			f.backoff = min(max(2*f.backoff, 100*time.Millisecond), 2*time.Second)
-			f.deps.Log.Warn("log write failed; retrying", slog.Any("err", msg.err), slog.Duration("backoff", f.backoff),
+			pause := writeRetry.Delay(f.failures)
+			f.failures++
+			f.deps.Log.Warn("log write failed; retrying", slog.Any("err", msg.err), slog.Duration("backoff", pause),
 				slog.Int("batches", len(msg.reqs)))
 			f.queue = append(msg.reqs, f.queue...)
-			f.timers.After(f.backoff, &retryWrite{})
+			f.timers.After(pause, &retryWrite{})
 			return
 		}
-		f.backoff = 0
+		f.failures = 0
 		lines := 0
 		for _, r := range msg.reqs {
 			lines += len(r.batch.Lines)

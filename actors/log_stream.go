@@ -122,7 +122,7 @@ func (s *logStream) Receive(ctx actor.Context) {
 }
 
 func (s *logStream) start(ctx actor.Context) {
-	s.log = s.deps.Log.With(slog.String("job_id", s.jobID), slog.String("hub_id", s.deps.HubID))
+	s.log = s.deps.Log.With(slog.String("job_id", s.jobID))
 	s.timers = NewTimers(ctx, "log_stream")
 	ctx.SetReceiveTimeout(s.deps.Timing.IdlePassivate)
 	if c := s.carry; c.valid {

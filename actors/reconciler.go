@@ -39,7 +39,7 @@ func NewReconcilerProps(d *Deps) *actor.Props {
 func (r *reconciler) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
-		r.log = r.deps.Log.With(slog.String("hub_id", r.deps.HubID), slog.String("actor", "reconciler"))
+		r.log = r.deps.Log.With(slog.String("actor", "reconciler"))
 		r.timers = NewTimers(ctx, "reconciler")
 		t := r.deps.Timing
 		if !t.RedriveDisable {
@@ -182,24 +182,22 @@ func (r *reconciler) wakeSessions(ctx actor.Context, ws []persistence.WorkerInfo
 
 // eachJob visits jobs of one status oldest first until fn returns false.
 func (r *reconciler) eachJob(st persistence.Status, limit int, fn func(persistence.Job) bool) {
-	cursor, seen := "", 0
-	for seen < limit {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		jobs, next, err := r.deps.Jobs.List(rctx, persistence.ListQuery{Status: st, Limit: 500, Cursor: cursor, OldestFirst: true})
-		cancel()
+	seen := 0
+	q := persistence.ListQuery{Status: st, Limit: sweepPage, OldestFirst: true}
+	for j, err := range persistence.AllJobs(context.Background(), r.deps.Jobs, q, persistence.PageTimeout(sweepPageTimeout)) {
 		if err != nil {
 			r.log.Warn("job sweep read failed", slog.String("status", string(st)), slog.Any("err", err))
 			return
 		}
-		for _, j := range jobs {
-			seen++
-			if !fn(j) {
-				return
-			}
-		}
-		if next == "" {
+		if seen++; seen > limit || !fn(j) {
 			return
 		}
-		cursor = next
 	}
 }
+
+// A sweep reads the store in pages of sweepPage jobs, each bounded by
+// sweepPageTimeout.
+const (
+	sweepPage        = 500
+	sweepPageTimeout = 10 * time.Second
+)

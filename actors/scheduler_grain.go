@@ -132,7 +132,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 
 func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.cl = msg.Cluster
-	s.log = s.deps.Log.With(slog.String("hub_id", s.deps.HubID), slog.String("actor", "scheduler"))
+	s.log = s.deps.Log.With(slog.String("actor", "scheduler"))
 	s.rule = PickRule{AliveWindow: s.deps.Timing.AliveWindow, DiskExcludePct: s.deps.Timing.DiskExcludePct}
 	s.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	s.workers = map[string]*Candidate{}
@@ -165,25 +165,18 @@ func (s *schedulerGrain) rebuild(ctx actor.Context) {
 }
 
 func (s *schedulerGrain) loadQueued() int {
-	n, cursor := 0, ""
-	for page := 0; page < 100; page++ {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		jobs, next, err := s.deps.Jobs.List(rctx, persistence.ListQuery{Status: persistence.StatusQueued, Limit: 500, Cursor: cursor, OldestFirst: true})
-		cancel()
+	n := 0
+	q := persistence.ListQuery{Status: persistence.StatusQueued, Limit: sweepPage, OldestFirst: true}
+	for j, err := range persistence.AllJobs(context.Background(), s.deps.Jobs, q,
+		persistence.PageTimeout(sweepPageTimeout), persistence.MaxPages(100)) {
 		if err != nil {
 			s.log.Warn("scheduler: queued jobs read failed; re-drive will retry", slog.Any("err", err))
 			return n
 		}
-		for _, j := range jobs {
-			if j.WorkerID == "" {
-				s.enqueue(j.ID, j.Mode, j.CreatedAt)
-				n++
-			}
+		if j.WorkerID == "" {
+			s.enqueue(j.ID, j.Mode, j.CreatedAt)
+			n++
 		}
-		if next == "" {
-			break
-		}
-		cursor = next
 	}
 	return n
 }

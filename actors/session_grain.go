@@ -119,7 +119,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		// Started, and a restart starts a fresh struct.
 		g.id = msg.Identity.Identity
 		g.cl = msg.Cluster
-		g.log = g.deps.Log.With(slog.String("session_id", g.id), slog.String("hub_id", g.deps.HubID))
+		g.log = g.deps.Log.With(slog.String("session_id", g.id))
 		g.pending = map[string]*actor.PID{}
 		g.cmdStops = map[string]Stop{}
 		g.timers = NewTimers(ctx, KindSession)

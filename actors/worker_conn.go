@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/gorilla/websocket"
 
+	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -27,6 +28,10 @@ const (
 	// an honest worker sends a few (heartbeat, re-sent reports).
 	maxEarlyFrames = 256
 )
+
+// finishRetry spaces the tries to report a job's end (100 ms doubling:
+// 1.5 s over finishRetries before the link is dropped).
+var finishRetry = backoff.Policy{Base: 100 * time.Millisecond}
 
 // workerConn owns one worker's WebSocket on this hub: one reader goroutine
 // turns frames into messages (log lines go straight to the job's LogStream,
@@ -126,7 +131,7 @@ func (c *workerConn) Receive(ctx actor.Context) {
 }
 
 func (c *workerConn) start(ctx actor.Context) {
-	c.log = c.deps.Log.With(slog.String("worker_id", c.workerID), slog.String("hub_id", c.deps.HubID))
+	c.log = c.deps.Log.With(slog.String("worker_id", c.workerID))
 	if c.startedAt == 0 {
 		c.startedAt = time.Now().UnixNano()
 	}
@@ -411,6 +416,5 @@ func (c *workerConn) retryFinish(ctx actor.Context, in *inFrame, try int, err er
 		c.closeWith(ctx, "unavailable", "job store unavailable")
 		return
 	}
-	backoff := time.Duration(100<<try) * time.Millisecond
-	c.timers.After(backoff, &retryFinish{payload: in, try: try + 1})
+	c.timers.After(finishRetry.Delay(try), &retryFinish{payload: in, try: try + 1})
 }

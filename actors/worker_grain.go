@@ -112,7 +112,7 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	g.id = msg.Identity.Identity
 	g.cl = msg.Cluster
-	g.log = g.deps.Log.With(slog.String("worker_id", g.id), slog.String("hub_id", g.deps.HubID))
+	g.log = g.deps.Log.With(slog.String("worker_id", g.id))
 	g.running = map[string]int32{}
 	g.heldAt = map[string]time.Time{}
 	g.timers = NewTimers(ctx, KindWorker)

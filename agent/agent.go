@@ -42,7 +42,9 @@ var (
 // Agent is a worker agent: it links to a hub, runs the jobs the hub assigns
 // on its lanes and reports them. Build it with New and start it with Run.
 type Agent struct {
-	// Fixed after New.
+	// Set by New. cfg, driver, lanIP, sampler, box and bootTime never
+	// change after it; the atomics do, read and written without mu (logp
+	// whenever the worker id changes, see setIDLocked).
 	cfg      Config
 	logp     atomic.Pointer[slog.Logger] // carries worker_id; replaced when the id changes
 	driver   Driver

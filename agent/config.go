@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -136,36 +137,16 @@ func (c Config) Validate() error {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
-	if c.Lanes == 0 {
-		c.Lanes = DefaultLanes
-	}
-	if c.Driver == "" {
-		c.Driver = DefaultDriver
-	}
-	if c.Version == "" {
-		c.Version = DefaultVersion
-	}
-	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if c.PingInterval == 0 {
-		c.PingInterval = DefaultPingInterval
-	}
-	if c.StopTimeout == 0 {
-		c.StopTimeout = DefaultStopTimeout
-	}
-	if c.FlushTimeout == 0 {
-		c.FlushTimeout = DefaultFlushTimeout
-	}
-	if c.RestartJitter == 0 {
-		c.RestartJitter = DefaultRestartJitter
-	}
-	if c.WorkDir == "" {
-		c.WorkDir = "."
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Lanes = cmp.Or(c.Lanes, DefaultLanes)
+	c.Driver = cmp.Or(c.Driver, DefaultDriver)
+	c.Version = cmp.Or(c.Version, DefaultVersion)
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, DefaultHeartbeatInterval)
+	c.PingInterval = cmp.Or(c.PingInterval, DefaultPingInterval)
+	c.StopTimeout = cmp.Or(c.StopTimeout, DefaultStopTimeout)
+	c.FlushTimeout = cmp.Or(c.FlushTimeout, DefaultFlushTimeout)
+	c.RestartJitter = cmp.Or(c.RestartJitter, DefaultRestartJitter)
+	c.WorkDir = cmp.Or(c.WorkDir, ".")
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

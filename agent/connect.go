@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/messages"
 )
 
@@ -30,7 +31,7 @@ var errIDTaken = errors.New("worker id taken by another host")
 // connectLoop keeps one link up until ctx ends, moving to the next hub URL
 // after every failed dial or lost link, with exponential backoff and jitter.
 func (a *Agent) connectLoop(ctx context.Context) {
-	bo := backoff{min: backoffMin, max: backoffMax}
+	failures := 0 // since the last link that worked
 	idx := 0
 	for ctx.Err() == nil {
 		base := a.cfg.HubURLs[idx]
@@ -44,12 +45,13 @@ func (a *Agent) connectLoop(ctx context.Context) {
 			continue
 		}
 		if welcomed {
-			bo.reset()
+			failures = 0
 		}
 		idx = (idx + 1) % len(a.cfg.HubURLs)
-		delay := bo.next()
+		delay := reconnectBackoff.Delay(failures)
+		failures++
 		a.lg().Warn("hub link down; reconnecting", "hub_url", base, "next_hub_url", a.cfg.HubURLs[idx], "retry_in", delay, "err", err)
-		if sleepCtx(ctx, delay) != nil {
+		if backoff.Sleep(ctx, delay) != nil {
 			return
 		}
 	}

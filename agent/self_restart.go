@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/paprika-hub/paprika/internal/backoff"
 )
 
 // DefaultRestartJitter is Config.RestartJitter's default (DESIGN.md: 0–60 s).
@@ -52,10 +54,8 @@ func (a *Agent) watchRestart(ctx context.Context, stop context.CancelFunc) {
 		jitter = rand.N(c.RestartJitter)
 	}
 	a.lg().Info("restart threshold reached; draining after the jitter", "reason", reason, "jitter", jitter)
-	select {
-	case <-ctx.Done():
+	if backoff.Sleep(ctx, jitter) != nil {
 		return
-	case <-time.After(jitter):
 	}
 	a.Drain()
 	for {

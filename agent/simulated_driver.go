@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/messages"
 )
 
@@ -54,7 +55,7 @@ func (SimulatedDriver) Run(ctx context.Context, _ int, job Job, emit func(string
 	lines, interval, sleep := int64OrZero(p.Lines), int64OrZero(p.IntervalMS), int64OrZero(p.SleepMS)
 	for i := range lines {
 		if i > 0 && interval > 0 {
-			if err := sleepCtx(ctx, time.Duration(interval)*time.Millisecond); err != nil {
+			if err := backoff.Sleep(ctx, time.Duration(interval)*time.Millisecond); err != nil {
 				return Result{}, err
 			}
 		}
@@ -63,7 +64,7 @@ func (SimulatedDriver) Run(ctx context.Context, _ int, job Job, emit func(string
 		}
 	}
 	if sleep > 0 {
-		if err := sleepCtx(ctx, time.Duration(sleep)*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, time.Duration(sleep)*time.Millisecond); err != nil {
 			return Result{}, err
 		}
 	}
@@ -107,16 +108,4 @@ func int64OrZero(v *int64) int64 {
 		return 0
 	}
 	return *v
-}
-
-// sleepCtx waits for d or until ctx ends, whichever comes first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

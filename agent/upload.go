@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/paprika-hub/paprika/internal/backoff"
 )
 
 // Upload tuning.
@@ -32,6 +34,10 @@ const (
 	// buffered.
 	maxBufferedUpload = 16 << 20
 )
+
+// uploadBackoff is the pause after failed attempt number n+1 (doubling,
+// jittered over its upper half like the reconnects).
+var uploadBackoff = backoff.Policy{Base: uploadBackoffMin, Max: uploadBackoffMax, Jitter: 0.5}
 
 // UploadError is a hub's refusal of an asset: an answer other than 2xx.
 type UploadError struct {
@@ -75,7 +81,6 @@ func (a *Agent) UploadAsset(ctx context.Context, jobID, name, contentType string
 	if err != nil {
 		return fmt.Errorf("upload asset %s of job %s: %w", name, jobID, err)
 	}
-	bo := backoff{min: uploadBackoffMin, max: uploadBackoffMax}
 	for attempt := 1; ; attempt++ {
 		u, err := assetURL(a.uploadBase(), jobID, name)
 		if err != nil {
@@ -89,9 +94,9 @@ func (a *Agent) UploadAsset(ctx context.Context, jobID, name, contentType string
 		if attempt == uploadAttempts || !body.again() || !retryable(ctx, err) {
 			return err
 		}
-		delay := max(bo.next(), min(retryAfter, uploadBackoffMax))
+		delay := max(uploadBackoff.Delay(attempt-1), min(retryAfter, uploadBackoffMax))
 		a.lg().Warn("asset upload failed; retrying", "job_id", jobID, "asset", name, "retry_in", delay, "err", err)
-		if err := sleepCtx(ctx, delay); err != nil {
+		if err := backoff.Sleep(ctx, delay); err != nil {
 			return fmt.Errorf("upload asset %s of job %s: %w", name, jobID, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -112,7 +113,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, next 
 	for ctx.Err() == nil {
 		sub, err := store.Subscribe(ctx, id)
 		if err != nil {
-			s.waitOrEnd(ctx, followPoll)
+			_ = backoff.Sleep(ctx, followPoll) // an ended ctx ends the loop
 			continue
 		}
 		done, err := catchUp()
@@ -156,15 +157,6 @@ func (s *Server) stream(ctx context.Context, sub persistence.LogSubscription, se
 				return true
 			}
 		}
-	}
-}
-
-func (s *Server) waitOrEnd(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

@@ -2,6 +2,8 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 
@@ -21,7 +23,8 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil && err.Error() != "EOF" {
+	// An empty body (io.EOF) opens a session with the defaults.
+	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_json", "body must be {\"labels\": {...}, \"idle_timeout_s\": N}: %v", err))
 		return
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/paprika-hub/paprika/internal/backoff"
 )
 
 // Defaults of the retry and polling policy; each has an Option.
@@ -46,11 +47,9 @@ type Client struct {
 	hc            *http.Client
 	token         string
 	maxAttempts   int
-	backoffMin    time.Duration
-	backoffMax    time.Duration
+	retry         backoff.Policy // pauses between the tries of one request
 	maxRetryAfter time.Duration
-	pollMin       time.Duration
-	pollMax       time.Duration
+	poll          backoff.Policy // Wait's pauses between polls
 
 	cur atomic.Uint32 // index into bases of the hub in use
 }
@@ -77,7 +76,7 @@ func WithMaxAttempts(n int) Option { return func(c *Client) { c.maxAttempts = ma
 
 // WithBackoff sets the first and the largest retry delay.
 func WithBackoff(lowest, highest time.Duration) Option {
-	return func(c *Client) { c.backoffMin, c.backoffMax = lowest, max(lowest, highest) }
+	return func(c *Client) { c.retry = retryPolicy(lowest, highest) }
 }
 
 // WithMaxRetryAfter caps how long a 503's Retry-After is honoured.
@@ -86,7 +85,7 @@ func WithMaxRetryAfter(d time.Duration) Option { return func(c *Client) { c.maxR
 // WithPollInterval sets Wait's first and largest polling delay.
 func WithPollInterval(lowest, highest time.Duration) Option {
 	lowest = max(lowest, time.Millisecond)
-	return func(c *Client) { c.pollMin, c.pollMax = lowest, max(lowest, highest) }
+	return func(c *Client) { c.poll = pollPolicy(lowest, highest) }
 }
 
 // New returns a client for the hubs at baseURLs. Each entry may itself be a
@@ -97,11 +96,9 @@ func New(baseURLs []string, opts ...Option) (*Client, error) {
 	c := &Client{
 		hc:            http.DefaultClient,
 		maxAttempts:   DefaultMaxAttempts,
-		backoffMin:    DefaultBackoffMin,
-		backoffMax:    DefaultBackoffMax,
+		retry:         retryPolicy(DefaultBackoffMin, DefaultBackoffMax),
 		maxRetryAfter: DefaultMaxRetryAfter,
-		pollMin:       DefaultPollMin,
-		pollMax:       DefaultPollMax,
+		poll:          pollPolicy(DefaultPollMin, DefaultPollMax),
 	}
 	for _, entry := range baseURLs {
 		for raw := range strings.SplitSeq(entry, ",") {
@@ -160,7 +157,7 @@ func (c *Client) do(ctx context.Context, req *request) (*http.Response, error) {
 	connFails := 0 // consecutive connection failures since the last pause
 	for attempt := 0; attempt < c.maxAttempts; attempt++ {
 		if attempt > 0 {
-			if err := sleep(ctx, delay); err != nil {
+			if err := backoff.Sleep(ctx, delay); err != nil {
 				return nil, fmt.Errorf("%s: %w (last error: %w)", what, err, lastErr)
 			}
 		}
@@ -180,7 +177,7 @@ func (c *Client) do(ctx context.Context, req *request) (*http.Response, error) {
 			connFails++
 			delay = 0
 			if connFails >= len(c.bases) {
-				delay, connFails = c.backoff(attempt), 0
+				delay, connFails = c.retry.Delay(attempt), 0
 			}
 			continue
 		}
@@ -194,7 +191,7 @@ func (c *Client) do(ctx context.Context, req *request) (*http.Response, error) {
 		}
 		lastErr = apiErr
 		connFails = 0
-		delay = c.backoff(attempt)
+		delay = c.retry.Delay(attempt)
 		if ra, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
 			delay = min(ra, c.maxRetryAfter)
 		}
@@ -242,19 +239,18 @@ func (c *Client) advance(idx int) {
 	}
 }
 
-// backoff is the delay before retry number attempt+1: doubling from
-// backoffMin up to backoffMax, with jitter in [d/2, d] so clients that failed
+// retryPolicy gives the delays between the tries of a request: doubling
+// from lowest up to highest, with jitter in [d/2, d] so clients that failed
 // together do not retry together.
-func (c *Client) backoff(attempt int) time.Duration {
-	d := c.backoffMin
-	for i := 0; i < attempt && d < c.backoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, c.backoffMax)
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2+1)
+func retryPolicy(lowest, highest time.Duration) backoff.Policy {
+	return backoff.Policy{Base: lowest, Max: max(lowest, highest), Jitter: 0.5}
+}
+
+// pollPolicy gives Wait's delays: growing by half per poll from lowest to
+// highest, unjittered (a poll is one cheap GET, and its timing is the
+// caller's choice).
+func pollPolicy(lowest, highest time.Duration) backoff.Policy {
+	return backoff.Policy{Base: lowest, Max: max(lowest, highest), Factor: 1.5}
 }
 
 // neverSent reports whether err happened before any byte reached a hub
@@ -278,21 +274,6 @@ func retryAfter(v string) (time.Duration, bool) {
 		return max(time.Until(t), 0), true
 	}
 	return 0, false
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // drainClose reads a little of body so the connection can be reused, then

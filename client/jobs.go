@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/paprika-hub/paprika/internal/backoff"
 )
 
 // Submit creates a job (POST /jobs). idempotencyKey makes retries safe: the
@@ -81,8 +83,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (Job, error) {
 // between polls grows from the poll minimum to the poll maximum (see
 // WithPollInterval). It stops with ctx.
 func (c *Client) Wait(ctx context.Context, id string) (Job, error) {
-	delay := c.pollMin
-	for {
+	for poll := 0; ; poll++ {
 		job, err := c.Get(ctx, id)
 		if err != nil {
 			return job, err
@@ -90,10 +91,9 @@ func (c *Client) Wait(ctx context.Context, id string) (Job, error) {
 		if job.Status.Final() {
 			return job, nil
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := backoff.Sleep(ctx, c.poll.Delay(poll)); err != nil {
 			return job, fmt.Errorf("wait for job %s: %w", id, err)
 		}
-		delay = min(delay+delay/2, c.pollMax)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/paprika-hub/paprika/internal/backoff"
 )
 
 // Logs returns every log line of the job so far (GET /jobs/{id}/logs), as
@@ -85,7 +87,7 @@ func (c *Client) Follow(ctx context.Context, id string, fn func(line string)) er
 		if fruitless >= c.maxAttempts {
 			return fmt.Errorf("follow job %s: stream dropped %d times without a new line: %w", id, fruitless, lastErr)
 		}
-		if err := sleep(ctx, c.backoff(fruitless)); err != nil {
+		if err := backoff.Sleep(ctx, c.retry.Delay(fruitless)); err != nil {
 			return fmt.Errorf("follow job %s: %w", id, err)
 		}
 	}

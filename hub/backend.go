@@ -51,9 +51,9 @@ func (h *Hub) Cancel(ctx context.Context, id string) (persistence.Job, error) {
 	if _, err := h.stores.Jobs.Get(ctx, id); err != nil {
 		return persistence.Job{}, err
 	}
-	r, err := actors.Call(h.member.Cluster, id, actors.KindJob, &messages.JobCancel{}, h.deps.Timing.GrainTimeout)
+	r, err := actors.CallContext(ctx, h.member.Cluster, id, actors.KindJob, &messages.JobCancel{}, h.deps.Timing.GrainTimeout)
 	if err != nil {
-		return persistence.Job{}, fmt.Errorf("cancel job %s: %w: %v", id, persistence.ErrUnavailable, err)
+		return persistence.Job{}, fmt.Errorf("cancel job %s: %w: %w", id, persistence.ErrUnavailable, err)
 	}
 	var j persistence.Job
 	if len(r.Json) > 0 {
@@ -90,9 +90,9 @@ func (h *Hub) Workers(ctx context.Context) ([]persistence.WorkerInfo, error) {
 // SetWorkerStatus asks the worker grain.
 func (h *Hub) SetWorkerStatus(ctx context.Context, id, status string) (persistence.WorkerInfo, error) {
 	var w persistence.WorkerInfo
-	r, err := actors.Call(h.member.Cluster, id, actors.KindWorker, &messages.WorkerSetStatus{Status: status}, h.deps.Timing.GrainTimeout)
+	r, err := actors.CallContext(ctx, h.member.Cluster, id, actors.KindWorker, &messages.WorkerSetStatus{Status: status}, h.deps.Timing.GrainTimeout)
 	if err != nil {
-		return w, fmt.Errorf("set worker %s status: %w: %v", id, persistence.ErrUnavailable, err)
+		return w, fmt.Errorf("set worker %s status: %w: %w", id, persistence.ErrUnavailable, err)
 	}
 	if !r.Ok {
 		if r.Code == "not_found" {

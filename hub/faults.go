@@ -11,9 +11,13 @@ import (
 )
 
 // InjectPanic makes one actor of this hub panic, to prove supervision: kind
-// is worker, job, scheduler, session, worker_conn, log_stream or reconciler;
-// id names the worker, job or session where the kind needs one. Used by tests and the chaos
-// suite; it is not reachable from the HTTP API.
+// is worker, job, scheduler, session, worker_conn, log_stream or
+// reconciler; id names the worker (worker, worker_conn), job (job,
+// log_stream) or session where the kind needs one. actors.InjectPanic is
+// not protobuf, so a grain or link that another hub holds never gets it.
+// Used by tests and, over HTTP, by the chaos suite: api routes POST
+// /debug/panic?kind=&id= here when debug.fault_injection is set (never in
+// production).
 func (h *Hub) InjectPanic(ctx context.Context, kind, id string) error {
 	root := h.member.System.Root
 	var pid *actor.PID

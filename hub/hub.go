@@ -230,24 +230,16 @@ func (h *Hub) recover(ctx context.Context) {
 		cl.ActorSystem.Root.Send(pid, &messages.SchedGetStats{})
 	}
 	n := 0
-	for _, st := range []persistence.Status{persistence.StatusRunning} {
-		cursor := ""
-		for {
-			jobs, next, err := h.stores.Jobs.List(ctx, persistence.ListQuery{Status: st, Limit: 500, Cursor: cursor, OldestFirst: true})
-			if err != nil {
-				h.log.Warn("recovery read failed; the reconciler will catch up", slog.Any("err", err))
-				break
-			}
-			for _, j := range jobs {
-				if pid := cl.Get(j.ID, actors.KindJob); pid != nil {
-					cl.ActorSystem.Root.Send(pid, actors.EnsureMessage())
-					n++
-				}
-			}
-			if next == "" {
-				break
-			}
-			cursor = next
+	// Bounded by ctx alone, as Start is: recovery reads every running job.
+	q := persistence.ListQuery{Status: persistence.StatusRunning, Limit: 500, OldestFirst: true}
+	for j, err := range persistence.AllJobs(ctx, h.stores.Jobs, q) {
+		if err != nil {
+			h.log.Warn("recovery read failed; the reconciler will catch up", slog.Any("err", err))
+			break
+		}
+		if pid := cl.Get(j.ID, actors.KindJob); pid != nil {
+			cl.ActorSystem.Root.Send(pid, actors.EnsureMessage())
+			n++
 		}
 	}
 	if n > 0 {

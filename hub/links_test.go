@@ -24,6 +24,11 @@ type rawLink struct {
 }
 
 func dialRawLink(t *testing.T, hubURL, id string, lanes int) *rawLink {
+	return dialRawLinkDrivers(t, hubURL, id, lanes, "simulated")
+}
+
+// dialRawLinkDrivers is dialRawLink for a worker that says it has drivers.
+func dialRawLinkDrivers(t *testing.T, hubURL, id string, lanes int, drivers ...string) *rawLink {
 	ws := "ws" + strings.TrimPrefix(hubURL, "http") + "/workers/" + id + "/link"
 	conn, _, err := websocket.DefaultDialer.Dial(ws, nil)
 	require.NoError(t, err)
@@ -42,7 +47,7 @@ func dialRawLink(t *testing.T, hubURL, id string, lanes int) *rawLink {
 		}
 	}()
 	l.send(messages.Frame{Type: messages.TypeHello, WorkerID: id, LanIP: "127.0.0.1", Version: "test",
-		Capabilities: &messages.Capabilities{MaxConcurrent: lanes, LaneURLs: laneURLs(id, lanes), Drivers: []string{"simulated"}},
+		Capabilities: &messages.Capabilities{MaxConcurrent: lanes, LaneURLs: laneURLs(id, lanes), Drivers: drivers},
 		Stats:        &messages.Stats{}})
 	require.Equal(t, messages.TypeWelcome, l.next(5*time.Second).Type)
 	return l

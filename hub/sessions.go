@@ -13,12 +13,14 @@ import (
 )
 
 // sessionCall asks the session grain, wherever it lives, and maps its
-// error codes onto API errors.
-func (h *Hub) sessionCall(id string, msg interface{}) (json.RawMessage, error) {
+// error codes onto API errors. ctx is the request's: a client that goes
+// away stops the wait (the grain still finishes what it was sent).
+func (h *Hub) sessionCall(ctx context.Context, id string, msg interface{}) (json.RawMessage, error) {
 	timeout := h.cfg.Cluster.ForwardTimeout + h.deps.Timing.GrainTimeout
-	r, err := actors.Call(h.member.Cluster, id, actors.KindSession, msg, timeout)
+	r, err := actors.CallContext(ctx, h.member.Cluster, id, actors.KindSession, msg, timeout)
 	if err != nil {
-		return nil, fmt.Errorf("session %s: %w: %v", id, persistence.ErrUnavailable, err)
+		// Still a 503 to the client; errors.Is tells an ended ctx apart.
+		return nil, fmt.Errorf("session %s: %w: %w", id, persistence.ErrUnavailable, err)
 	}
 	if r.Ok {
 		return r.Json, nil
@@ -43,21 +45,21 @@ func (h *Hub) sessionCall(id string, msg interface{}) (json.RawMessage, error) {
 }
 
 // OpenSession implements api.Backend.
-func (h *Hub) OpenSession(_ context.Context, labels map[string]string, idleTimeoutS int) (json.RawMessage, error) {
-	return h.sessionCall("s-"+randomHex(10), &messages.SessionOpen{IdleTimeoutS: int32(idleTimeoutS), Labels: labels})
+func (h *Hub) OpenSession(ctx context.Context, labels map[string]string, idleTimeoutS int) (json.RawMessage, error) {
+	return h.sessionCall(ctx, "s-"+randomHex(10), &messages.SessionOpen{IdleTimeoutS: int32(idleTimeoutS), Labels: labels})
 }
 
 // Session implements api.Backend.
-func (h *Hub) Session(_ context.Context, id string) (json.RawMessage, error) {
-	return h.sessionCall(id, &messages.SessionGet{})
+func (h *Hub) Session(ctx context.Context, id string) (json.RawMessage, error) {
+	return h.sessionCall(ctx, id, &messages.SessionGet{})
 }
 
 // SessionCommand implements api.Backend.
-func (h *Hub) SessionCommand(_ context.Context, id string, command json.RawMessage) (json.RawMessage, error) {
-	return h.sessionCall(id, &messages.SessionCommand{Command: command})
+func (h *Hub) SessionCommand(ctx context.Context, id string, command json.RawMessage) (json.RawMessage, error) {
+	return h.sessionCall(ctx, id, &messages.SessionCommand{Command: command})
 }
 
 // CloseSession implements api.Backend.
-func (h *Hub) CloseSession(_ context.Context, id string) (json.RawMessage, error) {
-	return h.sessionCall(id, &messages.SessionClose{})
+func (h *Hub) CloseSession(ctx context.Context, id string) (json.RawMessage, error) {
+	return h.sessionCall(ctx, id, &messages.SessionClose{})
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/paprika-hub/paprika/agent"
 	"github.com/paprika-hub/paprika/agent/chromium"
+	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 	"github.com/paprika-hub/paprika/persistence/storetest"
 )
@@ -367,4 +368,36 @@ func TestSessionSurvivesWorkerReconnect(t *testing.T) {
 	require.Contains(t, b, "hello again")
 	st, raw := do(t, "DELETE", h.URL()+"/sessions/"+id, "")
 	require.Less(t, st, 300, string(raw))
+}
+
+// The request's context reaches the session grain call: a caller that gives
+// up is answered at once, not after the worker's command timeout (a minute
+// by default), and an ended context does not call the grain at all.
+func TestSessionCallsHonourTheRequestContext(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	l := dialRawLinkDrivers(t, h.URL(), "w-mute", 1, "chromium") // never answers a session command
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 10*time.Second, 20*time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := h.OpenSession(ctx, nil, 60)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 5*time.Second, "the open waited for the worker, not for ctx")
+	var open messages.Frame
+	for open.Type != messages.TypeSessionCommand {
+		open = l.next(5 * time.Second)
+		require.NotEmpty(t, open.Type, "the grain never asked the worker: ctx ended the call before it ran")
+	}
+
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	start = time.Now()
+	_, err = h.Session(done, open.SessionID)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = h.SessionCommand(done, open.SessionID, json.RawMessage(`{"op":"text","selector":"p"}`))
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = h.CloseSession(done, open.SessionID)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, time.Since(start), time.Second)
 }

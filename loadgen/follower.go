@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/paprika-hub/paprika/internal/backoff"
 )
 
 // follower follows the logs of random running jobs over SSE and records
@@ -55,20 +57,17 @@ func (fl *follower) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		id := fl.f.randomRunning(fl.rng)
 		if id == "" {
-			select {
-			case <-ctx.Done():
+			if backoff.Sleep(ctx, 100*time.Millisecond) != nil {
 				return
-			case <-time.After(100 * time.Millisecond):
 			}
 			continue
 		}
 		if err := fl.follow(ctx, id); err != nil && ctx.Err() == nil {
 			fl.errs++
 			fl.lastErr = err
-			select { // do not spin on a hub that refuses
-			case <-ctx.Done():
+			// Do not spin on a hub that refuses.
+			if backoff.Sleep(ctx, 200*time.Millisecond) != nil {
 				return
-			case <-time.After(200 * time.Millisecond):
 			}
 		}
 	}

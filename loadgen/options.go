@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -91,48 +92,21 @@ type Options struct {
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
-	if o.HubURL == "" {
-		o.HubURL = DefaultHubURL
-	}
-	if o.Workers == 0 {
-		o.Workers = DefaultWorkers
-	}
-	if o.Lanes == 0 {
-		o.Lanes = DefaultLanes
-	}
+	o.HubURL = cmp.Or(o.HubURL, DefaultHubURL)
+	o.Workers = cmp.Or(o.Workers, DefaultWorkers)
+	o.Lanes = cmp.Or(o.Lanes, DefaultLanes)
 	if o.Rate == 0 && !o.FlatOut {
 		o.Rate = DefaultRate
 	}
-	if o.Duration == 0 {
-		o.Duration = DefaultDuration
-	}
-	switch {
-	case o.Warmup == 0:
-		o.Warmup = DefaultWarmup
-	case o.Warmup < 0:
-		o.Warmup = 0
-	}
-	switch {
-	case o.Followers == 0:
-		o.Followers = DefaultFollowers
-	case o.Followers < 0:
-		o.Followers = 0
-	}
-	if o.WorkerPrefix == "" {
-		o.WorkerPrefix = DefaultWorkerPrefix
-	}
-	if o.StartTimeout == 0 {
-		o.StartTimeout = DefaultStartTimeout
-	}
-	if o.DrainTimeout == 0 {
-		o.DrainTimeout = DefaultDrainTimeout
-	}
-	if o.ProgressEvery == 0 {
-		o.ProgressEvery = DefaultProgressEvery
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Duration = cmp.Or(o.Duration, DefaultDuration)
+	// For these two, negative means none: zero is taken for the default.
+	o.Warmup = max(cmp.Or(o.Warmup, DefaultWarmup), 0)
+	o.Followers = max(cmp.Or(o.Followers, DefaultFollowers), 0)
+	o.WorkerPrefix = cmp.Or(o.WorkerPrefix, DefaultWorkerPrefix)
+	o.StartTimeout = cmp.Or(o.StartTimeout, DefaultStartTimeout)
+	o.DrainTimeout = cmp.Or(o.DrainTimeout, DefaultDrainTimeout)
+	o.ProgressEvery = cmp.Or(o.ProgressEvery, DefaultProgressEvery)
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -116,7 +117,7 @@ func (r *runner) run(ctx context.Context) error {
 
 	r.phase.Store("warmup")
 	r.follow.start(r)
-	if err := sleepCtx(ctx, r.o.Warmup); err != nil {
+	if err := interrupted(backoff.Sleep(ctx, r.o.Warmup)); err != nil {
 		return err
 	}
 
@@ -126,7 +127,7 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	r.window.start.Store(a.at.UnixNano())
-	if err := sleepCtx(ctx, time.Until(a.at.Add(r.o.Duration))); err != nil {
+	if err := interrupted(backoff.Sleep(ctx, time.Until(a.at.Add(r.o.Duration)))); err != nil {
 		return err
 	}
 	b, err := r.snap(ctx)
@@ -323,7 +324,7 @@ func (r *runner) drain(ctx context.Context, base snapshot) error {
 			}
 			return nil
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := interrupted(backoff.Sleep(ctx, 50*time.Millisecond)); err != nil {
 			return err
 		}
 	}
@@ -435,17 +436,10 @@ func (r *runner) cleanup() {
 	r.hub.close()
 }
 
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("run interrupted: %w", ctx.Err())
-	case <-t.C:
+// interrupted names the error of a pause that ctx cut short.
+func interrupted(err error) error {
+	if err == nil {
 		return nil
 	}
+	return fmt.Errorf("run interrupted: %w", err)
 }

@@ -151,7 +151,7 @@ var knownTypes = map[string]bool{
 }
 
 // DecodeFrame parses one frame and checks the fields its type needs. It never
-// panics, whatever the input (fuzzed in link_fuzz_test.go).
+// panics, whatever the input (FuzzDecodeFrame in link_test.go).
 func DecodeFrame(data []byte) (Frame, error) {
 	var f Frame
 	if len(data) > MaxFrameBytes {

@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
+
+	"github.com/paprika-hub/paprika/internal/backoff"
 )
 
 // browserProc is one running Chromium process (with its helpers) and the
@@ -183,7 +185,7 @@ func (b *browserProc) afterStart(infos []*target.Info) error {
 		case n == 0:
 			return nil
 		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, 10*time.Millisecond); err != nil {
 			return fmt.Errorf("the start tab did not close: %w", err)
 		}
 	}

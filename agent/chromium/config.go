@@ -1,6 +1,7 @@
 package chromium
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -107,27 +108,13 @@ func (c Config) Validate() error {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
-	if c.Lanes == 0 {
-		c.Lanes = DefaultLanes
-	}
-	if c.StartTimeout == 0 {
-		c.StartTimeout = DefaultStartTimeout
-	}
-	if c.HealthTimeout == 0 {
-		c.HealthTimeout = DefaultHealthTimeout
-	}
-	if c.StepTimeout == 0 {
-		c.StepTimeout = DefaultStepTimeout
-	}
-	if c.WindowWidth == 0 {
-		c.WindowWidth = DefaultWindowWidth
-	}
-	if c.WindowHeight == 0 {
-		c.WindowHeight = DefaultWindowHeight
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Lanes = cmp.Or(c.Lanes, DefaultLanes)
+	c.StartTimeout = cmp.Or(c.StartTimeout, DefaultStartTimeout)
+	c.HealthTimeout = cmp.Or(c.HealthTimeout, DefaultHealthTimeout)
+	c.StepTimeout = cmp.Or(c.StepTimeout, DefaultStepTimeout)
+	c.WindowWidth = cmp.Or(c.WindowWidth, DefaultWindowWidth)
+	c.WindowHeight = cmp.Or(c.WindowHeight, DefaultWindowHeight)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

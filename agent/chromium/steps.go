@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/messages"
 )
 
@@ -220,7 +221,7 @@ func (t *tab) runStep(ctx context.Context, s step, stepTimeout time.Duration) (s
 	rctx, done := t.bind(ctx)
 	defer done()
 	if s.Op == opWait && s.Selector == "" {
-		err := sleepCtx(rctx, time.Duration(s.MS)*time.Millisecond)
+		err := backoff.Sleep(rctx, time.Duration(s.MS)*time.Millisecond)
 		return stepOutput{result: map[string]any{}}, t.failure(rctx, err)
 	}
 	d := s.timeout(stepTimeout)
@@ -343,15 +344,3 @@ func (t *tab) navigate(ctx context.Context, u string) (navResult, error) {
 
 // okStatus reports a 2xx status; 0 means no HTTP response (about:, data:).
 func okStatus(s int64) bool { return s == 0 || (s >= 200 && s <= 299) }
-
-// sleepCtx waits for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

@@ -58,7 +58,7 @@ func runUp(args []string) int {
 	for i := 1; i <= *workers; i++ {
 		id := fmt.Sprintf("local-%d", i)
 		w, err := workerSpec{driver: *driver, cfg: agent.Config{HubURLs: []string{h.URL()}, ID: id, Lanes: *lanes,
-			Token: cfg.Auth.WorkerToken, Logger: log.With(slog.String("worker_id", id))}}.build()
+			Token: cfg.Auth.WorkerToken, Logger: log}, driverLog: log.With(slog.String("worker_id", id))}.build()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "paprika up:", err)
 			for _, b := range built {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -37,6 +38,11 @@ type workerSpec struct {
 	cfg      agent.Config
 	driver   string
 	chromium string // path to the browser; "" = search PATH
+	// driverLog is the chromium driver's logger; nil means cfg.Logger. The
+	// agent tags its own lines with worker_id, so a caller that wants the id
+	// on the driver's lines too adds it here, not to cfg.Logger (where it
+	// would appear twice).
+	driverLog *slog.Logger
 }
 
 // builtWorker is an agent and the driver it owns (closed after Run).
@@ -60,7 +66,7 @@ func (s workerSpec) build() (*builtWorker, error) {
 		if workDir == "" {
 			workDir = filepath.Join(os.TempDir(), "paprika-lanes-"+s.cfg.ID)
 		}
-		drv, err := chromium.New(chromium.Config{Lanes: s.cfg.Lanes, Path: s.chromium, WorkDir: workDir, Logger: s.cfg.Logger,
+		drv, err := chromium.New(chromium.Config{Lanes: s.cfg.Lanes, Path: s.chromium, WorkDir: workDir, Logger: cmp.Or(s.driverLog, s.cfg.Logger),
 			Upload: func(ctx context.Context, jobID, name, contentType string, r io.Reader, size int64) error {
 				return a.UploadAsset(ctx, jobID, name, contentType, r, size) // a is set before any job runs
 			}})

@@ -20,7 +20,7 @@ test: services ## the full suite: services up, vet, race tests, then multi-membe
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@# Several cluster members in one process trip an upstream data race in
 	@# protoactor (remote.Start swaps gRPC's global logger), so those tests
-	@# build without -race and run here; see cluster/redis_multi_test.go.
+	@# build without -race and run here; see membership/redis_multi_test.go.
 	$(GO) test -count=1 -timeout 10m -run '^(TestMultiMember|TestRemoting)' $(PKGS)
 
 services: ## install (if missing) and start Redis, MariaDB, MinIO for the store tests

@@ -3,7 +3,7 @@ package config
 import (
 	"time"
 
-	"github.com/paprika-hub/paprika/cluster"
+	"github.com/paprika-hub/paprika/membership"
 )
 
 // Built-in defaults, one per key. config.yaml at the repository root repeats
@@ -82,22 +82,22 @@ const (
 const (
 	// ProviderRedis is Paprika's own membership: a hub heartbeat key with a
 	// TTL plus a ZSET index in Redis (embedded Redis when redis.url is empty).
-	ProviderRedis = cluster.ProviderRedis
+	ProviderRedis = membership.ProviderRedis
 	// ProviderAutomanaged is protoactor's automanaged provider.
-	ProviderAutomanaged = cluster.ProviderAutomanaged
+	ProviderAutomanaged = membership.ProviderAutomanaged
 	// ProviderTest is protoactor's in-process test provider (tests only).
-	ProviderTest = cluster.ProviderTest
+	ProviderTest = membership.ProviderTest
 	// ProviderConsul is protoactor's Consul provider.
-	ProviderConsul = cluster.ProviderConsul
+	ProviderConsul = membership.ProviderConsul
 	// ProviderEtcd is protoactor's etcd provider.
-	ProviderEtcd = cluster.ProviderEtcd
+	ProviderEtcd = membership.ProviderEtcd
 	// ProviderK8s is protoactor's Kubernetes provider.
-	ProviderK8s = cluster.ProviderK8s
+	ProviderK8s = membership.ProviderK8s
 )
 
 // Providers lists every value cluster.provider accepts, in the order error
-// messages name them (cluster.Providers).
-var Providers = cluster.Providers
+// messages name them (membership.Providers).
+var Providers = membership.Providers
 
 // Config is the whole configuration of a paprika process: one section per
 // top-level key of config.yaml. Build it with Default or Load; change single

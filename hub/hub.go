@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/paprika-hub/paprika/actors"
 	"github.com/paprika-hub/paprika/api"
-	"github.com/paprika-hub/paprika/cluster"
+	"github.com/paprika-hub/paprika/membership"
 	"github.com/paprika-hub/paprika/config"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -35,7 +35,7 @@ type Hub struct {
 	deps   *actors.Deps
 
 	// set by Start, read-only afterwards
-	member     *cluster.Member
+	member     *membership.Member
 	logs       *actors.LogRouter
 	sup        *actor.PID // parent of the local actors below
 	links      *actor.PID
@@ -79,7 +79,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 		Log:      log,
 		Metrics:  actors.NewMetrics(),
 	}
-	h.deps.Cluster = func() *pcluster.Cluster { return h.member.Cluster }
+	h.deps.Cluster = func() *cluster.Cluster { return h.member.Cluster }
 	h.deps.LogRoute = func() *actors.LogRouter { return h.logs }
 	return h, nil
 }
@@ -149,14 +149,14 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	}
 	h.listener = ln
 	provider := h.cfg.Cluster.Provider
-	if provider == cluster.ProviderRedis && h.stores.Redis == nil {
-		provider = cluster.ProviderLocal // embedded: a one-member cluster
+	if provider == membership.ProviderRedis && h.stores.Redis == nil {
+		provider = membership.ProviderLocal // embedded: a one-member cluster
 	}
 	d := h.deps
-	h.member, err = cluster.Start(cluster.Options{
+	h.member, err = membership.Start(membership.Options{
 		Name:     "paprika-" + strings.TrimSuffix(h.cfg.Redis.Prefix, ":"),
 		Provider: provider, Host: h.cfg.Cluster.Host, Port: h.cfg.Cluster.Port, Logger: h.log,
-		Kinds: []*pcluster.Kind{actors.NewWorkerKind(d), actors.NewJobKind(d), actors.NewSchedulerKind(d),
+		Kinds: []*cluster.Kind{actors.NewWorkerKind(d), actors.NewJobKind(d), actors.NewSchedulerKind(d),
 			actors.NewSessionKind(d)},
 		RequestTimeout: d.Timing.GrainTimeout,
 		Redis:          h.stores.Redis, RedisPrefix: h.cfg.Redis.Prefix, HubTTL: h.cfg.Cluster.HubTTL,

@@ -2,7 +2,7 @@
 
 // Several cluster members in one process trip an upstream data race in
 // protoactor (remote.Start swaps gRPC's global logger; see
-// cluster/redis_multi_test.go), so these tests build without -race and run
+// membership/redis_multi_test.go), so these tests build without -race and run
 // in the Makefile's second pass (-run '^TestMultiMember').
 
 package hub

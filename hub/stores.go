@@ -14,9 +14,9 @@ import (
 	"github.com/paprika-hub/paprika/persistence/assetdir"
 	"github.com/paprika-hub/paprika/persistence/bolt"
 	"github.com/paprika-hub/paprika/persistence/memory"
-	miniostore "github.com/paprika-hub/paprika/persistence/minio"
+	"github.com/paprika-hub/paprika/persistence/miniostore"
 	"github.com/paprika-hub/paprika/persistence/mysql"
-	redisstore "github.com/paprika-hub/paprika/persistence/redis"
+	"github.com/paprika-hub/paprika/persistence/redisstore"
 )
 
 // Stores are the hub's store clients, each behind its contract.

@@ -3,4 +3,4 @@
 // paths — and holds the membership providers. It contains protoactor's
 // panicking start-up (a taken port, a provider error) and turns it into an
 // error for the caller.
-package cluster
+package membership

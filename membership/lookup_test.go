@@ -2,7 +2,7 @@
 
 // Starts remoting in this process: see remoting_test.go for why -race is off.
 
-package cluster
+package membership
 
 import (
 	"fmt"
@@ -14,23 +14,23 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/stretchr/testify/require"
 )
 
 // staticProvider publishes the member list the test sets.
-type staticProvider struct{ extra []*pcluster.Member }
+type staticProvider struct{ extra []*cluster.Member }
 
-func (s *staticProvider) StartMember(c *pcluster.Cluster) error {
+func (s *staticProvider) StartMember(c *cluster.Cluster) error {
 	host, port, err := c.ActorSystem.GetHostPort()
 	if err != nil {
 		return err
 	}
-	self := &pcluster.Member{Id: c.ActorSystem.ID, Host: host, Port: int32(port), Kinds: c.GetClusterKinds()}
-	c.MemberList.UpdateClusterTopology(append([]*pcluster.Member{self}, s.extra...))
+	self := &cluster.Member{Id: c.ActorSystem.ID, Host: host, Port: int32(port), Kinds: c.GetClusterKinds()}
+	c.MemberList.UpdateClusterTopology(append([]*cluster.Member{self}, s.extra...))
 	return nil
 }
-func (s *staticProvider) StartClient(*pcluster.Cluster) error { return nil }
+func (s *staticProvider) StartClient(*cluster.Cluster) error { return nil }
 func (s *staticProvider) Shutdown(bool) error                 { return nil }
 
 // TestMultiMemberLookupFollowsOwnerMove: a lookup waiting on an owner that
@@ -42,25 +42,25 @@ func TestMultiMemberLookupFollowsOwnerMove(t *testing.T) {
 	holeHost, holePort, err := net.SplitHostPort(silentAddr(t)) // accepts, never speaks
 	require.NoError(t, err)
 	port, _ := strconv.Atoi(holePort)
-	ghost := &pcluster.Member{Id: "ghost", Host: holeHost, Port: int32(port), Kinds: []string{"echo"}}
+	ghost := &cluster.Member{Id: "ghost", Host: holeHost, Port: int32(port), Kinds: []string{"echo"}}
 
-	kind := pcluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
+	kind := cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
 	m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Kinds: []*pcluster.Kind{kind}, RequestTimeout: 2 * time.Second},
-		func() pcluster.ClusterProvider { return &staticProvider{extra: []*pcluster.Member{ghost}} })
+		Kinds: []*cluster.Kind{kind}, RequestTimeout: 2 * time.Second},
+		func() cluster.ClusterProvider { return &staticProvider{extra: []*cluster.Member{ghost}} })
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Stop(false) })
 	host, selfPort, err := m.System.GetHostPort()
 	require.NoError(t, err)
-	self := &pcluster.Member{Id: m.System.ID, Host: host, Port: int32(selfPort), Kinds: []string{"echo"}}
+	self := &cluster.Member{Id: m.System.ID, Host: host, Port: int32(selfPort), Kinds: []string{"echo"}}
 
 	// One identity the ghost owns, one this member owns.
-	rdv := pcluster.NewRendezvous()
-	rdv.UpdateMembers([]*pcluster.Member{self, ghost})
+	rdv := cluster.NewRendezvous()
+	rdv.UpdateMembers([]*cluster.Member{self, ghost})
 	var onGhost, onSelf string
 	for i := 0; onGhost == "" || onSelf == ""; i++ {
 		id := fmt.Sprintf("id-%d", i)
-		if rdv.GetByClusterIdentity(&pcluster.ClusterIdentity{Identity: id, Kind: "echo"}) == ghost.Address() {
+		if rdv.GetByClusterIdentity(&cluster.ClusterIdentity{Identity: id, Kind: "echo"}) == ghost.Address() {
 			onGhost = id
 		} else {
 			onSelf = id
@@ -74,7 +74,7 @@ func TestMultiMemberLookupFollowsOwnerMove(t *testing.T) {
 	// The ghost is dropped; the update returns while the lookup is pending.
 	updated := make(chan struct{})
 	go func() {
-		m.Cluster.MemberList.UpdateClusterTopology([]*pcluster.Member{self})
+		m.Cluster.MemberList.UpdateClusterTopology([]*cluster.Member{self})
 		close(updated)
 	}()
 	select {
@@ -90,8 +90,8 @@ func TestMultiMemberLookupFollowsOwnerMove(t *testing.T) {
 	// A lookup pending on a ghost holds up nobody else. (protoactor never
 	// re-admits a dropped member id; the same address under a new id owns
 	// the same identities.)
-	ghost2 := &pcluster.Member{Id: "ghost-2", Host: ghost.Host, Port: ghost.Port, Kinds: ghost.Kinds}
-	m.Cluster.MemberList.UpdateClusterTopology([]*pcluster.Member{self, ghost2})
+	ghost2 := &cluster.Member{Id: "ghost-2", Host: ghost.Host, Port: ghost.Port, Kinds: ghost.Kinds}
+	m.Cluster.MemberList.UpdateClusterTopology([]*cluster.Member{self, ghost2})
 	pending := make(chan *actor.PID, 1)
 	go func() { pending <- m.Cluster.Get(onGhost, "echo") }()
 	time.Sleep(300 * time.Millisecond)

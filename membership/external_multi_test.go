@@ -4,7 +4,7 @@
 // etcd provider also writes its shutdown flag unsynchronised from several
 // goroutines (upstream).
 
-package cluster
+package membership
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"log/slog"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/eventstream"
 )
 
@@ -35,12 +35,12 @@ const maxOwnerMoves = 3
 //     replaced asks the new owner at once instead of waiting out its
 //     timeout.
 type Lookup struct {
-	cluster   *pcluster.Cluster
+	cluster   *cluster.Cluster
 	sub       *eventstream.Subscription
 	placement *actor.PID
 
 	mu      sync.RWMutex
-	rdv     *pcluster.Rendezvous
+	rdv     *cluster.Rendezvous
 	changed chan struct{} // closed (and replaced) on every topology update
 }
 
@@ -48,13 +48,13 @@ type Lookup struct {
 // uses.
 func NewLookup() *Lookup { return &Lookup{} }
 
-var _ pcluster.IdentityLookup = (*Lookup)(nil)
+var _ cluster.IdentityLookup = (*Lookup)(nil)
 
 // Setup starts the placement actor and follows topology updates.
-func (l *Lookup) Setup(c *pcluster.Cluster, _ []string, _ bool) {
+func (l *Lookup) Setup(c *cluster.Cluster, _ []string, _ bool) {
 	l.cluster = c
 	l.mu.Lock()
-	l.rdv = pcluster.NewRendezvous()
+	l.rdv = cluster.NewRendezvous()
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
 	system := c.ActorSystem
@@ -62,7 +62,7 @@ func (l *Lookup) Setup(c *pcluster.Cluster, _ []string, _ bool) {
 		return &placementActor{cluster: c, actors: map[string]placed{}}
 	}), activatorName)
 	l.sub = system.EventStream.Subscribe(func(ev interface{}) {
-		if t, ok := ev.(*pcluster.ClusterTopology); ok {
+		if t, ok := ev.(*cluster.ClusterTopology); ok {
 			l.onTopology(t)
 		}
 	})
@@ -77,8 +77,8 @@ func (l *Lookup) Shutdown() {
 	}
 }
 
-func (l *Lookup) onTopology(t *pcluster.ClusterTopology) {
-	rdv := pcluster.NewRendezvous()
+func (l *Lookup) onTopology(t *cluster.ClusterTopology) {
+	rdv := cluster.NewRendezvous()
 	rdv.UpdateMembers(t.Members)
 	l.mu.Lock()
 	l.rdv = rdv
@@ -90,7 +90,7 @@ func (l *Lookup) onTopology(t *pcluster.ClusterTopology) {
 
 // owner is the address that places identity under the current topology,
 // and the channel closed when that topology is replaced.
-func (l *Lookup) owner(id *pcluster.ClusterIdentity) (string, <-chan struct{}) {
+func (l *Lookup) owner(id *cluster.ClusterIdentity) (string, <-chan struct{}) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.rdv.GetByClusterIdentity(id), l.changed
@@ -103,7 +103,7 @@ type activation struct {
 
 // Get asks the identity's owner for its activation; nil when there is no
 // owner, the owner failed it, or no answer came (the caller retries).
-func (l *Lookup) Get(id *pcluster.ClusterIdentity) *actor.PID {
+func (l *Lookup) Get(id *cluster.ClusterIdentity) *actor.PID {
 	root := l.cluster.ActorSystem.Root
 	for moves := 0; moves < maxOwnerMoves; moves++ {
 		owner, changed := l.owner(id)
@@ -111,7 +111,7 @@ func (l *Lookup) Get(id *pcluster.ClusterIdentity) *actor.PID {
 			return nil
 		}
 		fut := root.RequestFuture(actor.NewPID(owner, activatorName),
-			&pcluster.ActivationRequest{ClusterIdentity: id}, activationTimeout)
+			&cluster.ActivationRequest{ClusterIdentity: id}, activationTimeout)
 		// The goroutine ends when the future does (answer or timeout), even
 		// if this lookup has moved on to a new owner.
 		done := make(chan activation, 1)
@@ -123,7 +123,7 @@ func (l *Lookup) Get(id *pcluster.ClusterIdentity) *actor.PID {
 		for {
 			select {
 			case a := <-done:
-				r, ok := a.res.(*pcluster.ActivationResponse)
+				r, ok := a.res.(*cluster.ActivationResponse)
 				if a.err != nil || !ok || r.Failed {
 					return nil
 				}
@@ -141,19 +141,19 @@ func (l *Lookup) Get(id *pcluster.ClusterIdentity) *actor.PID {
 }
 
 // RemovePid tells every member that an activation has ended.
-func (l *Lookup) RemovePid(id *pcluster.ClusterIdentity, pid *actor.PID) {
-	l.cluster.MemberList.BroadcastEvent(&pcluster.ActivationTerminated{Pid: pid, ClusterIdentity: id}, true)
+func (l *Lookup) RemovePid(id *cluster.ClusterIdentity, pid *actor.PID) {
+	l.cluster.MemberList.BroadcastEvent(&cluster.ActivationTerminated{Pid: pid, ClusterIdentity: id}, true)
 }
 
 type placed struct {
-	id  *pcluster.ClusterIdentity
+	id  *cluster.ClusterIdentity
 	pid *actor.PID
 }
 
 // placementActor owns this member's activations: it spawns a grain on the
 // first request for it, and stops those a new topology places elsewhere.
 type placementActor struct {
-	cluster *pcluster.Cluster
+	cluster *cluster.Cluster
 	actors  map[string]placed // by identity key
 }
 
@@ -173,29 +173,29 @@ func (p *placementActor) Receive(ctx actor.Context) {
 				if k := p.cluster.GetClusterKind(a.id.Kind); k != nil {
 					k.Dec()
 				}
-				p.cluster.MemberList.BroadcastEvent(&pcluster.ActivationTerminated{Pid: a.pid, ClusterIdentity: a.id}, true)
+				p.cluster.MemberList.BroadcastEvent(&cluster.ActivationTerminated{Pid: a.pid, ClusterIdentity: a.id}, true)
 				delete(p.actors, key)
 				return
 			}
 		}
-	case *pcluster.ActivationRequest:
+	case *cluster.ActivationRequest:
 		key := msg.ClusterIdentity.AsKey()
 		if a, ok := p.actors[key]; ok {
-			ctx.Respond(&pcluster.ActivationResponse{Pid: a.pid})
+			ctx.Respond(&cluster.ActivationResponse{Pid: a.pid})
 			return
 		}
 		kind := p.cluster.GetClusterKind(msg.ClusterIdentity.Kind)
 		if kind == nil {
 			ctx.Logger().Error("activation of an unknown kind", slog.String("kind", msg.ClusterIdentity.Kind))
-			ctx.Respond(&pcluster.ActivationResponse{Failed: true})
+			ctx.Respond(&cluster.ActivationResponse{Failed: true})
 			return
 		}
-		pid := ctx.SpawnPrefix(pcluster.WithClusterIdentity(kind.Props, msg.ClusterIdentity), msg.ClusterIdentity.Identity)
+		pid := ctx.SpawnPrefix(cluster.WithClusterIdentity(kind.Props, msg.ClusterIdentity), msg.ClusterIdentity.Identity)
 		kind.Inc()
 		p.actors[key] = placed{id: msg.ClusterIdentity, pid: pid}
-		ctx.Respond(&pcluster.ActivationResponse{Pid: pid})
-	case *pcluster.ClusterTopology:
-		rdv := pcluster.NewRendezvous()
+		ctx.Respond(&cluster.ActivationResponse{Pid: pid})
+	case *cluster.ClusterTopology:
+		rdv := cluster.NewRendezvous()
 		rdv.UpdateMembers(msg.Members)
 		self := p.cluster.ActorSystem.Address()
 		for _, a := range p.actors {

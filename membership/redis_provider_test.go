@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/paprika-hub/paprika/persistence/storetest"
 
 	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -49,10 +49,10 @@ func startRedisMember(t *testing.T, rdb *redis.Client, prefix string, ttl time.D
 	if os.Getenv("PAPRIKA_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	kind := pcluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
+	kind := cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
 	var rp *RedisProvider
-	m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: log, Kinds: []*pcluster.Kind{kind}, RequestTimeout: 2 * time.Second},
-		func() pcluster.ClusterProvider {
+	m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: log, Kinds: []*cluster.Kind{kind}, RequestTimeout: 2 * time.Second},
+		func() cluster.ClusterProvider {
 			rp = NewRedisProvider(rdb, prefix, 10*ttl, ttl, log)
 			for _, f := range configure {
 				f(rp)

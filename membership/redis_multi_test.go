@@ -6,7 +6,7 @@
 // discard), but the detector rightly reports it, so multi-member tests in
 // one process build without -race; `make test` runs them in a second pass.
 
-package cluster
+package membership
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
@@ -67,8 +67,8 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func echoKind() *pcluster.Kind {
-	return pcluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
+func echoKind() *cluster.Kind {
+	return cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
 }
 
 // startTimed starts a member with o and reports how long the attempt took.
@@ -77,7 +77,7 @@ func startTimed(t *testing.T, o Options) (*Member, error, time.Duration) {
 	o.Name = "t"
 	o.Host = "127.0.0.1"
 	o.Logger = quietLogger()
-	o.Kinds = []*pcluster.Kind{echoKind()}
+	o.Kinds = []*cluster.Kind{echoKind()}
 	began := time.Now()
 	m, err := Start(o)
 	took := time.Since(began)
@@ -153,7 +153,7 @@ func TestK8sPodCheckNamesThePermission(t *testing.T) {
 // stuckProvider's Shutdown blocks until released, as protoactor's etcd
 // provider does while etcd is unreachable.
 type stuckProvider struct {
-	pcluster.ClusterProvider
+	cluster.ClusterProvider
 	released chan struct{}
 }
 
@@ -218,13 +218,13 @@ type scriptedProvider struct {
 	block    chan struct{} // StartMember waits on it when non-nil
 }
 
-func (s *scriptedProvider) StartMember(*pcluster.Cluster) error {
+func (s *scriptedProvider) StartMember(*cluster.Cluster) error {
 	if s.block != nil {
 		<-s.block
 	}
 	return s.startErr
 }
-func (s *scriptedProvider) StartClient(*pcluster.Cluster) error { return nil }
+func (s *scriptedProvider) StartClient(*cluster.Cluster) error { return nil }
 func (s *scriptedProvider) Shutdown(bool) error                 { return nil }
 
 func TestAutomanagedHealthPortTaken(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/persistence"
-	miniostore "github.com/paprika-hub/paprika/persistence/minio"
+	"github.com/paprika-hub/paprika/persistence/miniostore"
 	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 

@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/consul"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
@@ -61,7 +61,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 type external struct {
 	name     string // provider name, for messages
 	addr     string // where the service is, for messages
-	provider pcluster.ClusterProvider
+	provider cluster.ClusterProvider
 	// waitSelf: the join counts only once the member lists itself. Consul
 	// registers from an actor after StartMember returned; etcd lists itself
 	// before. A k8s member is listed only once its pod is ready, and
@@ -248,7 +248,7 @@ func deadlineHint(ctx context.Context, err error, timeout time.Duration) error {
 // stopping. Past the timeout the client is closed, which ends the stuck
 // calls.
 type boundedProvider struct {
-	pcluster.ClusterProvider
+	cluster.ClusterProvider
 	ext     *external
 	timeout time.Duration
 	once    sync.Once

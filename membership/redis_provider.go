@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/redis/go-redis/v9"
@@ -57,7 +57,7 @@ type RedisProvider struct {
 	skew atomic.Int64
 
 	mu      sync.Mutex
-	cluster *pcluster.Cluster
+	cluster *cluster.Cluster
 	self    memberRecord
 	stop    chan struct{}
 	done    chan struct{}
@@ -110,7 +110,7 @@ func (p *RedisProvider) memberKey(cluster, id string) string {
 }
 
 // StartMember registers this member and starts the refresh loop.
-func (p *RedisProvider) StartMember(c *pcluster.Cluster) error {
+func (p *RedisProvider) StartMember(c *cluster.Cluster) error {
 	host, port, err := c.ActorSystem.GetHostPort()
 	if err != nil {
 		return fmt.Errorf("redis provider: member address: %w", err)
@@ -144,7 +144,7 @@ func (p *RedisProvider) StartMember(c *pcluster.Cluster) error {
 }
 
 // StartClient is not supported: every hub is a member.
-func (p *RedisProvider) StartClient(*pcluster.Cluster) error {
+func (p *RedisProvider) StartClient(*cluster.Cluster) error {
 	return errors.New("redis provider: client mode is not supported")
 }
 
@@ -224,7 +224,7 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 	}
 	now := p.now()
 	var dropped []string
-	members := make([]*pcluster.Member, 0, len(ids))
+	members := make([]*cluster.Member, 0, len(ids))
 	var gone []interface{}
 	selfSeen := false
 	addrs := make(map[string]string, len(ids))
@@ -248,7 +248,7 @@ func (p *RedisProvider) sync(ctx context.Context) error {
 			continue
 		}
 		selfSeen = selfSeen || r.ID == p.self.ID
-		m := &pcluster.Member{Id: r.ID, Host: r.Host, Port: int32(r.Port), Kinds: r.Kinds}
+		m := &cluster.Member{Id: r.ID, Host: r.Host, Port: int32(r.Port), Kinds: r.Kinds}
 		addrs[m.Address()] = r.ID
 		members = append(members, m)
 	}

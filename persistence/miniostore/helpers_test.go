@@ -16,7 +16,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/stretchr/testify/require"
 
-	miniostore "github.com/paprika-hub/paprika/persistence/minio"
+	"github.com/paprika-hub/paprika/persistence/miniostore"
 )
 
 // Environment of the tests, with their defaults (scripts/services.sh

@@ -7,7 +7,7 @@
 // them in its second pass. The etcd client's gRPC goroutines read that
 // logger too, so the etcd start tests live here as well.
 
-package cluster
+package membership
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/stretchr/testify/require"
 )
@@ -66,7 +66,7 @@ func TestRemotingProviderStartErrorIsAnError(t *testing.T) {
 	// start returns.
 	var logs lockedBuffer
 	_, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: slog.New(slog.NewTextHandler(&logs, nil))},
-		func() pcluster.ClusterProvider { return &scriptedProvider{startErr: errors.New("no quorum")} })
+		func() cluster.ClusterProvider { return &scriptedProvider{startErr: errors.New("no quorum")} })
 	require.EqualError(t, err, "start cluster member: no quorum")
 	require.NotContains(t, logs.String(), "teardown", "the failed start was torn down cleanly")
 }
@@ -81,7 +81,7 @@ func TestRemotingJoinBoundsABlockedStart(t *testing.T) {
 	ext := &external{name: ProviderEtcd, addr: "etcd1:2379", provider: sp, waitSelf: true,
 		release: func() { close(sp.block) }}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quietLogger() }))
-	c := pcluster.New(system, pcluster.Configure("t", sp, NewLookup(), remote.Configure("127.0.0.1", 0)))
+	c := cluster.New(system, cluster.Configure("t", sp, NewLookup(), remote.Configure("127.0.0.1", 0)))
 	began := time.Now()
 	err := join(c, ext, time.Now().Add(300*time.Millisecond), make(chan struct{}))
 	took := time.Since(began)

@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/redis/go-redis/v9"
@@ -44,7 +44,7 @@ type Options struct {
 	// AutomanagedPort is where provider "automanaged" serves this member's
 	// health; 0 means DefaultAutomanagedPort.
 	AutomanagedPort int
-	Kinds           []*pcluster.Kind
+	Kinds           []*cluster.Kind
 	RequestTimeout  time.Duration
 	Logger          *slog.Logger
 	// Agent shares one in-memory membership between members of one process
@@ -74,8 +74,8 @@ type Options struct {
 // Member is a started cluster member and its actor system.
 type Member struct {
 	System   *actor.ActorSystem
-	Cluster  *pcluster.Cluster
-	provider pcluster.ClusterProvider
+	Cluster  *cluster.Cluster
+	provider cluster.ClusterProvider
 	stop     sync.Once
 	log      *slog.Logger
 }
@@ -89,7 +89,7 @@ func Start(o Options) (*Member, error) {
 }
 
 // startWith is Start with an optional provider factory (tests).
-func startWith(o Options, newProvider func() pcluster.ClusterProvider) (*Member, error) {
+func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -106,7 +106,7 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (*Member,
 	// change and retry at INFO; keep their warnings.
 	quiet := slog.New(minLevel{o.Logger.Handler(), max(slog.LevelWarn, o.MinLevel)})
 	logger := quiet.With(slog.String("component", "protoactor"))
-	var provider pcluster.ClusterProvider
+	var provider cluster.ClusterProvider
 	var ext *external
 	var deadline time.Time
 	switch {
@@ -152,9 +152,9 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (*Member,
 		_ = l.Close()
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-	cfg := pcluster.Configure(o.Name, provider, NewLookup(), remote.Configure(o.Host, o.Port),
-		pcluster.WithKinds(o.Kinds...), pcluster.WithRequestTimeout(o.RequestTimeout))
-	c := pcluster.New(system, cfg)
+	cfg := cluster.Configure(o.Name, provider, NewLookup(), remote.Configure(o.Host, o.Port),
+		cluster.WithKinds(o.Kinds...), cluster.WithRequestTimeout(o.RequestTimeout))
+	c := cluster.New(system, cfg)
 	// A topology change moves grains: the old activation is stopped, and a
 	// PID cached on another member for it would swallow messages sent
 	// without a reply (protoactor only purges the entries of members that
@@ -162,7 +162,7 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (*Member,
 	listed := make(chan struct{})
 	var listedOnce sync.Once
 	system.EventStream.Subscribe(func(evt interface{}) {
-		if t, ok := evt.(*pcluster.ClusterTopology); ok {
+		if t, ok := evt.(*cluster.ClusterTopology); ok {
 			self := system.Address()
 			for _, m := range t.Members {
 				c.PidCache.RemoveByMember(m)
@@ -186,7 +186,7 @@ func startWith(o Options, newProvider func() pcluster.ClusterProvider) (*Member,
 // error and may block on a provider's service; for an external provider it
 // is bounded by deadline, and the join completes when the member is listed
 // (closed listed) where that is what the provider does asynchronously.
-func join(c *pcluster.Cluster, ext *external, deadline time.Time, listed <-chan struct{}) error {
+func join(c *cluster.Cluster, ext *external, deadline time.Time, listed <-chan struct{}) error {
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -245,7 +245,7 @@ func join(c *pcluster.Cluster, ext *external, deadline time.Time, listed <-chan 
 
 // abandon tears down a member whose start failed, whatever state the start
 // left it in.
-func abandon(c *pcluster.Cluster, provider pcluster.ClusterProvider, log *slog.Logger) {
+func abandon(c *cluster.Cluster, provider cluster.ClusterProvider, log *slog.Logger) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Warn("cluster teardown after a failed start panicked", slog.Any("panic", r))

@@ -19,8 +19,8 @@ import (
 
 	"github.com/paprika-hub/paprika/actors"
 	"github.com/paprika-hub/paprika/api"
-	"github.com/paprika-hub/paprika/membership"
 	"github.com/paprika-hub/paprika/config"
+	"github.com/paprika-hub/paprika/membership"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )

@@ -225,7 +225,7 @@ func (s *scriptedProvider) StartMember(*cluster.Cluster) error {
 	return s.startErr
 }
 func (s *scriptedProvider) StartClient(*cluster.Cluster) error { return nil }
-func (s *scriptedProvider) Shutdown(bool) error                 { return nil }
+func (s *scriptedProvider) Shutdown(bool) error                { return nil }
 
 func TestAutomanagedHealthPortTaken(t *testing.T) {
 	t.Parallel()

@@ -31,7 +31,7 @@ func (s *staticProvider) StartMember(c *cluster.Cluster) error {
 	return nil
 }
 func (s *staticProvider) StartClient(*cluster.Cluster) error { return nil }
-func (s *staticProvider) Shutdown(bool) error                 { return nil }
+func (s *staticProvider) Shutdown(bool) error                { return nil }
 
 // TestMultiMemberLookupFollowsOwnerMove: a lookup waiting on an owner that
 // never answers (a member whose host swallows connections) is answered by

@@ -7,13 +7,14 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/paprika-hub/paprika/actors"
+	"github.com/paprika-hub/paprika/actors/grains"
+	"github.com/paprika-hub/paprika/actors/supervise"
 )
 
 // InjectPanic makes one actor of this hub panic, to prove supervision: kind
 // is worker, job, scheduler, session, worker_conn, log_stream or
 // reconciler; id names the worker (worker, worker_conn), job (job,
-// log_stream) or session where the kind needs one. actors.InjectPanic is
+// log_stream) or session where the kind needs one. supervise.InjectPanic is
 // not protobuf, so a grain or link that another hub holds never gets it.
 // Used by tests and, over HTTP, by the chaos suite: api routes POST
 // /debug/panic?kind=&id= here when debug.fault_injection is set (never in
@@ -22,10 +23,10 @@ func (h *Hub) InjectPanic(ctx context.Context, kind, id string) error {
 	root := h.member.System.Root
 	var pid *actor.PID
 	switch kind {
-	case actors.KindWorker, actors.KindJob, actors.KindSession:
+	case grains.KindWorker, grains.KindJob, grains.KindSession:
 		pid = h.member.Cluster.Get(id, kind)
-	case actors.KindScheduler:
-		pid = h.member.Cluster.Get(actors.SchedulerID, kind)
+	case grains.KindScheduler:
+		pid = h.member.Cluster.Get(grains.SchedulerID, kind)
 	case "worker_conn":
 		w, err := h.stores.Workers.Get(ctx, id)
 		if err != nil {
@@ -54,6 +55,6 @@ func (h *Hub) InjectPanic(ctx context.Context, kind, id string) error {
 	if pid == nil {
 		return fmt.Errorf("inject panic: no %s actor %q", kind, id)
 	}
-	root.Send(pid, &actors.InjectPanic{})
+	root.Send(pid, &supervise.InjectPanic{})
 	return nil
 }

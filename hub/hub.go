@@ -2,8 +2,6 @@ package hub
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,34 +9,40 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/paprika-hub/paprika/actors"
+	"github.com/paprika-hub/paprika/actors/grains"
+	"github.com/paprika-hub/paprika/actors/link"
+	"github.com/paprika-hub/paprika/actors/logpipe"
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/api"
 	"github.com/paprika-hub/paprika/config"
 	"github.com/paprika-hub/paprika/membership"
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/metrics"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
-// Hub is one hub process.
+// Hub is one hub process. The API's requests that concern a job, a
+// worker or a session go to the grains through the embedded Front.
 type Hub struct {
+	*grains.Front
+
 	// fixed after New
 	cfg    *config.Config
 	log    *slog.Logger
 	id     string
 	stores *Stores
-	deps   *actors.Deps
+	deps   *grains.Deps
 
 	// set by Start, read-only afterwards
 	member     *membership.Member
-	logs       *actors.LogRouter
+	logs       *logpipe.Router
+	links      *link.Links
 	sup        *actor.PID // parent of the local actors below
-	links      *actor.PID
 	reconciler *actor.PID
 	beat       *actor.PID
 	server     *http.Server
@@ -46,7 +50,6 @@ type Hub struct {
 	started    time.Time
 	serveDone  chan struct{}
 
-	stopping atomic.Bool // set when Stop begins: no new links
 	lostCh   chan struct{}
 	lostOnce sync.Once
 	stopOnce sync.Once
@@ -60,7 +63,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 	}
 	id := cfg.Hub.ID
 	if id == "" {
-		id = "hub-" + randomHex(3)
+		id = "hub-" + grains.RandomHex(3)
 	}
 	log = log.With(slog.String("hub_id", id))
 	stores, err := OpenStores(context.Background(), cfg, log)
@@ -68,7 +71,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{cfg: cfg, log: log, id: id, stores: stores, lostCh: make(chan struct{})}
-	h.deps = &actors.Deps{
+	h.deps = &grains.Deps{
 		HubID:    id,
 		Timing:   TimingFrom(cfg),
 		Jobs:     stores.Jobs,
@@ -77,10 +80,11 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 		Hubs:     stores.Hubs,
 		Sessions: stores.Sessions,
 		Log:      log,
-		Metrics:  actors.NewMetrics(),
+		Metrics:  metrics.NewMetrics(),
 	}
 	h.deps.Cluster = func() *cluster.Cluster { return h.member.Cluster }
-	h.deps.LogRoute = func() *actors.LogRouter { return h.logs }
+	h.deps.LogRoute = func() grains.LogCloser { return h.logs }
+	h.Front = grains.NewFront(h.deps)
 	return h, nil
 }
 
@@ -90,8 +94,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 const moveSpread = 3 * time.Second
 
 // TimingFrom maps the config onto the actors' timings.
-func TimingFrom(cfg *config.Config) actors.Timing {
-	return actors.Timing{
+func TimingFrom(cfg *config.Config) grains.Timing {
+	return grains.Timing{
 		HeartbeatInterval: cfg.Worker.HeartbeatInterval,
 		AliveWindow:       cfg.Worker.AliveWindow,
 		AssignGrace:       cfg.Scheduler.AssignGrace,
@@ -110,7 +114,17 @@ func TimingFrom(cfg *config.Config) actors.Timing {
 		GrainTimeout:      10 * time.Second,
 		IdlePassivate:     30 * time.Second,
 		ForwardTimeout:    cfg.Cluster.ForwardTimeout,
+		MemberTimeout:     cfg.Cluster.MemberTimeout,
+		HubTTL:            cfg.Cluster.HubTTL,
 	}
+}
+
+// logDeps is what the log pipe takes of the grains' deps.
+func logDeps(d *grains.Deps) *logpipe.Deps {
+	t := d.Timing
+	return &logpipe.Deps{Logs: d.Logs, Log: d.Log, Metrics: d.Metrics, Now: d.Now,
+		Timing: logpipe.Timing{LogBatchLines: t.LogBatchLines, LogBatchWait: t.LogBatchWait,
+			LogBudgetLines: t.LogBudgetLines, GrainTimeout: t.GrainTimeout, IdlePassivate: t.IdlePassivate}}
 }
 
 // Lost is closed when this hub lost its cluster membership (it was frozen
@@ -128,7 +142,7 @@ func (h *Hub) lost(err error) {
 func (h *Hub) ID() string { return h.id }
 
 // Metrics exposes the hub's counters (tests, views).
-func (h *Hub) Metrics() *actors.Metrics { return h.deps.Metrics }
+func (h *Hub) Metrics() *metrics.Metrics { return h.deps.Metrics }
 
 // URL is the base URL of the API once Start returned.
 func (h *Hub) URL() string {
@@ -156,8 +170,8 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	h.member, err = membership.Start(membership.Options{
 		Name:     "paprika-" + strings.TrimSuffix(h.cfg.Redis.Prefix, ":"),
 		Provider: provider, Host: h.cfg.Cluster.Host, Port: h.cfg.Cluster.Port, Logger: h.log,
-		Kinds: []*cluster.Kind{actors.NewWorkerKind(d), actors.NewJobKind(d), actors.NewSchedulerKind(d),
-			actors.NewSessionKind(d)},
+		Kinds: []*cluster.Kind{grains.NewWorkerKind(d), grains.NewJobKind(d), grains.NewSchedulerKind(d),
+			grains.NewSessionKind(d)},
 		RequestTimeout: d.Timing.GrainTimeout,
 		Redis:          h.stores.Redis, RedisPrefix: h.cfg.Redis.Prefix, HubTTL: h.cfg.Cluster.HubTTL,
 		MemberTimeout:   h.cfg.Cluster.MemberTimeout,
@@ -174,19 +188,18 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("start cluster member: %w", err)
 	}
 	system := h.member.System
-	actors.CountRestarts(system, d.Metrics)
+	supervise.CountRestarts(system, d.Metrics)
 	h.sup, _ = system.Root.SpawnNamed(newSupervisorProps(), "hub")
 	spawn := spawner(system, h.sup)
 	var errs []error
 	var serr error
-	h.logs, serr = actors.StartLogRouter(system, d, spawn)
+	if h.logs, serr = logpipe.Start(system, logDeps(d), spawn); serr == nil {
+		h.links, serr = link.Start(system, d, h.logs, spawn)
+	}
 	errs = append(errs, serr)
-	h.links, serr = spawn(actor.PropsFromProducer(func() actor.Actor { return &linksActor{} },
-		actor.WithSupervisor(actors.Strategy())), "links")
+	h.reconciler, serr = spawn(grains.NewReconcilerProps(d), "reconciler")
 	errs = append(errs, serr)
-	h.reconciler, serr = spawn(actors.NewReconcilerProps(d), "reconciler")
-	errs = append(errs, serr)
-	h.beat, serr = spawn(actor.PropsFromProducer(func() actor.Actor { return &hubBeat{h: h} }), "hub-beat")
+	h.beat, serr = spawn(grains.NewHubBeatProps(d, h.URL, h.started), "hub-beat")
 	errs = append(errs, serr)
 	if err := errors.Join(errs...); err != nil {
 		h.member.Stop(false)
@@ -226,7 +239,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 func (h *Hub) recover(ctx context.Context) {
 	cl := h.member.Cluster
 	// Activate the scheduler now so it rebuilds its view before the first job.
-	if pid := cl.Get(actors.SchedulerID, actors.KindScheduler); pid != nil {
+	if pid := cl.Get(grains.SchedulerID, grains.KindScheduler); pid != nil {
 		cl.ActorSystem.Root.Send(pid, &messages.SchedGetStats{})
 	}
 	n := 0
@@ -237,8 +250,8 @@ func (h *Hub) recover(ctx context.Context) {
 			h.log.Warn("recovery read failed; the reconciler will catch up", slog.Any("err", err))
 			break
 		}
-		if pid := cl.Get(j.ID, actors.KindJob); pid != nil {
-			cl.ActorSystem.Root.Send(pid, actors.EnsureMessage())
+		if pid := cl.Get(j.ID, grains.KindJob); pid != nil {
+			cl.ActorSystem.Root.Send(pid, grains.EnsureMessage())
 			n++
 		}
 	}
@@ -255,7 +268,9 @@ func (h *Hub) recover(ctx context.Context) {
 // grains over → close the stores last.
 func (h *Hub) Stop(ctx context.Context) error {
 	h.stopOnce.Do(func() {
-		h.stopping.Store(true)
+		if h.links != nil {
+			h.links.Refuse()
+		}
 		if h.member == nil {
 			h.stopErr = h.stores.Close()
 			return
@@ -271,8 +286,7 @@ func (h *Hub) Stop(ctx context.Context) error {
 		if h.member.Cluster.MemberList.Length() > 1 {
 			spread = moveSpread
 		}
-		_, _ = root.RequestFuture(h.links, &moveLinks{spread: spread}, spread+linkGrace+time.Second).Result()
-		_ = root.PoisonFuture(h.links).Wait()
+		h.links.Stop(spread)
 		if err := h.logs.Drain(15 * time.Second); err != nil {
 			h.log.Warn("log drain incomplete", slog.Any("err", err))
 		}
@@ -291,10 +305,9 @@ func (h *Hub) Stop(ctx context.Context) error {
 	return h.stopErr
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+// Link implements api.Backend: the worker link's upgrade.
+func (h *Hub) Link(w http.ResponseWriter, r *http.Request, workerID string) {
+	h.links.Accept(w, r, workerID)
 }
 
 // MetricsHandler implements api.Backend.

@@ -10,7 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paprika-hub/paprika/actors"
+	"github.com/paprika-hub/paprika/actors/grains"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -97,7 +97,7 @@ func TestUnreportedSlotIsFreed(t *testing.T) {
 	l.heartbeat() // composed before the assignment could have arrived: no effect
 	require.Equal(t, "", l.next(time.Second).Type, "the only slot is held: nothing else may be assigned")
 
-	for time.Since(held) < actors.SlotPruneAfter {
+	for time.Since(held) < grains.SlotPruneAfter {
 		l.heartbeat(a.ID) // reported: held however old
 		require.Equal(t, "", l.next(500*time.Millisecond).Type)
 	}
@@ -160,7 +160,7 @@ func TestUnconfirmedAssignmentIsAskedAbout(t *testing.T) {
 	// query is out).
 	asked, again, canceled := map[string]bool{}, false, false
 	for len(asked) < 3 || !again || !canceled {
-		f := l.next(actors.AssignAuditAfter + 5*time.Second)
+		f := l.next(grains.AssignAuditAfter + 5*time.Second)
 		switch f.Type {
 		case messages.TypeJobQuery:
 			require.Equal(t, 1, f.Attempt)
@@ -189,7 +189,7 @@ func TestUnconfirmedAssignmentIsAskedAbout(t *testing.T) {
 	}
 	// The other is not asked about again, nor reassigned.
 	l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: lost.ID, Attempt: 2, Lane: "sim://w-raw/lane/0"})
-	require.Equal(t, "", l.next(actors.AssignAuditAfter+time.Second).Type, "nothing more for attempts the worker runs")
+	require.Equal(t, "", l.next(grains.AssignAuditAfter+time.Second).Type, "nothing more for attempts the worker runs")
 
 	l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: kept.ID, Attempt: 1, Lane: "sim://w-raw/lane/1"})
 	for _, j := range []struct {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paprika-hub/paprika/actors"
+	"github.com/paprika-hub/paprika/actors/grains"
 	"github.com/paprika-hub/paprika/config"
 	"github.com/paprika-hub/paprika/persistence"
 	"github.com/paprika-hub/paprika/persistence/storetest"
@@ -80,7 +80,7 @@ func TestMultiMemberSessionSurvivesHubLoss(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		require.LessOrEqual(t, attempt, 12, "no session grain landed on hub A")
 		id = openSession(t, a.URL())
-		if pid := b.member.Cluster.Get(id, actors.KindSession); pid != nil && pid.Address == a.member.Address() {
+		if pid := b.member.Cluster.Get(id, grains.KindSession); pid != nil && pid.Address == a.member.Address() {
 			break
 		}
 		st, body := do(t, "DELETE", a.URL()+"/sessions/"+id, "")
@@ -91,7 +91,7 @@ func TestMultiMemberSessionSurvivesHubLoss(t *testing.T) {
 	rec, err := b.stores.Sessions.Get(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, "wc", rec.WorkerID)
-	require.Equal(t, actors.SessionOpen, rec.State)
+	require.Equal(t, grains.SessionOpen, rec.State)
 	require.Equal(t, 1, lanesInUse())
 
 	require.NoError(t, a.Stop(ctx))

@@ -9,7 +9,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paprika-hub/paprika/actors"
+	"github.com/paprika-hub/paprika/actors/grains"
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -40,7 +41,7 @@ func TestUnresponsiveLinkStallsNoGrain(t *testing.T) {
 	silent := root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &silentConn{got: got} }))
 	hb, err := messages.Frame{Type: messages.TypeHeartbeat, Stats: &messages.Stats{}}.Encode()
 	require.NoError(t, err)
-	root.Send(cl.Get("w-slow", actors.KindWorker), &messages.WorkerHeartbeat{Conn: &messages.Ref{Address: silent.Address, Id: silent.Id},
+	root.Send(cl.Get("w-slow", grains.KindWorker), &messages.WorkerHeartbeat{Conn: &messages.Ref{Address: silent.Address, Id: silent.Id},
 		Frame: hb, ConnStartedUnixNs: time.Now().UnixNano()})
 
 	job := submit(t, url, `{"mode":"noop"}`)
@@ -57,21 +58,21 @@ func TestUnresponsiveLinkStallsNoGrain(t *testing.T) {
 
 	// Both grains are waiting on the silent link now; each answers at once.
 	waiting := time.Now()
-	r, err := actors.Call(cl, "w-slow", actors.KindWorker, &messages.WorkerGetInfo{}, 5*time.Second)
+	r, err := grains.Call(cl, "w-slow", grains.KindWorker, &messages.WorkerGetInfo{}, 5*time.Second)
 	require.NoError(t, err)
 	require.True(t, r.Ok, r.Message)
 	var w persistence.WorkerInfo
 	require.NoError(t, json.Unmarshal(r.Json, &w))
 	require.Equal(t, 1, w.InFlight, "the slot is held while the frame is on its way")
 
-	r, err = actors.Call(cl, job.ID, actors.KindJob, &messages.JobEnsure{}, 5*time.Second)
+	r, err = grains.Call(cl, job.ID, grains.KindJob, &messages.JobEnsure{}, 5*time.Second)
 	require.NoError(t, err)
 	require.True(t, r.Ok, r.Message)
 	var j persistence.Job
 	require.NoError(t, json.Unmarshal(r.Json, &j))
 	require.Equal(t, persistence.StatusRunning, j.Status, "the claim is made before the worker is asked")
 	require.Equal(t, "w-slow", j.WorkerID)
-	require.Less(t, time.Since(waiting), actors.ConnAckTimeout/2,
+	require.Less(t, time.Since(waiting), grains.ConnAckTimeout/2,
 		"a grain waiting on its peer must answer other messages meanwhile")
 	require.Zero(t, h.Metrics().Get("paprika_assignments_unconfirmed_total"), "asked while the placement still waited")
 
@@ -79,7 +80,7 @@ func TestUnresponsiveLinkStallsNoGrain(t *testing.T) {
 	// unconfirmed, the claim kept.
 	require.Equal(t, persistence.StatusRunning, getJob(t, url, job.ID).Status)
 	require.Eventually(t, func() bool { return h.Metrics().Get("paprika_assignments_unconfirmed_total") == 1 },
-		actors.ConnAckTimeout+5*time.Second, 20*time.Millisecond)
+		grains.ConnAckTimeout+5*time.Second, 20*time.Millisecond)
 	require.Equal(t, persistence.StatusRunning, getJob(t, url, job.ID).Status, "an unconfirmed claim stands")
 }
 
@@ -122,21 +123,21 @@ func TestTimersStopWithTheirActor(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 
 	for _, k := range []struct{ kind, id string }{
-		{actors.KindJob, job.ID}, {actors.KindScheduler, ""}, {actors.KindWorker, "w-away"},
+		{grains.KindJob, job.ID}, {grains.KindScheduler, ""}, {grains.KindWorker, "w-away"},
 		{"reconciler", ""}, {"log_flusher", ""}, {"hub_beat", ""},
 	} {
-		require.Eventually(t, func() bool { return actors.LiveTimers(k.kind) > 0 }, 5*time.Second, 10*time.Millisecond,
+		require.Eventually(t, func() bool { return supervise.LiveTimers(k.kind) > 0 }, 5*time.Second, 10*time.Millisecond,
 			"%s arms a timer in this state", k.kind)
-		before := actors.LiveTimers(k.kind)
+		before := supervise.LiveTimers(k.kind)
 		restarts := h.Metrics().Get("paprika_actor_supervision_total", "directive=RestartDirective")
 		require.NoError(t, h.InjectPanic(ctx, k.kind, k.id), k.kind)
 		require.Eventually(t, func() bool {
 			return h.Metrics().Get("paprika_actor_supervision_total", "directive=RestartDirective") > restarts
 		}, 5*time.Second, 10*time.Millisecond, "%s restarted", k.kind)
-		require.Eventually(t, func() bool { return actors.LiveTimers(k.kind) == before }, 5*time.Second, 10*time.Millisecond,
-			"%s: %d timers before the restart, %d after", k.kind, before, actors.LiveTimers(k.kind))
+		require.Eventually(t, func() bool { return supervise.LiveTimers(k.kind) == before }, 5*time.Second, 10*time.Millisecond,
+			"%s: %d timers before the restart, %d after", k.kind, before, supervise.LiveTimers(k.kind))
 		time.Sleep(100 * time.Millisecond) // nothing re-armed twice behind it
-		require.Equal(t, before, actors.LiveTimers(k.kind), k.kind)
+		require.Equal(t, before, supervise.LiveTimers(k.kind), k.kind)
 	}
 	// The job and the worker's work still end as they should.
 	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: job.ID, Attempt: a.Attempt, Result: []byte(`{}`)})
@@ -154,12 +155,12 @@ func TestNewJobIsEnqueuedOnce(t *testing.T) {
 	}
 	cl := h.member.Cluster
 	require.Eventually(t, func() bool {
-		r, err := actors.Call(cl, actors.SchedulerID, actors.KindScheduler, &messages.SchedGetStats{}, time.Second)
-		var st actors.SchedStats
+		r, err := grains.Call(cl, grains.SchedulerID, grains.KindScheduler, &messages.SchedGetStats{}, time.Second)
+		var st grains.SchedStats
 		return err == nil && r.Ok && json.Unmarshal(r.Json, &st) == nil && st.Queued == n
 	}, 5*time.Second, 10*time.Millisecond)
 	// Whatever was still on its way has arrived behind the stats request.
-	_, err := actors.Call(cl, actors.SchedulerID, actors.KindScheduler, &messages.SchedGetStats{}, time.Second)
+	_, err := grains.Call(cl, grains.SchedulerID, grains.KindScheduler, &messages.SchedGetStats{}, time.Second)
 	require.NoError(t, err)
 	require.Equal(t, int64(n), h.Metrics().Get("paprika_sched_enqueues_total"))
 }

@@ -6,12 +6,12 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/paprika-hub/paprika/actors"
+	"github.com/paprika-hub/paprika/actors/supervise"
 )
 
 // supervisor is the parent of the hub's local actors — the links parent,
 // the log router, the reconciler, the hub heartbeat — with the hub's
-// one-for-one strategy (actors.Strategy). Grains are children of
+// one-for-one strategy (supervise.Strategy). Grains are children of
 // protoactor's partition activator instead, with the same default policy.
 type supervisor struct{}
 
@@ -49,5 +49,5 @@ func spawner(system *actor.ActorSystem, sup *actor.PID) func(*actor.Props, strin
 }
 
 func newSupervisorProps() *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &supervisor{} }, actor.WithSupervisor(actors.Strategy()))
+	return actor.PropsFromProducer(func() actor.Actor { return &supervisor{} }, actor.WithSupervisor(supervise.Strategy()))
 }

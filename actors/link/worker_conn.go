@@ -1,4 +1,4 @@
-package actors
+package link
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/gorilla/websocket"
 
+	"github.com/paprika-hub/paprika/actors/grains"
+	"github.com/paprika-hub/paprika/actors/logpipe"
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -40,10 +43,10 @@ var finishRetry = backoff.Policy{Base: 100 * time.Millisecond}
 // lives; this actor holds only the socket.
 type workerConn struct {
 	// fixed after construction
-	deps     *Deps
+	deps     *grains.Deps
 	ws       *websocket.Conn
 	workerID string
-	logs     *LogRouter
+	logs     *logpipe.Router
 
 	// actor-confined state
 	log       *slog.Logger
@@ -55,7 +58,7 @@ type workerConn struct {
 	early     []*inFrame // frames that came meanwhile, handled after the welcome
 	closing   bool
 	startedAt int64 // unix ns the socket was accepted
-	timers    *Timers
+	timers    *supervise.Timers
 }
 
 type inFrame struct {
@@ -72,10 +75,10 @@ type retryFinish struct {
 }
 
 // NewWorkerConnProps builds the props of a WorkerConn for an upgraded socket.
-func NewWorkerConnProps(d *Deps, ws *websocket.Conn, workerID string, logs *LogRouter) *actor.Props {
+func NewWorkerConnProps(d *grains.Deps, ws *websocket.Conn, workerID string, logs *logpipe.Router) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &workerConn{deps: d, ws: ws, workerID: workerID, logs: logs}
-	}, actor.WithReceiverMiddleware(recoverMiddleware("worker_conn", d)))
+	}, actor.WithReceiverMiddleware(supervise.Recover("worker_conn", d.Log, d.Metrics)))
 }
 
 func (c *workerConn) Receive(ctx actor.Context) {
@@ -86,18 +89,18 @@ func (c *workerConn) Receive(ctx actor.Context) {
 		// A fresh actor cannot adopt the socket's goroutines: drop the link
 		// (the worker reconnects and re-sends what was not acknowledged).
 		if c.helloDone {
-			sendGrain(ctx, c.deps.Cluster(), c.workerID, KindWorker, &messages.WorkerDisconnected{Conn: refOf(ctx.Self())})
+			grains.Send(ctx, c.deps.Cluster(), c.workerID, grains.KindWorker, &messages.WorkerDisconnected{Conn: grains.RefOf(ctx.Self())})
 			c.helloDone = false
 		}
 		c.timers.StopAll()
 		c.shutdownIO()
-	case *InjectPanic:
+	case *supervise.InjectPanic:
 		panic("injected panic in worker connection " + c.workerID)
 	case *actor.Stopping:
 		c.timers.StopAll()
 		c.shutdownIO()
-	case *grainCall:
-		msg.run(ctx)
+	case *grains.GrainCall:
+		msg.Run(ctx)
 	case *inFrame:
 		c.frame(ctx, msg)
 	case *badFrame:
@@ -116,15 +119,15 @@ func (c *workerConn) Receive(ctx actor.Context) {
 			if queued {
 				ctx.Respond(&messages.Reply{Ok: true})
 			} else {
-				ctx.Respond(fail(CodeClosing, "link of %s is closing", c.workerID))
+				ctx.Respond(messages.Fail(messages.CodeClosing, "link of %s is closing", c.workerID))
 			}
 		}
 	case *messages.ConnClose:
 		c.closeWith(ctx, msg.Code, msg.Message)
 	case *closeNow:
 		_ = c.ws.Close() // the reader fails and reports connClosed
-	case *logsPersisted:
-		c.reportFinish(ctx, msg.payload.(*inFrame), 0)
+	case *logpipe.Persisted:
+		c.reportFinish(ctx, msg.Payload.(*inFrame), 0)
 	case *retryFinish:
 		c.reportFinish(ctx, msg.payload, msg.try)
 	}
@@ -137,7 +140,7 @@ func (c *workerConn) start(ctx actor.Context) {
 	}
 	c.out = make(chan []byte, outQueueLen)
 	c.stop = make(chan struct{})
-	c.timers = NewTimers(ctx, "worker_conn")
+	c.timers = supervise.NewTimers(ctx, "worker_conn")
 	c.timers.After(helloWait, &helloTimeout{})
 	c.deps.Metrics.LinksOpened.Inc()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -190,11 +193,11 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 				}
 				streams[f.JobID] = pid
 			}
-			if err := c.logs.budget.Acquire(ctx, 1); err != nil {
+			if err := c.logs.Acquire(ctx, 1); err != nil {
 				root.Send(self, &connClosed{err: err})
 				return
 			}
-			root.Send(pid, &logLine{attempt: f.Attempt, seq: f.Seq, line: f.Line})
+			root.Send(pid, &logpipe.Line{Attempt: f.Attempt, Seq: f.Seq, Text: f.Line})
 			continue
 		}
 		if f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed {
@@ -281,7 +284,7 @@ func (c *workerConn) closeWith(ctx actor.Context, code, message string) {
 
 func (c *workerConn) closed(ctx actor.Context, err error) {
 	if c.helloDone {
-		sendGrain(ctx, c.deps.Cluster(), c.workerID, KindWorker, &messages.WorkerDisconnected{Conn: refOf(ctx.Self())})
+		grains.Send(ctx, c.deps.Cluster(), c.workerID, grains.KindWorker, &messages.WorkerDisconnected{Conn: grains.RefOf(ctx.Self())})
 		c.helloDone = false
 		c.deps.Metrics.LinksClosed.Inc()
 	}
@@ -310,10 +313,10 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 	cl := c.deps.Cluster()
 	switch f.Type {
 	case messages.TypeHeartbeat:
-		sendGrain(ctx, cl, c.workerID, KindWorker, &messages.WorkerHeartbeat{Conn: refOf(ctx.Self()), Frame: in.raw,
+		grains.Send(ctx, cl, c.workerID, grains.KindWorker, &messages.WorkerHeartbeat{Conn: grains.RefOf(ctx.Self()), Frame: in.raw,
 			ConnStartedUnixNs: c.startedAt})
 	case messages.TypeJobStarted:
-		sendGrain(ctx, cl, f.JobID, KindJob, &messages.JobStarted{WorkerId: c.workerID, Attempt: int32(f.Attempt), Lane: f.Lane})
+		grains.Send(ctx, cl, f.JobID, grains.KindJob, &messages.JobStarted{WorkerId: c.workerID, Attempt: int32(f.Attempt), Lane: f.Lane})
 	case messages.TypeJobFailed, messages.TypeJobDone:
 		if f.Reason == persistence.ReasonRejected {
 			c.reportFinish(ctx, in, 0) // never ran: its log stays open
@@ -321,15 +324,15 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		}
 		// The result is reported only once the log, done sentinel included,
 		// is stored: a follower never sees "done" before the last line.
-		c.logs.route(ctx, f.JobID, &logEnd{notify: ctx.Self(), payload: in})
+		c.logs.Route(ctx, f.JobID, &logpipe.End{Notify: ctx.Self(), Payload: in})
 	case messages.TypeJobStatus:
 		audit := &messages.JobAudit{WorkerId: c.workerID, Attempt: int32(f.Attempt), State: f.State}
 		if f.UptimeMS > 0 {
-			audit.WorkerStartedUnixMs = c.deps.now().UnixMilli() - f.UptimeMS
+			audit.WorkerStartedUnixMs = c.deps.Clock().UnixMilli() - f.UptimeMS
 		}
-		sendGrain(ctx, cl, f.JobID, KindJob, audit)
+		grains.Send(ctx, cl, f.JobID, grains.KindJob, audit)
 	case messages.TypeSessionResult:
-		sendGrain(ctx, cl, f.SessionID, KindSession, &messages.SessionResult{CommandId: f.CommandID, Ok: f.OK,
+		grains.Send(ctx, cl, f.SessionID, grains.KindSession, &messages.SessionResult{CommandId: f.CommandID, Ok: f.OK,
 			Result: f.Result, Error: f.Error})
 	default:
 		c.deps.Metrics.LinkBadFrames.Inc()
@@ -372,13 +375,13 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 	// The grain's answer is a continuation; frames that come meanwhile
 	// are kept (in order, bounded) and handled once the link is accepted.
 	c.helloing = true
-	callGrain(ctx, c.timers, c.deps.Cluster(), c.workerID, KindWorker,
-		&messages.WorkerConnected{HubId: c.deps.HubID, Conn: refOf(ctx.Self()), Hello: in.raw,
+	grains.Ask(ctx, c.timers, c.deps.Cluster(), c.workerID, grains.KindWorker,
+		&messages.WorkerConnected{HubId: c.deps.HubID, Conn: grains.RefOf(ctx.Self()), Hello: in.raw,
 			ConnStartedUnixNs: c.startedAt}, c.deps.Timing.GrainTimeout,
 		func(res *messages.Reply, err error) {
 			c.helloing = false
 			if err != nil || !res.Ok {
-				c.closeWith(ctx, "rejected", errString(err, res))
+				c.closeWith(ctx, "rejected", grains.ErrString(err, res))
 				return
 			}
 			c.helloDone = true
@@ -397,16 +400,14 @@ func (c *workerConn) reportFinish(ctx actor.Context, in *inFrame, try int) {
 		Reason: f.Reason, Error: f.Error, Result: f.Result, Assets: f.Assets}
 	// One attempt per try: the retries are the link's own (retryFinish),
 	// which drop the link when the store stays away.
-	call := &grainCall{cl: c.deps.Cluster(), identity: f.JobID, kind: KindJob, msg: msg, once: true, timers: c.timers,
-		deadline: time.Now().Add(c.deps.Timing.GrainTimeout)}
-	call.done = func(r *messages.Reply, err error) {
-		if err != nil || (!r.Ok && !CodeStale.Is(r)) {
-			c.retryFinish(ctx, in, try, fmt.Errorf("%s", errString(err, r)))
-			return
-		}
-		c.sendFrame(ctx, messages.Frame{Type: messages.TypeJobAck, JobID: f.JobID, Attempt: f.Attempt})
-	}
-	call.run(ctx)
+	grains.AskOnce(ctx, c.timers, c.deps.Cluster(), f.JobID, grains.KindJob, msg, c.deps.Timing.GrainTimeout,
+		func(r *messages.Reply, err error) {
+			if err != nil || (!r.Ok && !messages.CodeStale.Is(r)) {
+				c.retryFinish(ctx, in, try, fmt.Errorf("%s", grains.ErrString(err, r)))
+				return
+			}
+			c.sendFrame(ctx, messages.Frame{Type: messages.TypeJobAck, JobID: f.JobID, Attempt: f.Attempt})
+		})
 }
 
 func (c *workerConn) retryFinish(ctx actor.Context, in *inFrame, try int, err error) {

@@ -1,4 +1,4 @@
-package actors
+package grains
 
 import (
 	"context"
@@ -9,40 +9,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/messages"
 )
-
-// Code is the reason a grain gives for refusing a request, carried in
-// messages.Reply.Code. Callers branch on it (the API maps it onto HTTP
-// statuses), so each code is declared once here.
-type Code string
-
-// The reply codes of the hub's grains and connections.
-const (
-	CodeInternal      Code = "internal"       // the actor panicked while handling the request
-	CodeUnavailable   Code = "unavailable"    // a store could not be read or written
-	CodeStore         Code = "store"          // a job store write failed
-	CodeNotFound      Code = "not_found"      // no such job, worker or session
-	CodeConflict      Code = "conflict"       // the state forbids it (already final, exists)
-	CodeStale         Code = "stale"          // a report of an attempt that is not current
-	CodeNotConnected  Code = "not_connected"  // the worker has no live link
-	CodeNotActive     Code = "not_active"     // the worker is drained or on standby
-	CodeFull          Code = "full"           // every slot of the worker is taken
-	CodeUnconfirmed   Code = "unconfirmed"    // the link did not confirm the frame in time
-	CodeClosing       Code = "closing"        // the link is closing
-	CodeBadHello      Code = "bad_hello"      // the hello frame does not decode
-	CodeSuperseded    Code = "superseded"     // a newer link of the worker exists
-	CodeBadStatus     Code = "bad_status"     // not a worker status
-	CodeNoCapacity    Code = "no_capacity"    // no worker has a free lane
-	CodeClosed        Code = "closed"         // the session is closed
-	CodeTimeout       Code = "timeout"        // the worker did not answer in time
-	CodeBadCommand    Code = "bad_command"    // a session command that cannot be sent
-	CodeCommandFailed Code = "command_failed" // the worker ran the command and it failed
-)
-
-// Is reports whether r is a refusal with code c.
-func (c Code) Is(r *messages.Reply) bool { return r != nil && !r.Ok && r.Code == string(c) }
 
 // reply answers a request; a no-op when there is no sender (a plain Send).
 func reply(ctx actor.Context, r *messages.Reply) {
@@ -53,11 +23,12 @@ func reply(ctx actor.Context, r *messages.Reply) {
 
 func ok(json []byte) *messages.Reply { return &messages.Reply{Ok: true, Json: json} }
 
-func fail(code Code, format string, args ...any) *messages.Reply {
-	return &messages.Reply{Ok: false, Code: string(code), Message: fmt.Sprintf(format, args...)}
+func fail(code messages.Code, format string, args ...any) *messages.Reply {
+	return messages.Fail(code, format, args...)
 }
 
-func errString(err error, r *messages.Reply) string {
+// ErrString describes a failed call: its error, or the refusal.
+func ErrString(err error, r *messages.Reply) string {
 	if err != nil {
 		return err.Error()
 	}
@@ -67,7 +38,8 @@ func errString(err error, r *messages.Reply) string {
 	return "no reply"
 }
 
-func refOf(pid *actor.PID) *messages.Ref {
+// RefOf is the wire form of pid.
+func RefOf(pid *actor.PID) *messages.Ref {
 	if pid == nil {
 		return nil
 	}
@@ -85,12 +57,12 @@ func samePID(a, b *actor.PID) bool {
 	return a != nil && b != nil && a.Address == b.Address && a.Id == b.Id
 }
 
-// sendGrain delivers msg to a grain without waiting for an answer. The PID
+// Send delivers msg to a grain without waiting for an answer. The PID
 // comes from the cluster's cache (an activation on first use); a message to
 // a grain that has just moved is lost, so callers use it only where a later
 // message or a sweep repairs the loss (state pushes, cancels), and
-// grainCall elsewhere.
-func sendGrain(ctx actor.SenderContext, cl *cluster.Cluster, identity, kind string, msg interface{}) {
+// GrainCall elsewhere.
+func Send(ctx actor.SenderContext, cl *cluster.Cluster, identity, kind string, msg interface{}) {
 	if pid, ok := cl.PidCache.Get(identity, kind); ok {
 		ctx.Send(pid, msg)
 		return
@@ -114,36 +86,45 @@ const quickAttempt = 2 * time.Second
 // few hundred milliseconds of the topology change.
 var callRetry = backoff.Policy{Base: 100 * time.Millisecond, Max: time.Second}
 
-// grainCall is one request from inside an actor's turn to a grain,
+// GrainCall is one request from inside an actor's turn to a grain,
 // anywhere in the cluster. The turn never waits: the answer comes back as a
 // continuation on the caller's own mailbox (ReenterAfter), so the actor
 // keeps handling its other messages meanwhile; a failed attempt is retried
-// by a timer message to the caller (which hands *grainCall to run) until
+// by a timer message to the caller (which hands *GrainCall to run) until
 // the deadline, each time with a fresh PID lookup. The continuation is
 // dropped when the incarnation that asked has stopped or restarted: its
 // state is gone, and the next one rebuilds from the store.
-type grainCall struct {
+type GrainCall struct {
 	cl             *cluster.Cluster
 	identity, kind string
 	msg            interface{}
 	deadline       time.Time
 	once           bool // one attempt only (not idempotent, or long-running)
-	timers         *Timers
+	timers         *supervise.Timers
 	done           func(*messages.Reply, error)
 	tries          int
 }
 
-// callGrain starts a grain call of at most timeout from the actor whose
-// timers are t; done runs on that actor's turn.
-func callGrain(ctx actor.Context, t *Timers, cl *cluster.Cluster, identity, kind string, msg interface{},
+// Ask starts a grain call of at most timeout, in short attempts, from the
+// actor whose timers are t; done runs on that actor's turn. The actor
+// hands a *GrainCall it receives to its Run (the retry).
+func Ask(ctx actor.Context, t *supervise.Timers, cl *cluster.Cluster, identity, kind string, msg interface{},
 	timeout time.Duration, done func(*messages.Reply, error)) {
-	c := &grainCall{cl: cl, identity: identity, kind: kind, msg: msg, deadline: time.Now().Add(timeout), timers: t, done: done}
-	c.run(ctx)
+	c := &GrainCall{cl: cl, identity: identity, kind: kind, msg: msg, deadline: time.Now().Add(timeout), timers: t, done: done}
+	c.Run(ctx)
 }
 
-// run makes one attempt; the actor calls it again when the retry timer
+// AskOnce is Ask in a single attempt of timeout: for a call whose retries
+// are the caller's own.
+func AskOnce(ctx actor.Context, t *supervise.Timers, cl *cluster.Cluster, identity, kind string, msg interface{},
+	timeout time.Duration, done func(*messages.Reply, error)) {
+	c := &GrainCall{cl: cl, identity: identity, kind: kind, msg: msg, deadline: time.Now().Add(timeout), timers: t, done: done, once: true}
+	c.Run(ctx)
+}
+
+// Run makes one attempt; the actor calls it again when the retry timer
 // delivers the call to it.
-func (c *grainCall) run(ctx actor.Context) {
+func (c *GrainCall) Run(ctx actor.Context) {
 	c.tries++
 	left := time.Until(c.deadline)
 	attempt := left
@@ -182,7 +163,7 @@ func (c *grainCall) run(ctx actor.Context) {
 	})
 }
 
-func (c *grainCall) request(ctx actor.Context, pid *actor.PID, timeout time.Duration) {
+func (c *GrainCall) request(ctx actor.Context, pid *actor.PID, timeout time.Duration) {
 	if !c.once {
 		timeout = min(timeout, quickAttempt)
 	}
@@ -204,7 +185,7 @@ func (c *grainCall) request(ctx actor.Context, pid *actor.PID, timeout time.Dura
 	})
 }
 
-func (c *grainCall) retry(ctx actor.Context, err error) {
+func (c *GrainCall) retry(ctx actor.Context, err error) {
 	left := time.Until(c.deadline)
 	if c.once || left <= 0 {
 		c.finish(nil, err)
@@ -213,7 +194,7 @@ func (c *grainCall) retry(ctx actor.Context, err error) {
 	c.timers.After(min(callRetry.Delay(c.tries-1), left), c)
 }
 
-func (c *grainCall) finish(r *messages.Reply, err error) {
+func (c *GrainCall) finish(r *messages.Reply, err error) {
 	if c.done != nil {
 		c.done(r, err)
 	}

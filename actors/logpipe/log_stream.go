@@ -1,4 +1,4 @@
-package actors
+package logpipe
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -35,21 +36,23 @@ type logStream struct {
 	done     bool  // no line is accepted any more
 	doneSent bool  // the done sentinel went to the flusher
 	armed    bool
-	timers   *Timers
+	timers   *supervise.Timers
 }
 
-// logLine is one job_log frame; the reader took one budget token for it.
-type logLine struct {
-	attempt int
-	seq     int64
-	line    string
+// Line is one job_log frame, sent by a socket reader straight to the job's
+// stream; the reader took one budget token for it (Router.Acquire).
+type Line struct {
+	Attempt int
+	Seq     int64
+	Text    string
 }
 
-// logEnd ends the log (job_done/job_failed). When the batch is stored, the
-// flusher sends notify the payload: the WorkerConn then reports the result.
-type logEnd struct {
-	notify  *actor.PID
-	payload interface{}
+// End ends the log (job_done/job_failed). When the batch is stored, the
+// flusher sends Notify a Persisted with Payload: the WorkerConn then
+// reports the result.
+type End struct {
+	Notify  *actor.PID
+	Payload interface{}
 }
 
 // closeLog ends the log on the hub's own decision (cancel, deadline, lost).
@@ -89,21 +92,21 @@ func (s *logStream) Receive(ctx actor.Context) {
 		s.timers.StopAll()
 		s.flush(ctx, nil, nil) // hand pending lines on before this instance goes
 		*s.carry = streamCarry{valid: true, next: s.next, base: s.base, attempt: s.attempt, done: s.done, doneSent: s.doneSent}
-	case *InjectPanic:
+	case *supervise.InjectPanic:
 		panic("injected panic in log stream " + s.jobID)
-	case *logLine:
+	case *Line:
 		s.add(ctx, msg)
 	case *logFlushTick:
 		s.armed = false
 		s.flush(ctx, nil, nil)
-	case *logEnd:
+	case *End:
 		if s.done {
 			// Already stored (a re-sent final frame): confirm at once.
-			ctx.Send(s.flusher, &flushReq{notify: msg.notify, payload: msg.payload})
+			ctx.Send(s.flusher, &flushReq{notify: msg.Notify, payload: msg.Payload})
 			return
 		}
 		s.done = true
-		s.flush(ctx, msg.notify, msg.payload)
+		s.flush(ctx, msg.Notify, msg.Payload)
 	case *closeLog:
 		if !s.done {
 			s.done = true
@@ -123,7 +126,7 @@ func (s *logStream) Receive(ctx actor.Context) {
 
 func (s *logStream) start(ctx actor.Context) {
 	s.log = s.deps.Log.With(slog.String("job_id", s.jobID))
-	s.timers = NewTimers(ctx, "log_stream")
+	s.timers = supervise.NewTimers(ctx, "log_stream")
 	ctx.SetReceiveTimeout(s.deps.Timing.IdlePassivate)
 	if c := s.carry; c.valid {
 		s.next, s.from, s.base, s.attempt, s.done, s.doneSent = c.next, c.next, c.base, c.attempt, c.done, c.doneSent
@@ -146,30 +149,30 @@ func (s *logStream) start(ctx actor.Context) {
 	}
 }
 
-func (s *logStream) add(ctx actor.Context, m *logLine) {
+func (s *logStream) add(ctx actor.Context, m *Line) {
 	if s.next < 0 { // length unknown: the first line sets it
-		s.next, s.from = m.seq, m.seq
+		s.next, s.from = m.Seq, m.Seq
 	}
-	if m.attempt < s.attempt {
+	if m.Attempt < s.attempt {
 		s.deps.Metrics.FencedReports.WithLabelValues("log").Inc()
 		s.budget.Release(1)
 		return
 	}
-	if m.attempt > s.attempt {
+	if m.Attempt > s.attempt {
 		// A new attempt appends after what earlier ones wrote. A fresh stream
 		// knows attempt 1 starts at 0; for a later attempt it assumes the
 		// stored lines end where this one's resend begins.
 		switch {
 		case s.attempt > 0:
 			s.base = s.next
-		case m.attempt <= 1:
+		case m.Attempt <= 1:
 			s.base = 0
 		default:
-			s.base = max(s.next-m.seq, 0)
+			s.base = max(s.next-m.Seq, 0)
 		}
-		s.attempt = m.attempt
+		s.attempt = m.Attempt
 	}
-	idx := s.base + m.seq
+	idx := s.base + m.Seq
 	if s.done || idx < s.next {
 		s.deps.Metrics.LogLinesDuplicate.Inc()
 		s.budget.Release(1)
@@ -182,7 +185,7 @@ func (s *logStream) add(ctx actor.Context, m *logLine) {
 	if len(s.pending) == 0 {
 		s.from = s.next
 	}
-	s.pending = append(s.pending, m.line)
+	s.pending = append(s.pending, m.Text)
 	s.next++
 	if len(s.pending) >= s.deps.Timing.LogBatchLines {
 		s.flush(ctx, nil, nil)

@@ -1,4 +1,4 @@
-package actors
+package grains
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -30,10 +31,10 @@ type jobGrain struct {
 	log      *slog.Logger
 	job      persistence.Job
 	loaded   bool
-	timers   *Timers
-	deadline Stop
-	queuedTO Stop
-	audit    Stop
+	timers   *supervise.Timers
+	deadline supervise.Stop
+	queuedTO supervise.Stop
+	audit    supervise.Stop
 	audited  int   // the attempt its worker said it runs: no more queries
 	checking int32 // an attempt its worker stopped reporting: ask even if started
 	// enqueued: the activation's load asked the scheduler already, so the
@@ -66,7 +67,7 @@ const auditEvery = 5 * time.Second
 // NewJobKind registers the job grain.
 func NewJobKind(d *Deps) *cluster.Kind {
 	props := actor.PropsFromProducer(func() actor.Actor { return &jobGrain{deps: d} },
-		actor.WithReceiverMiddleware(recoverMiddleware(KindJob, d)))
+		actor.WithReceiverMiddleware(supervise.Recover(KindJob, d.Log, d.Metrics)))
 	return cluster.NewKind(KindJob, props)
 }
 
@@ -76,15 +77,15 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		g.id = msg.Identity.Identity
 		g.cl = msg.Cluster
 		g.log = g.deps.Log.With(slog.String("job_id", g.id))
-		g.timers = NewTimers(ctx, KindJob)
+		g.timers = supervise.NewTimers(ctx, KindJob)
 		g.load(ctx)
 		g.enqueued = g.job.Status == persistence.StatusQueued
 		return
 	case *actor.Stopping, *actor.Restarting:
 		g.timers.StopAll()
 		return
-	case *grainCall:
-		msg.run(ctx)
+	case *GrainCall:
+		msg.Run(ctx)
 		return
 	case *actor.ReceiveTimeout:
 		if g.job.Status.Final() || !g.loaded {
@@ -138,7 +139,7 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 			g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonDeadlineExceeded,
 				Error: fmt.Sprintf("not done within timeout_s=%d", g.job.TimeoutS)})
 		}
-	case *InjectPanic:
+	case *supervise.InjectPanic:
 		panic("injected panic in job grain " + g.id)
 	case *queuedTimeoutTick:
 		g.queuedTO = nil
@@ -155,7 +156,7 @@ func (g *jobGrain) refuse(ctx actor.Context) {
 	if _, isPlace := ctx.Message().(*messages.JobPlace); isPlace {
 		g.sched(ctx, &messages.SchedPlaceFailed{JobId: g.id, WorkerId: ctx.Message().(*messages.JobPlace).WorkerId})
 	}
-	reply(ctx, fail(CodeUnavailable, "job %s could not be loaded", g.id))
+	reply(ctx, fail(messages.CodeUnavailable, "job %s could not be loaded", g.id))
 }
 
 // load reads the job and arms what its state needs. False when the store
@@ -181,7 +182,7 @@ func (g *jobGrain) load(ctx actor.Context) bool {
 // final one passivates when idle.
 func (g *jobGrain) arm(ctx actor.Context) {
 	g.stopTimers()
-	now := g.deps.now()
+	now := g.deps.Clock()
 	if g.job.Status.Final() {
 		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
 		return
@@ -251,7 +252,7 @@ func (g *jobGrain) ask(ctx actor.Context) {
 	g.deps.Metrics.AssignmentQueries.Inc()
 	g.log.Info("asking the worker whether it holds the attempt", slog.String("worker_id", g.job.WorkerID),
 		slog.Int("attempt", g.job.Attempts))
-	sendGrain(ctx, g.cl, g.job.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
+	Send(ctx, g.cl, g.job.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
 	g.audit = g.timers.After(auditEvery, &auditTick{})
 }
 
@@ -294,12 +295,12 @@ func (g *jobGrain) onAudit(ctx actor.Context, m *messages.JobAudit) {
 	g.deps.Metrics.AssignmentsRecovered.Inc()
 	g.log.Warn("worker never got the attempt; job queued again", slog.String("worker_id", m.WorkerId),
 		slog.Int("attempt", int(m.Attempt)))
-	sendGrain(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
+	Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
 	g.load(ctx)
 }
 
 func (g *jobGrain) sched(ctx actor.Context, msg interface{}) {
-	sendGrain(ctx, g.cl, SchedulerID, KindScheduler, msg)
+	Send(ctx, g.cl, SchedulerID, KindScheduler, msg)
 }
 
 // place runs the claim of record for the scheduler's choice, then asks the
@@ -314,7 +315,7 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
-	claimed, err := g.deps.Jobs.Claim(rctx, g.id, msg.WorkerId, g.deps.now())
+	claimed, err := g.deps.Jobs.Claim(rctx, g.id, msg.WorkerId, g.deps.Clock())
 	cancel()
 	if err != nil {
 		g.deps.Metrics.ClaimsLost.Inc()
@@ -336,7 +337,7 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		g.assigned(ctx, msg.WorkerId, claimed.Attempts, nil, err)
 		return
 	}
-	callGrain(ctx, g.timers, g.cl, msg.WorkerId, KindWorker,
+	Ask(ctx, g.timers, g.cl, msg.WorkerId, KindWorker,
 		&messages.WorkerAssign{JobId: g.id, Attempt: int32(claimed.Attempts), Frame: frame}, g.deps.Timing.AssignGrace,
 		func(res *messages.Reply, err error) { g.assigned(ctx, msg.WorkerId, claimed.Attempts, res, err) })
 }
@@ -347,7 +348,7 @@ func (g *jobGrain) assigned(ctx actor.Context, workerID string, attempt int, res
 	// canceled or moved on keeps that state; only the scheduler's
 	// placement is settled.
 	live := g.job.Status == persistence.StatusRunning && g.job.WorkerID == workerID && g.job.Attempts == attempt
-	if err != nil || CodeInternal.Is(res) || CodeUnconfirmed.Is(res) {
+	if err != nil || messages.CodeInternal.Is(res) || messages.CodeUnconfirmed.Is(res) {
 		// No answer is not a refusal: the worker may well have the job (its
 		// grain's reply was lost with a dying hub). Rolling the claim back
 		// now could run it twice, so the claim stands: if the worker has
@@ -355,7 +356,7 @@ func (g *jobGrain) assigned(ctx actor.Context, workerID string, attempt int, res
 		// deadline (forced close) rather than risk a second run.
 		g.deps.Metrics.AssignmentsUnconfirmed.Inc()
 		g.log.Warn("assignment unconfirmed; keeping the claim until the worker reports or disowns it",
-			slog.String("worker_id", workerID), slog.String("cause", errString(err, res)))
+			slog.String("worker_id", workerID), slog.String("cause", ErrString(err, res)))
 		if live {
 			g.arm(ctx)
 		}
@@ -365,7 +366,7 @@ func (g *jobGrain) assigned(ctx actor.Context, workerID string, attempt int, res
 	if !res.Ok {
 		failed := &messages.SchedPlaceFailed{JobId: g.id, WorkerId: workerID}
 		g.log.Info("worker refused the job; rolling the claim back", slog.String("worker_id", workerID),
-			slog.String("cause", errString(err, res)))
+			slog.String("cause", ErrString(err, res)))
 		rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
 		uerr := g.deps.Jobs.Unclaim(rctx, g.id, workerID, attempt)
 		cancel()
@@ -404,12 +405,12 @@ func (g *jobGrain) started(ctx actor.Context, m *messages.JobStarted) *messages.
 	g.refreshIfStale(ctx, m.WorkerId, m.Attempt)
 	if !g.current(m.WorkerId, m.Attempt) {
 		g.deps.Metrics.FencedReports.WithLabelValues("started").Inc()
-		return fail(CodeStale, "attempt %d on %s is not current", m.Attempt, m.WorkerId)
+		return fail(messages.CodeStale, "attempt %d on %s is not current", m.Attempt, m.WorkerId)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
 	defer cancel()
 	if err := g.deps.Jobs.SetLane(rctx, g.id, int(m.Attempt), m.Lane); err != nil {
-		return fail(CodeStore, "set lane: %v", err)
+		return fail(messages.CodeStore, "set lane: %v", err)
 	}
 	g.job.Lane = m.Lane
 	g.stopAudit()
@@ -425,7 +426,7 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 		g.deps.Metrics.FencedReports.WithLabelValues("finished").Inc()
 		g.log.Warn("stale report refused", slog.String("worker_id", m.WorkerId), slog.Int("attempt", int(m.Attempt)),
 			slog.String("status", string(g.job.Status)), slog.Int("current_attempt", g.job.Attempts))
-		return fail(CodeStale, "attempt %d on %s is not current", m.Attempt, m.WorkerId)
+		return fail(messages.CodeStale, "attempt %d on %s is not current", m.Attempt, m.WorkerId)
 	}
 	if !m.Succeeded && m.Reason == persistence.ReasonRejected {
 		return g.rejected(ctx, m)
@@ -438,7 +439,7 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 		}
 	}
 	if err := g.finish(ctx, int(m.Attempt), f); err != nil {
-		return fail(CodeStore, "%v", err)
+		return fail(messages.CodeStore, "%v", err)
 	}
 	return ok(g.jobJSON())
 }
@@ -451,11 +452,11 @@ func (g *jobGrain) rejected(ctx actor.Context, m *messages.JobFinished) *message
 	err := g.deps.Jobs.Unclaim(rctx, g.id, m.WorkerId, int(m.Attempt))
 	cancel()
 	if err != nil {
-		return fail(CodeStore, "roll back rejected claim: %v", err)
+		return fail(messages.CodeStore, "roll back rejected claim: %v", err)
 	}
 	g.deps.Metrics.AssignmentsRejected.Inc()
 	g.log.Info("worker rejected the job; queued again", slog.String("worker_id", m.WorkerId), slog.String("error", m.Error))
-	sendGrain(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
+	Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
 	g.load(ctx)
 	return ok(g.jobJSON())
 }
@@ -463,7 +464,7 @@ func (g *jobGrain) rejected(ctx actor.Context, m *messages.JobFinished) *message
 // finish writes a final state fenced by attempt and frees the slot.
 func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) error {
 	if f.At.IsZero() {
-		f.At = g.deps.now()
+		f.At = g.deps.Clock()
 	}
 	prev := g.job
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
@@ -481,7 +482,7 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	g.log.Debug("job final", slog.String("status", string(j.Status)), slog.String("reason", j.Reason))
 	switch prev.Status {
 	case persistence.StatusRunning:
-		sendGrain(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts)})
+		Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts)})
 	case persistence.StatusQueued:
 		g.sched(ctx, &messages.SchedRemove{JobId: g.id})
 	}
@@ -498,7 +499,7 @@ func (g *jobGrain) end(ctx actor.Context, f persistence.Finish) {
 		return
 	}
 	if prev.Status == persistence.StatusRunning {
-		sendGrain(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerCancelJob{JobId: g.id, Attempt: int32(prev.Attempts)})
+		Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerCancelJob{JobId: g.id, Attempt: int32(prev.Attempts)})
 	}
 	if lr := g.deps.LogRoute; lr != nil {
 		lr().CloseLog(ctx, g.id)
@@ -507,11 +508,11 @@ func (g *jobGrain) end(ctx actor.Context, f persistence.Finish) {
 
 func (g *jobGrain) cancel(ctx actor.Context) *messages.Reply {
 	if g.job.Status.Final() {
-		return &messages.Reply{Ok: false, Code: string(CodeConflict), Message: fmt.Sprintf("job %s is already %s", g.id, g.job.Status), Json: g.jobJSON()}
+		return &messages.Reply{Ok: false, Code: string(messages.CodeConflict), Message: fmt.Sprintf("job %s is already %s", g.id, g.job.Status), Json: g.jobJSON()}
 	}
 	g.end(ctx, persistence.Finish{Status: persistence.StatusCanceled, Reason: persistence.ReasonCanceled, Error: "canceled by request"})
 	if !g.job.Status.Final() {
-		return fail(CodeUnavailable, "job %s could not be canceled now", g.id)
+		return fail(messages.CodeUnavailable, "job %s could not be canceled now", g.id)
 	}
 	return ok(g.jobJSON())
 }
@@ -529,7 +530,7 @@ func (g *jobGrain) workerLost(ctx actor.Context, m *messages.JobWorkerLost) {
 		cancel()
 		if err == nil {
 			g.log.Warn("worker lost; job queued again", slog.String("worker_id", m.WorkerId), slog.Int("attempt", g.job.Attempts))
-			sendGrain(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(g.job.Attempts)})
+			Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(g.job.Attempts)})
 			g.load(ctx)
 			return
 		}

@@ -1,14 +1,17 @@
-package hub
+package link
 
 import (
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/gorilla/websocket"
 
-	"github.com/paprika-hub/paprika/actors"
+	"github.com/paprika-hub/paprika/actors/grains"
+	"github.com/paprika-hub/paprika/actors/logpipe"
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/messages"
 )
 
@@ -19,7 +22,7 @@ import (
 type linksActor struct {
 	children map[string]*actor.PID
 	waiters  []*actor.PID
-	timers   *actors.Timers
+	timers   *supervise.Timers
 }
 
 type spawnLink struct{ props *actor.Props }
@@ -36,7 +39,7 @@ func (l *linksActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		l.children = map[string]*actor.PID{}
-		l.timers = actors.NewTimers(ctx, "links")
+		l.timers = supervise.NewTimers(ctx, "links")
 	case *actor.Stopping, *actor.Restarting:
 		l.timers.StopAll()
 	case *spawnLink:
@@ -82,21 +85,59 @@ var upgrader = websocket.Upgrader{
 	CheckOrigin: func(*http.Request) bool { return true },
 }
 
-// Link implements api.Backend: upgrade and hand the socket to a WorkerConn.
-func (h *Hub) Link(w http.ResponseWriter, r *http.Request, workerID string) {
-	if h.stopping.Load() {
+// Links is a hub's handle on its worker links: it upgrades worker-link
+// requests and hands each socket to a WorkerConn under the links actor.
+type Links struct {
+	system   *actor.ActorSystem
+	pid      *actor.PID
+	deps     *grains.Deps
+	logs     *logpipe.Router
+	log      *slog.Logger
+	stopping atomic.Bool
+}
+
+// Start spawns the links actor with spawn, which places it under the hub's
+// supervisor.
+func Start(system *actor.ActorSystem, d *grains.Deps, logs *logpipe.Router,
+	spawn func(*actor.Props, string) (*actor.PID, error)) (*Links, error) {
+	pid, err := spawn(actor.PropsFromProducer(func() actor.Actor { return &linksActor{} },
+		actor.WithSupervisor(supervise.Strategy())), "links")
+	if err != nil {
+		return nil, err
+	}
+	return &Links{system: system, pid: pid, deps: d, logs: logs, log: d.Log}, nil
+}
+
+// Accept upgrades a worker-link request (already authenticated) and hands
+// the socket to a WorkerConn; a stopping hub answers 503.
+func (l *Links) Accept(w http.ResponseWriter, r *http.Request, workerID string) {
+	if l.stopping.Load() {
 		http.Error(w, `{"error":{"code":"hub_shutdown","message":"this hub is shutting down"}}`, http.StatusServiceUnavailable)
 		return
 	}
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
-		h.log.Info("worker link upgrade failed", slog.String("worker_id", workerID), slog.Any("err", err))
+		l.log.Info("worker link upgrade failed", slog.String("worker_id", workerID), slog.Any("err", err))
 		return
 	}
 	ws.SetReadLimit(messages.MaxFrameBytes)
-	props := actors.NewWorkerConnProps(h.deps, ws, workerID, h.logs)
-	if _, err := h.member.System.Root.RequestFuture(h.links, &spawnLink{props: props}, 5*time.Second).Result(); err != nil {
-		h.log.Warn("could not start a worker connection", slog.String("worker_id", workerID), slog.Any("err", err))
+	props := NewWorkerConnProps(l.deps, ws, workerID, l.logs)
+	if _, err := l.system.Root.RequestFuture(l.pid, &spawnLink{props: props}, 5*time.Second).Result(); err != nil {
+		l.log.Warn("could not start a worker connection", slog.String("worker_id", workerID), slog.Any("err", err))
 		_ = ws.Close()
 	}
+}
+
+// Refuse answers every new link request 503 from now on: the hub is
+// stopping.
+func (l *Links) Refuse() { l.stopping.Store(true) }
+
+// Stop refuses new links, asks every worker to move to another hub, spread
+// over spread so they do not all reconnect to one peer at once, waits until
+// they are gone (or spread plus a grace), then stops the links actor.
+func (l *Links) Stop(spread time.Duration) {
+	l.stopping.Store(true)
+	root := l.system.Root
+	_, _ = root.RequestFuture(l.pid, &moveLinks{spread: spread}, spread+linkGrace+time.Second).Result()
+	_ = root.PoisonFuture(l.pid).Wait()
 }

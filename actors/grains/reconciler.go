@@ -1,4 +1,4 @@
-package actors
+package grains
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -22,7 +23,7 @@ type reconciler struct {
 
 	// actor-confined state
 	log       *slog.Logger
-	timers    *Timers
+	timers    *supervise.Timers
 	lastGood  []persistence.WorkerInfo
 	lastGoodT time.Time
 }
@@ -33,14 +34,14 @@ type reconcileTick struct{}
 // NewReconcilerProps builds the reconciler (one per hub).
 func NewReconcilerProps(d *Deps) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return &reconciler{deps: d} },
-		actor.WithReceiverMiddleware(recoverMiddleware("reconciler", d)))
+		actor.WithReceiverMiddleware(supervise.Recover("reconciler", d.Log, d.Metrics)))
 }
 
 func (r *reconciler) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
 		r.log = r.deps.Log.With(slog.String("actor", "reconciler"))
-		r.timers = NewTimers(ctx, "reconciler")
+		r.timers = supervise.NewTimers(ctx, "reconciler")
 		t := r.deps.Timing
 		if !t.RedriveDisable {
 			r.timers.Every(t.RedriveInterval, &redriveTick{})
@@ -50,7 +51,7 @@ func (r *reconciler) Receive(ctx actor.Context) {
 		r.timers.Every(t.ReconcileInterval, &reconcileTick{})
 	case *actor.Stopping, *actor.Restarting:
 		r.timers.StopAll()
-	case *InjectPanic:
+	case *supervise.InjectPanic:
 		panic("injected panic in reconciler")
 	case *redriveTick:
 		r.redrive(ctx)
@@ -64,7 +65,7 @@ func (r *reconciler) Receive(ctx actor.Context) {
 // scheduler ignores those it already holds. The claim is still the store's
 // conditional update, so a job two hubs re-drive is run once.
 func (r *reconciler) redrive(ctx actor.Context) {
-	cutoff := r.deps.now().Add(-r.deps.Timing.RedriveMinAge)
+	cutoff := r.deps.Clock().Add(-r.deps.Timing.RedriveMinAge)
 	n := 0
 	r.eachJob(persistence.StatusQueued, 1000, func(j persistence.Job) bool {
 		if j.CreatedAt.After(cutoff) {
@@ -74,7 +75,7 @@ func (r *reconciler) redrive(ctx actor.Context) {
 			// A job still queued past the age gate may have a grain whose
 			// cached PID is stale: look it up afresh.
 			r.deps.Cluster().PidCache.Remove(j.ID, KindJob)
-			sendGrain(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobEnsure{})
+			Send(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobEnsure{})
 			n++
 		}
 		return true
@@ -94,7 +95,7 @@ func (r *reconciler) fleet() ([]persistence.WorkerInfo, bool) {
 	rctx, cancel := context.WithTimeout(context.Background(), t.FleetReadTimeout)
 	ws, err := r.deps.Workers.List(rctx)
 	cancel()
-	now := r.deps.now()
+	now := r.deps.Clock()
 	if err == nil {
 		r.lastGood, r.lastGoodT = ws, now
 		return ws, true
@@ -115,7 +116,7 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 		return
 	}
 	r.wakeSessions(ctx, ws)
-	now := r.deps.now()
+	now := r.deps.Clock()
 	byID := make(map[string]persistence.WorkerInfo, len(ws))
 	for _, w := range ws {
 		byID[w.ID] = w
@@ -126,14 +127,14 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 		if now.After(j.Deadline()) {
 			// Its grain may have lived on a hub that died: wake it so its
 			// deadline fires (forced close) wherever it activates now.
-			sendGrain(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobEnsure{})
+			Send(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobEnsure{})
 			overdue++
 			return true
 		}
 		if j.Lane == "" && now.Sub(j.StartedAt) > 2*AssignAuditAfter {
 			// Claimed but never started: its grain (and its audit timer) may
 			// have died with a hub. Waking it re-arms the audit.
-			sendGrain(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobEnsure{})
+			Send(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobEnsure{})
 		}
 		w, known := byID[j.WorkerID]
 		if known && w.Connected && now.Sub(w.LastSeen) <= t.AliveWindow {
@@ -144,7 +145,7 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 			since = w.LastSeen
 		}
 		if now.Sub(since) > t.OrphanGrace {
-			sendGrain(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobWorkerLost{WorkerId: j.WorkerID, Attempt: int32(j.Attempts)})
+			Send(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobWorkerLost{WorkerId: j.WorkerID, Attempt: int32(j.Attempts)})
 			lost++
 		}
 		return true
@@ -153,7 +154,7 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 		if now.Sub(j.CreatedAt) <= t.QueuedTimeout && now.Before(j.Deadline()) {
 			return false
 		}
-		sendGrain(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobEnsure{})
+		Send(ctx, r.deps.Cluster(), j.ID, KindJob, &messages.JobEnsure{})
 		overdue++
 		return true
 	})
@@ -174,7 +175,7 @@ func (r *reconciler) wakeSessions(ctx actor.Context, ws []persistence.WorkerInfo
 	for _, w := range ws {
 		for _, slot := range w.Running {
 			if sid, ok := slotSession(slot); ok {
-				sendGrain(ctx, r.deps.Cluster(), sid, KindSession, &messages.SessionEnsure{WorkerId: w.ID})
+				Send(ctx, r.deps.Cluster(), sid, KindSession, &messages.SessionEnsure{WorkerId: w.ID})
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package actors
+package logpipe
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -32,7 +33,7 @@ type logFlusher struct {
 	failures int          // consecutive failed writes
 	drains   []*actor.PID // callers of drainLogs waiting for an empty queue
 	writes   sync.WaitGroup
-	timers   *Timers
+	timers   *supervise.Timers
 }
 
 // flusherTick writes whatever partial batches the streams handed over.
@@ -51,11 +52,11 @@ type flushReq struct {
 	payload  interface{}
 }
 
-// logsPersisted tells a WorkerConn that a job's log, done sentinel included,
+// Persisted tells a WorkerConn that a job's log, done sentinel included,
 // is stored: it may now report the job's end.
-type logsPersisted struct {
-	jobID   string
-	payload interface{}
+type Persisted struct {
+	JobID   string
+	Payload interface{}
 }
 
 type writeDone struct {
@@ -81,7 +82,7 @@ type drainLogs struct{}
 func (f *logFlusher) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		f.timers = NewTimers(ctx, "log_flusher")
+		f.timers = supervise.NewTimers(ctx, "log_flusher")
 		f.armTick(ctx)
 		if len(f.carry.queue) > 0 {
 			f.queue, f.carry.queue = f.carry.queue, nil
@@ -114,7 +115,7 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 		for _, r := range msg.reqs {
 			lines += len(r.batch.Lines)
 			if r.notify != nil {
-				ctx.Send(r.notify, &logsPersisted{jobID: r.batch.JobID, payload: r.payload})
+				ctx.Send(r.notify, &Persisted{JobID: r.batch.JobID, Payload: r.payload})
 			}
 		}
 		f.budget.Release(int64(lines))
@@ -133,7 +134,7 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 		// then requeue what this instance holds.
 		f.writes.Wait()
 		f.carry.queue = f.queue
-	case *InjectPanic:
+	case *supervise.InjectPanic:
 		panic("injected panic in log flusher")
 	case *actor.Stopping:
 		f.timers.StopAll()

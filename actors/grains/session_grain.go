@@ -1,4 +1,4 @@
-package actors
+package grains
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -69,13 +70,13 @@ type sessionGrain struct {
 	released bool
 	loaded   bool      // the store was read, or this activation opened the session
 	savedAt  time.Time // last write of the record
-	timers   *Timers
+	timers   *supervise.Timers
 	// Cancels of the armed timers: a restart keeps the PID, and a timer of
 	// the struct before it must not fire into the one after it (which
 	// re-arms its own from the store).
-	idleStop    Stop
-	releaseStop Stop
-	cmdStops    map[string]Stop // command id → its timeout
+	idleStop    supervise.Stop
+	releaseStop supervise.Stop
+	cmdStops    map[string]supervise.Stop // command id → its timeout
 }
 
 // Session record timing.
@@ -108,7 +109,7 @@ func (d *Deps) commandTimeout() time.Duration {
 // NewSessionKind registers the session grain.
 func NewSessionKind(d *Deps) *cluster.Kind {
 	props := actor.PropsFromProducer(func() actor.Actor { return &sessionGrain{deps: d} },
-		actor.WithReceiverMiddleware(recoverMiddleware(KindSession, d)))
+		actor.WithReceiverMiddleware(supervise.Recover(KindSession, d.Log, d.Metrics)))
 	return cluster.NewKind(KindSession, props)
 }
 
@@ -121,8 +122,8 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		g.cl = msg.Cluster
 		g.log = g.deps.Log.With(slog.String("session_id", g.id))
 		g.pending = map[string]*actor.PID{}
-		g.cmdStops = map[string]Stop{}
-		g.timers = NewTimers(ctx, KindSession)
+		g.cmdStops = map[string]supervise.Stop{}
+		g.timers = supervise.NewTimers(ctx, KindSession)
 		// Command ids must not repeat an earlier activation's: the worker
 		// may still answer those, and a stale answer must match nothing.
 		g.epoch = strconv.FormatUint(uint64(rand.Uint32()), 36)
@@ -133,8 +134,8 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 	case *actor.Stopping, *actor.Restarting:
 		g.timers.StopAll()
 		return
-	case *grainCall:
-		msg.run(ctx)
+	case *GrainCall:
+		msg.Run(ctx)
 		return
 	case *messages.SessionOpen:
 		// A new id has no record, so a failed read does not stop an open.
@@ -145,7 +146,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		*messages.SessionWorkerGone, *messages.SessionEnsure:
 		if err := g.restore(ctx); err != nil {
 			g.log.Warn("session store read failed", slog.Any("err", err))
-			reply(ctx, fail(CodeUnavailable, "session %s: %v", g.id, err))
+			reply(ctx, fail(messages.CodeUnavailable, "session %s: %v", g.id, err))
 			return
 		}
 	}
@@ -156,13 +157,13 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		g.result(ctx, msg)
 	case *messages.SessionGet:
 		if g.s.ID == "" {
-			reply(ctx, fail(CodeNotFound, "no session %s", g.id))
+			reply(ctx, fail(messages.CodeNotFound, "no session %s", g.id))
 			return
 		}
 		reply(ctx, ok(g.json()))
 	case *messages.SessionClose:
 		if g.s.ID == "" {
-			reply(ctx, fail(CodeNotFound, "no session %s", g.id))
+			reply(ctx, fail(messages.CodeNotFound, "no session %s", g.id))
 			return
 		}
 		g.close(ctx, "closed by request")
@@ -179,7 +180,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		delete(g.cmdStops, msg.commandID)
 		if p, ok := g.pending[msg.commandID]; ok {
 			delete(g.pending, msg.commandID)
-			ctx.Send(p, fail(CodeTimeout, "worker %s did not answer within %s", g.s.WorkerID, g.deps.commandTimeout()))
+			ctx.Send(p, fail(messages.CodeTimeout, "worker %s did not answer within %s", g.s.WorkerID, g.deps.commandTimeout()))
 		}
 	case *sessionReleaseTimeout:
 		g.release(ctx)
@@ -187,7 +188,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		if g.s.Status != SessionOpen {
 			return
 		}
-		if left := g.idleTimeout() - g.deps.now().Sub(g.s.LastUsed); left > 0 || len(g.pending) > 0 {
+		if left := g.idleTimeout() - g.deps.Clock().Sub(g.s.LastUsed); left > 0 || len(g.pending) > 0 {
 			g.armIdle(ctx, max(left, 100*time.Millisecond))
 			return
 		}
@@ -196,7 +197,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		if g.s.Status == SessionClosed || g.s.Status == "" {
 			ctx.Stop(ctx.Self()) // passivate
 		}
-	case *InjectPanic:
+	case *supervise.InjectPanic:
 		panic("injected panic in session grain " + g.id)
 	}
 }
@@ -225,12 +226,12 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 	g.loaded = true
 	g.s = Session{ID: g.id, WorkerID: rec.WorkerID, Lane: rec.Lane, DevtoolsURL: rec.DevtoolsURL, Status: SessionOpen,
 		IdleTimeoutS: rec.IdleTimeoutS, Labels: rec.Labels, CreatedAt: rec.CreatedAt, LastUsed: rec.LastUsed}
-	g.savedAt = g.deps.now()
+	g.savedAt = g.deps.Clock()
 	ctx.CancelReceiveTimeout()
 	g.deps.Metrics.SessionsResumed.Inc()
 	g.log.Info("session resumed from the store", slog.String("worker_id", rec.WorkerID), slog.String("lane", rec.Lane),
 		slog.Time("last_used", rec.LastUsed))
-	left := g.idleTimeout() - g.deps.now().Sub(rec.LastUsed)
+	left := g.idleTimeout() - g.deps.Clock().Sub(rec.LastUsed)
 	if left <= 0 {
 		g.close(ctx, "idle timeout")
 		return nil
@@ -273,7 +274,7 @@ func (g *sessionGrain) idleTimeout() time.Duration {
 // late — the safe side, since the worker closes the lane itself a tenth of
 // the idle timeout after the hub would (agent.DefaultSessionIdleTimeout).
 func (g *sessionGrain) touch() {
-	now := g.deps.now()
+	now := g.deps.Clock()
 	g.s.LastUsed = now
 	if now.Sub(g.savedAt) >= min(sessionTouchEvery, g.idleTimeout()/10) {
 		g.save()
@@ -283,7 +284,7 @@ func (g *sessionGrain) touch() {
 // save writes the record of the open session. A failed write is logged and
 // the session goes on: it works on this hub, it would only not survive it.
 func (g *sessionGrain) save() {
-	g.savedAt = g.deps.now()
+	g.savedAt = g.deps.Clock()
 	rec := persistence.SessionRecord{ID: g.id, WorkerID: g.s.WorkerID, Lane: g.s.Lane, DevtoolsURL: g.s.DevtoolsURL,
 		IdleTimeoutS: g.s.IdleTimeoutS, Labels: g.s.Labels, State: g.s.Status, CreatedAt: g.s.CreatedAt, LastUsed: g.s.LastUsed}
 	// The touch interval is inside the TTL too: between two writes the
@@ -310,15 +311,15 @@ func (g *sessionGrain) forget() {
 
 func (g *sessionGrain) open(ctx actor.Context, m *messages.SessionOpen) {
 	if g.s.ID != "" {
-		reply(ctx, fail(CodeConflict, "session %s exists", g.id))
+		reply(ctx, fail(messages.CodeConflict, "session %s exists", g.id))
 		return
 	}
-	now := g.deps.now()
+	now := g.deps.Clock()
 	g.s = Session{ID: g.id, Status: SessionOpening, IdleTimeoutS: int(m.IdleTimeoutS), Labels: m.Labels, CreatedAt: now, LastUsed: now}
 	caller := ctx.Sender()
 	// Both steps answer as continuations: the grain answers GET (status
 	// "opening") and a close meanwhile.
-	callGrain(ctx, g.timers, g.cl, SchedulerID, KindScheduler, &messages.SchedPickSession{SessionId: g.id}, g.deps.Timing.GrainTimeout,
+	Ask(ctx, g.timers, g.cl, SchedulerID, KindScheduler, &messages.SchedPickSession{SessionId: g.id}, g.deps.Timing.GrainTimeout,
 		func(res *messages.Reply, err error) {
 			var pick struct {
 				WorkerID string `json:"worker_id"`
@@ -331,12 +332,12 @@ func (g *sessionGrain) open(ctx actor.Context, m *messages.SessionOpen) {
 				if pick.WorkerID != "" {
 					g.sched(ctx, &messages.SchedPlaceFailed{JobId: sessionSlot(g.id), WorkerId: pick.WorkerID})
 				}
-				g.answer(ctx, caller, fail(CodeClosed, "session %s closed: %s", g.id, g.s.Reason))
+				g.answer(ctx, caller, fail(messages.CodeClosed, "session %s closed: %s", g.id, g.s.Reason))
 				return
 			}
 			if pick.WorkerID == "" {
 				g.s = Session{}
-				g.answer(ctx, caller, fail(CodeNoCapacity, "no worker with a free chromium lane: %s", errString(err, res)))
+				g.answer(ctx, caller, fail(messages.CodeNoCapacity, "no worker with a free chromium lane: %s", ErrString(err, res)))
 				ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
 				return
 			}
@@ -353,24 +354,21 @@ func (g *sessionGrain) assignLane(ctx actor.Context, caller *actor.PID, workerID
 		Command: json.RawMessage(fmt.Sprintf(`{"op":%q,"idle_timeout_s":%d}`, messages.OpOpen, idleTimeoutS))}.Encode()
 	// Parked before the answer: the worker's result may overtake it.
 	g.await(ctx, caller, cmdID)
-	call := &grainCall{cl: g.cl, identity: workerID, kind: KindWorker, timers: g.timers,
-		msg:      &messages.WorkerAssign{JobId: sessionSlot(g.id), Frame: frame},
-		deadline: time.Now().Add(g.deps.Timing.AssignGrace)}
-	call.done = func(ares *messages.Reply, err error) {
-		if err == nil && ares.Ok {
-			g.sched(ctx, &messages.SchedPlaced{JobId: sessionSlot(g.id), WorkerId: workerID})
-			return
-		}
-		g.sched(ctx, &messages.SchedPlaceFailed{JobId: sessionSlot(g.id), WorkerId: workerID})
-		if g.s.Status != SessionOpening || g.s.WorkerID != workerID {
-			return // closed meanwhile, or the worker answered first
-		}
-		g.dropCommand(cmdID)
-		g.s = Session{}
-		g.answer(ctx, caller, fail(CodeNoCapacity, "worker %s refused the session: %s", workerID, errString(err, ares)))
-		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
-	}
-	call.run(ctx)
+	Ask(ctx, g.timers, g.cl, workerID, KindWorker, &messages.WorkerAssign{JobId: sessionSlot(g.id), Frame: frame},
+		g.deps.Timing.AssignGrace, func(ares *messages.Reply, err error) {
+			if err == nil && ares.Ok {
+				g.sched(ctx, &messages.SchedPlaced{JobId: sessionSlot(g.id), WorkerId: workerID})
+				return
+			}
+			g.sched(ctx, &messages.SchedPlaceFailed{JobId: sessionSlot(g.id), WorkerId: workerID})
+			if g.s.Status != SessionOpening || g.s.WorkerID != workerID {
+				return // closed meanwhile, or the worker answered first
+			}
+			g.dropCommand(cmdID)
+			g.s = Session{}
+			g.answer(ctx, caller, fail(messages.CodeNoCapacity, "worker %s refused the session: %s", workerID, ErrString(err, ares)))
+			ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+		})
 }
 
 // answer sends r to a caller parked before the turn that answers it.
@@ -399,9 +397,9 @@ func (g *sessionGrain) dropCommand(cmdID string) {
 
 func (g *sessionGrain) command(ctx actor.Context, m *messages.SessionCommand) {
 	if g.s.Status != SessionOpen {
-		code := CodeNotFound
+		code := messages.CodeNotFound
 		if g.s.Status == SessionClosed {
-			code = CodeClosed
+			code = messages.CodeClosed
 		}
 		reply(ctx, fail(code, "session %s is not open (%s)", g.id, g.s.Reason))
 		return
@@ -409,11 +407,11 @@ func (g *sessionGrain) command(ctx actor.Context, m *messages.SessionCommand) {
 	cmdID := g.nextCommand()
 	frame, err := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: cmdID, Command: m.Command}.Encode()
 	if err != nil {
-		reply(ctx, fail(CodeBadCommand, "%v", err))
+		reply(ctx, fail(messages.CodeBadCommand, "%v", err))
 		return
 	}
 	g.touch()
-	sendGrain(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
+	Send(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
 	g.await(ctx, ctx.Sender(), cmdID)
 }
 
@@ -429,7 +427,7 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 			g.release(ctx)
 			g.s.Status, g.s.Reason = SessionClosed, m.Error
 			if waiting {
-				ctx.Send(caller, fail(CodeNoCapacity, "worker %s could not open the session: %s", g.s.WorkerID, m.Error))
+				ctx.Send(caller, fail(messages.CodeNoCapacity, "worker %s could not open the session: %s", g.s.WorkerID, m.Error))
 			}
 			g.s = Session{}
 			ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
@@ -440,7 +438,7 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 			DevtoolsURL string `json:"devtools_url"`
 		}
 		_ = json.Unmarshal(m.Result, &r)
-		g.s.Status, g.s.Lane, g.s.DevtoolsURL, g.s.LastUsed = SessionOpen, r.Lane, r.DevtoolsURL, g.deps.now()
+		g.s.Status, g.s.Lane, g.s.DevtoolsURL, g.s.LastUsed = SessionOpen, r.Lane, r.DevtoolsURL, g.deps.Clock()
 		g.save()
 		g.log.Info("session open", slog.String("worker_id", g.s.WorkerID), slog.String("lane", r.Lane))
 		g.armIdle(ctx, g.idleTimeout())
@@ -456,7 +454,7 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 		return
 	}
 	if !m.Ok {
-		ctx.Send(caller, fail(CodeCommandFailed, "%s", m.Error))
+		ctx.Send(caller, fail(messages.CodeCommandFailed, "%s", m.Error))
 		return
 	}
 	ctx.Send(caller, ok(m.Result))
@@ -483,7 +481,7 @@ func (g *sessionGrain) closeOnWorker(ctx actor.Context) {
 	g.closeCmd = g.nextCommand()
 	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: g.closeCmd,
 		Command: json.RawMessage(fmt.Sprintf(`{"op":%q}`, messages.OpClose))}.Encode()
-	sendGrain(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
+	Send(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerForward{Frame: frame})
 	g.releaseStop = g.timers.After(closeWait, &sessionReleaseTimeout{})
 }
 
@@ -503,7 +501,7 @@ func (g *sessionGrain) end(ctx actor.Context, reason string) {
 func (g *sessionGrain) finish(ctx actor.Context, reason string) {
 	g.s.Status, g.s.Reason = SessionClosed, reason
 	for id, p := range g.pending {
-		ctx.Send(p, fail(CodeClosed, "session %s closed: %s", g.id, reason))
+		ctx.Send(p, fail(messages.CodeClosed, "session %s closed: %s", g.id, reason))
 		delete(g.pending, id)
 	}
 	g.forget()
@@ -514,12 +512,12 @@ func (g *sessionGrain) finish(ctx actor.Context, reason string) {
 func (g *sessionGrain) release(ctx actor.Context) {
 	if g.s.WorkerID != "" && !g.released {
 		g.released = true
-		sendGrain(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerRelease{JobId: sessionSlot(g.id)})
+		Send(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerRelease{JobId: sessionSlot(g.id)})
 	}
 }
 
 func (g *sessionGrain) sched(ctx actor.Context, msg interface{}) {
-	sendGrain(ctx, g.cl, SchedulerID, KindScheduler, msg)
+	Send(ctx, g.cl, SchedulerID, KindScheduler, msg)
 }
 
 func (g *sessionGrain) nextCommand() string {

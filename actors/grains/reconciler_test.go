@@ -1,4 +1,4 @@
-package actors
+package grains
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paprika-hub/paprika/metrics"
 	"github.com/paprika-hub/paprika/persistence"
 	"github.com/paprika-hub/paprika/persistence/memory"
 )
@@ -32,7 +33,7 @@ func TestReconcilerFleetViewGuards(t *testing.T) {
 	reg := &flakyRegistry{WorkerRegistry: memory.NewWorkerRegistry()}
 	require.NoError(t, reg.Put(context.Background(), persistence.WorkerInfo{ID: "w1", Connected: true, LastSeen: now}, time.Hour))
 	clock := now
-	r := &reconciler{deps: &Deps{Workers: reg, Metrics: NewMetrics(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	r := &reconciler{deps: &Deps{Workers: reg, Metrics: metrics.NewMetrics(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Timing: Timing{FleetReadTimeout: time.Second, FleetCache: 60 * time.Second}, Now: func() time.Time { return clock }}}
 	r.log = r.deps.Log
 

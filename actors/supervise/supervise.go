@@ -1,4 +1,4 @@
-package actors
+package supervise
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/metrics"
 )
 
 // Restart policy of every parent in the hub: one-for-one, up to 10 restarts
@@ -25,11 +26,11 @@ func Strategy() actor.SupervisorStrategy {
 	return actor.NewOneForOneStrategy(maxRestarts, restartsWithin, actor.DefaultDecider)
 }
 
-// recoverMiddleware logs a panic with its stack, counts it, answers the
+// Recover logs a panic with its stack, counts it, answers the
 // caller with an error Reply (a panicking grain otherwise never replies and
 // its caller waits out its whole timeout), then re-panics so the supervisor
 // restarts the actor with fresh state.
-func recoverMiddleware(kind string, d *Deps) actor.ReceiverMiddleware {
+func Recover(kind string, log *slog.Logger, m *metrics.Metrics) actor.ReceiverMiddleware {
 	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
 		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
 			defer func() {
@@ -37,12 +38,12 @@ func recoverMiddleware(kind string, d *Deps) actor.ReceiverMiddleware {
 				if r == nil {
 					return
 				}
-				d.Metrics.ActorPanics.WithLabelValues(kind).Inc()
-				d.Log.Error("actor panicked; restarting it", slog.String("kind", kind),
+				m.ActorPanics.WithLabelValues(kind).Inc()
+				log.Error("actor panicked; restarting it", slog.String("kind", kind),
 					slog.String("pid", c.Self().Id), slog.String("message", fmt.Sprintf("%T", env.Message)),
 					slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
 				if env.Sender != nil {
-					c.ActorSystem().Root.Send(env.Sender, &messages.Reply{Ok: false, Code: string(CodeInternal), Message: fmt.Sprintf("%s actor failed: %v", kind, r)})
+					c.ActorSystem().Root.Send(env.Sender, &messages.Reply{Ok: false, Code: string(messages.CodeInternal), Message: fmt.Sprintf("%s actor failed: %v", kind, r)})
 				}
 				panic(r)
 			}()
@@ -51,8 +52,8 @@ func recoverMiddleware(kind string, d *Deps) actor.ReceiverMiddleware {
 	}
 }
 
-// countRestarts subscribes to supervision events and counts them by reason.
-func countRestarts(system *actor.ActorSystem, m *Metrics) {
+// CountRestarts subscribes to supervision events and counts them by reason.
+func CountRestarts(system *actor.ActorSystem, m *metrics.Metrics) {
 	system.EventStream.Subscribe(func(evt interface{}) {
 		if e, ok := evt.(*actor.SupervisorEvent); ok {
 			m.ActorSupervision.WithLabelValues(e.Directive.String()).Inc()
@@ -60,5 +61,7 @@ func countRestarts(system *actor.ActorSystem, m *Metrics) {
 	})
 }
 
-// CountRestarts is exported for the hub's assembly.
-func CountRestarts(system *actor.ActorSystem, m *Metrics) { countRestarts(system, m) }
+// InjectPanic makes the receiving actor panic: fault injection for the
+// supervision tests and the chaos suite. Local only (not protobuf), so no
+// other member — and no client — can send it.
+type InjectPanic struct{}

@@ -1,4 +1,4 @@
-package actors
+package grains
 
 import (
 	"slices"

@@ -1,4 +1,4 @@
-package actors
+package grains
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -36,8 +37,8 @@ type workerGrain struct {
 	running  map[string]int32 // job id → attempt holding a slot
 	heldAt   map[string]time.Time
 	sending  map[string][]*actor.PID // job id → callers waiting for its link to take the frame
-	lostStop Stop
-	timers   *Timers
+	lostStop supervise.Stop
+	timers   *supervise.Timers
 }
 
 // ConnAckTimeout bounds the wait for a WorkerConn to take a frame; a live
@@ -60,7 +61,7 @@ type workerLostTick struct{ conn *actor.PID }
 // NewWorkerKind registers the worker grain.
 func NewWorkerKind(d *Deps) *cluster.Kind {
 	props := actor.PropsFromProducer(func() actor.Actor { return &workerGrain{deps: d} },
-		actor.WithReceiverMiddleware(recoverMiddleware(KindWorker, d)))
+		actor.WithReceiverMiddleware(supervise.Recover(KindWorker, d.Log, d.Metrics)))
 	return cluster.NewKind(KindWorker, props)
 }
 
@@ -91,7 +92,7 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 		}
 		if f, err := messages.DecodeFrame(msg.Frame); err == nil && f.Type == messages.TypeSessionCommand {
 			// Its caller should hear at once, not at the command timeout.
-			sendGrain(ctx, g.cl, f.SessionID, KindSession, &messages.SessionResult{CommandId: f.CommandID,
+			Send(ctx, g.cl, f.SessionID, KindSession, &messages.SessionResult{CommandId: f.CommandID,
 				Error: fmt.Sprintf("worker %s is not connected (it may be reconnecting); try again", g.id)})
 		}
 	case *messages.WorkerCancelJob:
@@ -104,7 +105,7 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 		g.pushScheduler(ctx)
 	case *workerLostTick:
 		g.lost(ctx, msg)
-	case *InjectPanic:
+	case *supervise.InjectPanic:
 		panic("injected panic in worker grain " + g.id)
 	}
 }
@@ -115,7 +116,7 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	g.log = g.deps.Log.With(slog.String("worker_id", g.id))
 	g.running = map[string]int32{}
 	g.heldAt = map[string]time.Time{}
-	g.timers = NewTimers(ctx, KindWorker)
+	g.timers = supervise.NewTimers(ctx, KindWorker)
 	g.sending = map[string][]*actor.PID{}
 	g.info = persistence.WorkerInfo{ID: g.id, Status: WorkerActive}
 	// The registry keeps what must outlive this activation: the operator's
@@ -146,13 +147,13 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected) *messages.Reply {
 	hello, err := messages.DecodeFrame(msg.Hello)
 	if err != nil || hello.Type != messages.TypeHello {
-		return fail(CodeBadHello, "hello frame: %v", err)
+		return fail(messages.CodeBadHello, "hello frame: %v", err)
 	}
 	newConn := pidOf(msg.Conn)
 	if g.conn != nil && !samePID(g.conn, newConn) {
 		if msg.ConnStartedUnixNs < g.connAt {
 			// A late hello of an older socket: the live one is newer.
-			return fail(CodeSuperseded, "worker %s has a newer link", g.id)
+			return fail(messages.CodeSuperseded, "worker %s has a newer link", g.id)
 		}
 		// The worker reconnected (maybe to another hub) before the old socket
 		// noticed: the newest socket wins, the old one is told to close.
@@ -174,7 +175,7 @@ func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected
 	}
 	g.adoptRunning(hello.Running)
 	g.pruneUnreported(ctx, hello.Running)
-	g.info.LastSeen = g.deps.now()
+	g.info.LastSeen = g.deps.Clock()
 	g.info.Reported, g.info.ReportedAt = hello.Running, g.info.LastSeen
 	g.log.Info("worker connected", slog.String("lan_ip", hello.LanIP), slog.Int("max_concurrent", caps.MaxConcurrent),
 		slog.Int("running", len(g.running)))
@@ -206,7 +207,7 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 	}
 	g.adoptRunning(f.Running)
 	g.pruneUnreported(ctx, f.Running)
-	g.info.LastSeen = g.deps.now()
+	g.info.LastSeen = g.deps.Clock()
 	g.info.Reported, g.info.ReportedAt = f.Running, g.info.LastSeen
 	g.publish(ctx)
 }
@@ -227,7 +228,7 @@ func (g *workerGrain) adoptRunning(ids []string) {
 // (see SlotPruneAfter). Sessions are not in the report: their slots end by
 // close or disconnect.
 func (g *workerGrain) pruneUnreported(ctx actor.Context, reported []string) {
-	now := g.deps.now()
+	now := g.deps.Clock()
 	for id := range g.running {
 		if isSessionSlot(id) || slices.Contains(reported, id) || now.Sub(g.heldAt[id]) < SlotPruneAfter {
 			continue
@@ -238,7 +239,7 @@ func (g *workerGrain) pruneUnreported(ctx actor.Context, reported []string) {
 			// If the job is still running by the store, the worker lost it
 			// (restarted, say): the job grain asks it and settles the attempt
 			// now rather than at its deadline.
-			sendGrain(ctx, g.cl, id, KindJob, &messages.JobCheck{WorkerId: g.id, Attempt: att})
+			Send(ctx, g.cl, id, KindJob, &messages.JobCheck{WorkerId: g.id, Attempt: att})
 		}
 		g.release(id)
 	}
@@ -248,7 +249,7 @@ func (g *workerGrain) pruneUnreported(ctx actor.Context, reported []string) {
 // hold reserves a slot for a job (or session) under an attempt.
 func (g *workerGrain) hold(id string, attempt int32) {
 	if _, ok := g.running[id]; !ok {
-		g.heldAt[id] = g.deps.now()
+		g.heldAt[id] = g.deps.Clock()
 	}
 	g.running[id] = attempt
 }
@@ -294,10 +295,10 @@ func (g *workerGrain) lost(ctx actor.Context, _ *workerLostTick) {
 	for key, att := range g.running {
 		if sid, isSession := slotSession(key); isSession {
 			// Its caller gets a clear error on the next request.
-			sendGrain(ctx, g.cl, sid, KindSession, &messages.SessionWorkerGone{WorkerId: g.id})
+			Send(ctx, g.cl, sid, KindSession, &messages.SessionWorkerGone{WorkerId: g.id})
 		} else {
 			g.deps.Metrics.WorkerLostJobs.Inc()
-			sendGrain(ctx, g.cl, key, KindJob, &messages.JobWorkerLost{WorkerId: g.id, Attempt: att})
+			Send(ctx, g.cl, key, KindJob, &messages.JobWorkerLost{WorkerId: g.id, Attempt: att})
 		}
 		g.release(key)
 	}
@@ -331,14 +332,14 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) {
 	}
 	switch {
 	case g.conn == nil:
-		reply(ctx, fail(CodeNotConnected, "worker %s has no link", g.id))
+		reply(ctx, fail(messages.CodeNotConnected, "worker %s has no link", g.id))
 		return
 	case g.info.Status != WorkerActive:
-		reply(ctx, fail(CodeNotActive, "worker %s is %s", g.id, g.info.Status))
+		reply(ctx, fail(messages.CodeNotActive, "worker %s is %s", g.id, g.info.Status))
 		return
 	case len(g.running) >= g.info.MaxConcurrent:
 		g.publish(ctx) // the scheduler's view was stale: correct it
-		reply(ctx, fail(CodeFull, "worker %s has %d of %d slots taken", g.id, len(g.running), g.info.MaxConcurrent))
+		reply(ctx, fail(messages.CodeFull, "worker %s has %d of %d slots taken", g.id, len(g.running), g.info.MaxConcurrent))
 		return
 	}
 	conn := g.conn
@@ -370,11 +371,11 @@ func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, 
 		// slot; the job grain keeps its claim (never a second run), and the
 		// worker's report or the job's deadline settles it.
 		g.publish(ctx)
-		return fail(CodeUnconfirmed, "worker %s link did not confirm within %s", g.id, ConnAckTimeout)
+		return fail(messages.CodeUnconfirmed, "worker %s link did not confirm within %s", g.id, ConnAckTimeout)
 	}
 	if r, _ := res.(*messages.Reply); err != nil || r == nil || !r.Ok {
 		g.log.Warn("worker link did not take the job; treating it as gone", slog.String("job_id", msg.JobId),
-			slog.String("cause", errString(err, r)))
+			slog.String("cause", ErrString(err, r)))
 		if att, held := g.running[msg.JobId]; held && att == msg.Attempt {
 			g.release(msg.JobId)
 			g.info.InFlight = len(g.running)
@@ -384,7 +385,7 @@ func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, 
 			g.info.Connected = false
 		}
 		g.publish(ctx)
-		return fail(CodeNotConnected, "worker %s link is gone: %s", g.id, errString(err, r))
+		return fail(messages.CodeNotConnected, "worker %s link is gone: %s", g.id, ErrString(err, r))
 	}
 	g.publish(ctx)
 	return ok(nil)
@@ -394,10 +395,10 @@ func (g *workerGrain) setStatus(ctx actor.Context, status string) *messages.Repl
 	switch status {
 	case WorkerActive, WorkerDrain, WorkerStandby:
 	default:
-		return fail(CodeBadStatus, "status %q is not one of %s", status, strings.Join(persistence.WorkerStatuses, ", "))
+		return fail(messages.CodeBadStatus, "status %q is not one of %s", status, strings.Join(persistence.WorkerStatuses, ", "))
 	}
 	if g.info.MaxConcurrent == 0 && g.info.LastSeen.IsZero() {
-		return fail(CodeNotFound, "worker %s is not known", g.id)
+		return fail(messages.CodeNotFound, "worker %s is not known", g.id)
 	}
 	g.info.Status = status
 	g.log.Info("worker status set", slog.String("status", status))
@@ -451,13 +452,13 @@ func (g *workerGrain) pushScheduler(ctx actor.Context) {
 		DiskPct:        g.info.DiskPct,
 		Drivers:        g.info.Drivers,
 	}
-	sendGrain(ctx, g.cl, SchedulerID, KindScheduler, st)
+	Send(ctx, g.cl, SchedulerID, KindScheduler, st)
 }
 
 func (g *workerGrain) infoJSON() []byte {
 	w := g.info
 	w.Connected = g.conn != nil
-	w.Alive = w.Connected && g.deps.now().Sub(w.LastSeen) <= g.deps.Timing.AliveWindow
+	w.Alive = w.Connected && g.deps.Clock().Sub(w.LastSeen) <= g.deps.Timing.AliveWindow
 	w.InFlight = len(g.running)
 	b, _ := json.Marshal(w)
 	return b

@@ -1,4 +1,4 @@
-package actors
+package logpipe
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/paprika-hub/paprika/actors/supervise"
 )
 
 // lineBudget bounds the log lines a hub holds in memory between the socket
@@ -28,9 +30,9 @@ func (b *lineBudget) Release(n int64) {
 	}
 }
 
-// LogRouter is the hub's handle on its log actors: a router that owns one
+// Router is the hub's handle on its log actors: a router that owns one
 // LogStream child per job with lines on this hub, and the flusher.
-type LogRouter struct {
+type Router struct {
 	system *actor.ActorSystem
 	pid    *actor.PID
 	budget *lineBudget
@@ -65,22 +67,24 @@ type logRouterActor struct {
 	byPID   map[string]string // child PID id → job id
 }
 
-// StartLogRouter spawns the router (and its flusher) with spawn, which
+// Start spawns the router (and its flusher) with spawn, which
 // places it under the hub's supervisor.
-func StartLogRouter(system *actor.ActorSystem, d *Deps, spawn func(*actor.Props, string) (*actor.PID, error)) (*LogRouter, error) {
+func Start(system *actor.ActorSystem, d *Deps, spawn func(*actor.Props, string) (*actor.PID, error)) (*Router, error) {
 	budget := newLineBudget(max(d.Timing.LogBudgetLines, 1))
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &logRouterActor{deps: d, budget: budget}
-	}, actor.WithSupervisor(Strategy()), actor.WithReceiverMiddleware(recoverMiddleware("log_router", d)))
+	}, actor.WithSupervisor(supervise.Strategy()), actor.WithReceiverMiddleware(supervise.Recover("log_router", d.Log, d.Metrics)))
 	pid, err := spawn(props, "logs")
 	if err != nil {
 		return nil, err
 	}
-	return &LogRouter{system: system, pid: pid, budget: budget}, nil
+	return &Router{system: system, pid: pid, budget: budget}, nil
 }
 
-// Stream returns the PID of jobID's LogStream on this hub.
-func (r *LogRouter) Stream(jobID string) (*actor.PID, error) {
+// Stream returns the PID of jobID's LogStream on this hub. It waits for the
+// router, so it is for goroutines (the socket readers), not actor turns:
+// those use Route.
+func (r *Router) Stream(jobID string) (*actor.PID, error) {
 	res, err := r.system.Root.RequestFuture(r.pid, &streamFor{jobID: jobID}, 5*time.Second).Result()
 	if err != nil {
 		return nil, fmt.Errorf("log stream for job %s: %w", jobID, err)
@@ -94,24 +98,30 @@ func (r *LogRouter) Stream(jobID string) (*actor.PID, error) {
 
 // CloseLog ends a job's log on the hub's own decision. It does not wait:
 // the router hands the close to the job's stream.
-func (r *LogRouter) CloseLog(ctx actor.SenderContext, jobID string) {
-	r.route(ctx, jobID, &closeLog{})
+func (r *Router) CloseLog(ctx actor.SenderContext, jobID string) {
+	r.Route(ctx, jobID, &closeLog{})
 }
 
-// route sends msg to jobID's stream through the router (which spawns the
+// Route sends msg (an End, say) to jobID's stream through the router (which spawns the
 // stream on first use), from inside an actor's turn: no waiting for the
 // stream's PID. Lines the socket reader sent to the stream before are
 // ahead of msg in its mailbox.
-func (r *LogRouter) route(ctx actor.SenderContext, jobID string, msg interface{}) {
+func (r *Router) Route(ctx actor.SenderContext, jobID string, msg interface{}) {
 	ctx.Send(r.pid, &routeTo{jobID: jobID, msg: msg})
 }
 
+// Acquire takes n line tokens, waiting while the store is behind (the
+// backpressure on the socket readers); it fails only when ctx ends.
+func (r *Router) Acquire(ctx context.Context, n int64) error { return r.budget.Acquire(ctx, n) }
+
 // InjectFlusherPanic makes the flusher panic (fault injection).
-func (r *LogRouter) InjectFlusherPanic() { r.system.Root.Send(r.pid, &toFlusher{msg: &InjectPanic{}}) }
+func (r *Router) InjectFlusherPanic() {
+	r.system.Root.Send(r.pid, &toFlusher{msg: &supervise.InjectPanic{}})
+}
 
 // Drain flushes every pending line and waits until the store has them
 // (shutdown: the socket readers are already stopped).
-func (r *LogRouter) Drain(timeout time.Duration) error {
+func (r *Router) Drain(timeout time.Duration) error {
 	_, err := r.system.Root.RequestFuture(r.pid, &routerDrain{}, timeout).Result()
 	if err != nil {
 		return fmt.Errorf("drain logs: %w", err)
@@ -127,7 +137,7 @@ func (a *logRouterActor) Receive(ctx actor.Context) {
 		carry := &flusherCarry{}
 		a.flusher = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
 			return &logFlusher{deps: a.deps, budget: a.budget, carry: carry}
-		}, actor.WithReceiverMiddleware(recoverMiddleware("log_flusher", a.deps))))
+		}, actor.WithReceiverMiddleware(supervise.Recover("log_flusher", a.deps.Log, a.deps.Metrics))))
 	case *streamFor:
 		ctx.Respond(a.stream(ctx, msg.jobID))
 	case *routeTo:
@@ -153,7 +163,7 @@ func (a *logRouterActor) stream(ctx actor.Context, jobID string) *actor.PID {
 		carry := &streamCarry{}
 		pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
 			return &logStream{deps: a.deps, jobID: jobID, flusher: a.flusher, budget: a.budget, carry: carry}
-		}, actor.WithReceiverMiddleware(recoverMiddleware("log_stream", a.deps))))
+		}, actor.WithReceiverMiddleware(supervise.Recover("log_stream", a.deps.Log, a.deps.Metrics))))
 		a.streams[jobID] = pid
 		a.byPID[pid.Id] = jobID
 	}

@@ -1,4 +1,4 @@
-package actors
+package metrics
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package actors
+package grains
 
 import (
 	"fmt"
@@ -7,7 +7,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/metrics"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -49,6 +51,8 @@ type Timing struct {
 	GrainTimeout      time.Duration // grain request timeout
 	IdlePassivate     time.Duration // idle final job grains stop after this
 	ForwardTimeout    time.Duration // bound on one session command (cluster.forward_timeout)
+	MemberTimeout     time.Duration // a hub silent this long is dead (cluster.member_timeout)
+	HubTTL            time.Duration // how long a hub's record outlives its last beat (cluster.hub_ttl)
 }
 
 // Deps is what every actor of a hub shares: fixed after the hub starts.
@@ -61,10 +65,16 @@ type Deps struct {
 	Hubs     persistence.HubRegistry
 	Sessions persistence.SessionStore
 	Log      *slog.Logger
-	Metrics  *Metrics
+	Metrics  *metrics.Metrics
 	Cluster  func() *cluster.Cluster // set once the member starts
-	LogRoute func() *LogRouter       // the hub's log router (local)
+	LogRoute func() LogCloser        // the hub's log pipe (local)
 	Now      func() time.Time
+}
+
+// LogCloser ends a job's log on this hub without waiting (the log pipe's
+// router): the job grain closes the log when the hub itself ends a job.
+type LogCloser interface {
+	CloseLog(ctx actor.SenderContext, jobID string)
 }
 
 // storeTimeout bounds one registry or session store call made inside an
@@ -76,7 +86,8 @@ func (d *Deps) storeTimeout() time.Duration {
 	return 1500 * time.Millisecond
 }
 
-func (d *Deps) now() time.Time {
+// Clock is now by the hub's clock (Now, or time.Now).
+func (d *Deps) Clock() time.Time {
 	if d.Now != nil {
 		return d.Now()
 	}
@@ -96,8 +107,3 @@ func Wake(cl *cluster.Cluster, jobID string) error {
 	cl.ActorSystem.Root.Send(pid, &messages.JobEnsure{})
 	return nil
 }
-
-// InjectPanic makes the receiving actor panic: fault injection for the
-// supervision tests and the chaos suite. Local only (not protobuf), so no
-// other member — and no client — can send it.
-type InjectPanic struct{}

@@ -1,4 +1,4 @@
-package actors
+package grains
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -34,8 +35,8 @@ type schedulerGrain struct {
 	queue        jobQueue
 	pending      map[string]string // job id → worker id, placement in flight
 	pendingSince map[string]time.Time
-	placeStops   map[string]Stop // job id → its placement timeout
-	timers       *Timers
+	placeStops   map[string]supervise.Stop // job id → its placement timeout
+	timers       *supervise.Timers
 	self         *actor.PID
 }
 
@@ -69,7 +70,7 @@ type SchedStats struct {
 // NewSchedulerKind registers the scheduler grain.
 func NewSchedulerKind(d *Deps) *cluster.Kind {
 	props := actor.PropsFromProducer(func() actor.Actor { return &schedulerGrain{deps: d} },
-		actor.WithReceiverMiddleware(recoverMiddleware(KindScheduler, d)))
+		actor.WithReceiverMiddleware(supervise.Recover(KindScheduler, d.Log, d.Metrics)))
 	return cluster.NewKind(KindScheduler, props)
 }
 
@@ -104,24 +105,24 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 			s.placeFailed(&messages.SchedPlaceFailed{JobId: msg.jobID, WorkerId: msg.workerID, Requeue: true})
 			s.place(ctx)
 		}
-	case *InjectPanic:
+	case *supervise.InjectPanic:
 		panic("injected panic in scheduler")
 	case *ownerCheck:
 		s.checkOwner(ctx)
 	case *wakeJob:
-		sendGrain(ctx, s.cl, msg.jobID, KindJob, &messages.JobEnsure{})
+		Send(ctx, s.cl, msg.jobID, KindJob, &messages.JobEnsure{})
 	case *messages.SchedRemove:
 		s.remove(msg.JobId)
 	case *messages.SchedPickSession:
-		c := s.rule.PickWorker(s.cands, messages.ModeMacro, s.deps.now(), s.rng)
+		c := s.rule.PickWorker(s.cands, messages.ModeMacro, s.deps.Clock(), s.rng)
 		if c == nil {
-			reply(ctx, fail(CodeNoCapacity, "no worker has a free chromium lane"))
+			reply(ctx, fail(messages.CodeNoCapacity, "no worker has a free chromium lane"))
 			return
 		}
 		slot := sessionSlot(msg.SessionId)
 		c.placing++
 		c.InFlight = c.reported + c.placing
-		s.pending[slot], s.pendingSince[slot] = c.ID, s.deps.now()
+		s.pending[slot], s.pendingSince[slot] = c.ID, s.deps.Clock()
 		s.armPlaceTimeout(slot, c.ID)
 		reply(ctx, ok([]byte(`{"worker_id":"`+c.ID+`"}`)))
 	case *messages.SchedGetStats:
@@ -139,8 +140,8 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.queue = newJobQueue()
 	s.pending = map[string]string{}
 	s.pendingSince = map[string]time.Time{}
-	s.placeStops = map[string]Stop{}
-	s.timers = NewTimers(ctx, KindScheduler)
+	s.placeStops = map[string]supervise.Stop{}
+	s.timers = supervise.NewTimers(ctx, KindScheduler)
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
 	s.timers.Every(ownerCheckEvery, &ownerCheck{})
@@ -157,7 +158,7 @@ func (s *schedulerGrain) rebuild(ctx actor.Context) {
 	}
 	for _, w := range ws {
 		if w.Connected {
-			sendGrain(ctx, s.cl, w.ID, KindWorker, &messages.WorkerSync{})
+			Send(ctx, s.cl, w.ID, KindWorker, &messages.WorkerSync{})
 		}
 	}
 	n := s.loadQueued()
@@ -203,7 +204,7 @@ func (s *schedulerGrain) workerState(m *messages.SchedWorkerState) {
 }
 
 func (s *schedulerGrain) enqueue(id, mode string, created time.Time) {
-	if w := s.pending[id]; w != "" && s.deps.now().Sub(s.pendingSince[id]) > 2*s.deps.Timing.AssignGrace {
+	if w := s.pending[id]; w != "" && s.deps.Clock().Sub(s.pendingSince[id]) > 2*s.deps.Timing.AssignGrace {
 		// The job asks again long after its placement: the answer was lost
 		// (a hub left mid-way). Forget the placement and place it anew.
 		s.deps.Metrics.SchedStalePlacements.Inc()
@@ -250,10 +251,10 @@ func (s *schedulerGrain) checkOwner(ctx actor.Context) {
 	s.log.Warn("another scheduler activation owns the grain; handing over and stopping",
 		slog.String("owner", owner.String()), slog.Int("queued", s.queue.Len()))
 	for q := range s.queue.All() {
-		sendGrain(ctx, s.cl, q.id, KindJob, &messages.JobEnsure{})
+		Send(ctx, s.cl, q.id, KindJob, &messages.JobEnsure{})
 	}
 	for id := range s.pending {
-		sendGrain(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
+		Send(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
 	}
 	s.queue, s.pending = newJobQueue(), map[string]string{}
 	ctx.Stop(ctx.Self())
@@ -282,7 +283,7 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 	if s.queue.Len() == 0 {
 		return
 	}
-	now := s.deps.now()
+	now := s.deps.Clock()
 	noopFull := false
 	for q := range s.queue.All() {
 		isNoop := q.mode == messages.ModeNoop || q.mode == ""
@@ -302,9 +303,9 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 		c.placing++ // at once, so the next pick of this pass sees it
 		c.InFlight = c.reported + c.placing
 		s.queue.Remove(q.id)
-		s.pending[q.id], s.pendingSince[q.id] = c.ID, s.deps.now()
+		s.pending[q.id], s.pendingSince[q.id] = c.ID, s.deps.Clock()
 		s.deps.Metrics.SchedPlacements.Inc()
-		sendGrain(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})
+		Send(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})
 		s.armPlaceTimeout(q.id, c.ID)
 	}
 }

@@ -1,0 +1,183 @@
+package grains
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/paprika-hub/paprika/api"
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// Front is what the HTTP API asks of the grains: it stores new jobs and
+// wakes their grains, and relays cancels, worker statuses and session calls
+// to the grain that owns each, on whichever hub it lives. Reads go to the
+// stores: they need no grain.
+type Front struct{ d *Deps }
+
+// NewFront returns the API's way in.
+func NewFront(d *Deps) *Front { return &Front{d: d} }
+
+// Submit stores a queued job and wakes its grain, which enqueues it with the
+// scheduler. The store write comes first: once 201 is sent the job exists
+// whatever happens to this hub.
+func (f *Front) Submit(ctx context.Context, j persistence.Job) (persistence.Job, bool, error) {
+	j.Status = persistence.StatusQueued
+	j.CreatedAt = time.Now().UTC()
+	stored, created, err := f.d.Jobs.Create(ctx, j)
+	if err != nil {
+		return stored, false, fmt.Errorf("create job: %w", err)
+	}
+	if created {
+		f.d.Metrics.JobsSubmitted.WithLabelValues(stored.Mode).Inc()
+		if err := Wake(f.d.Cluster(), stored.ID); err != nil {
+			// Stored and queued: the re-drive picks it up.
+			f.d.Log.Warn("could not wake a new job; re-drive will", "job_id", stored.ID, "err", err)
+		}
+	}
+	return stored, created, nil
+}
+
+// Job reads a job from the store: reads need no grain.
+func (f *Front) Job(ctx context.Context, id string) (persistence.Job, error) {
+	return f.d.Jobs.Get(ctx, id)
+}
+
+// Jobs lists jobs.
+func (f *Front) Jobs(ctx context.Context, q persistence.ListQuery) ([]persistence.Job, string, error) {
+	return f.d.Jobs.List(ctx, q)
+}
+
+// Cancel asks the job grain, which owns the transition.
+func (f *Front) Cancel(ctx context.Context, id string) (persistence.Job, error) {
+	if _, err := f.d.Jobs.Get(ctx, id); err != nil {
+		return persistence.Job{}, err
+	}
+	r, err := CallContext(ctx, f.d.Cluster(), id, KindJob, &messages.JobCancel{}, f.d.Timing.GrainTimeout)
+	if err != nil {
+		return persistence.Job{}, fmt.Errorf("cancel job %s: %w: %w", id, persistence.ErrUnavailable, err)
+	}
+	var j persistence.Job
+	if len(r.Json) > 0 {
+		_ = json.Unmarshal(r.Json, &j)
+	}
+	if !r.Ok {
+		if r.Code == "conflict" {
+			return j, api.Errorf(http.StatusConflict, "already_final", "%s", r.Message)
+		}
+		return j, fmt.Errorf("cancel job %s: %w: %s", id, persistence.ErrUnavailable, r.Message)
+	}
+	return j, nil
+}
+
+// Workers is the fleet-wide view from the registry, with alive computed now.
+func (f *Front) Workers(ctx context.Context) ([]persistence.WorkerInfo, error) {
+	ws, err := f.d.Workers.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	now := time.Now()
+	for i := range ws {
+		ws[i].Alive = ws[i].Connected && now.Sub(ws[i].LastSeen) <= f.d.Timing.AliveWindow
+	}
+	return ws, nil
+}
+
+// SetWorkerStatus asks the worker grain.
+func (f *Front) SetWorkerStatus(ctx context.Context, id, status string) (persistence.WorkerInfo, error) {
+	var w persistence.WorkerInfo
+	r, err := CallContext(ctx, f.d.Cluster(), id, KindWorker, &messages.WorkerSetStatus{Status: status}, f.d.Timing.GrainTimeout)
+	if err != nil {
+		return w, fmt.Errorf("set worker %s status: %w: %w", id, persistence.ErrUnavailable, err)
+	}
+	if !r.Ok {
+		if r.Code == "not_found" {
+			return w, fmt.Errorf("worker %s: %w", id, persistence.ErrNotFound)
+		}
+		return w, api.Errorf(http.StatusBadRequest, r.Code, "%s", r.Message)
+	}
+	if err := json.Unmarshal(r.Json, &w); err != nil {
+		return w, fmt.Errorf("decode worker %s: %w", id, err)
+	}
+	return w, nil
+}
+
+// Hubs lists the hub registry.
+func (f *Front) Hubs(ctx context.Context) ([]persistence.HubInfo, error) {
+	hs, err := f.d.Hubs.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list hubs: %w", err)
+	}
+	now := time.Now()
+	for i := range hs {
+		hs[i].Local = hs[i].ID == f.d.HubID
+		// The key lives hub_ttl (so a dead hub stays listed); alive means
+		// beating within the member timeout, as the cluster sees it.
+		hs[i].Alive = hs[i].Alive && now.Sub(hs[i].LastSeen) <= f.d.Timing.MemberTimeout
+	}
+	return hs, nil
+}
+
+// sessionCall asks the session grain, wherever it lives, and maps its
+// error codes onto API errors. ctx is the request's: a client that goes
+// away stops the wait (the grain still finishes what it was sent).
+func (f *Front) sessionCall(ctx context.Context, id string, msg interface{}) (json.RawMessage, error) {
+	timeout := f.d.Timing.ForwardTimeout + f.d.Timing.GrainTimeout
+	r, err := CallContext(ctx, f.d.Cluster(), id, KindSession, msg, timeout)
+	if err != nil {
+		// Still a 503 to the client; errors.Is tells an ended ctx apart.
+		return nil, fmt.Errorf("session %s: %w: %w", id, persistence.ErrUnavailable, err)
+	}
+	if r.Ok {
+		return r.Json, nil
+	}
+	switch r.Code {
+	case "not_found":
+		return nil, api.Errorf(http.StatusNotFound, "not_found", "%s", r.Message)
+	case "closed":
+		return nil, api.Errorf(http.StatusGone, "session_closed", "%s", r.Message)
+	case "no_capacity":
+		return nil, api.Errorf(http.StatusServiceUnavailable, "no_capacity", "%s", r.Message)
+	case "command_failed":
+		return nil, api.Errorf(http.StatusUnprocessableEntity, "command_failed", "%s", r.Message)
+	case "timeout":
+		return nil, api.Errorf(http.StatusGatewayTimeout, "timeout", "%s", r.Message)
+	case "unavailable":
+		// The session store could not be read: whether the session exists
+		// is unknown, so neither 404 nor 410.
+		return nil, fmt.Errorf("%s: %w", r.Message, persistence.ErrUnavailable)
+	}
+	return nil, api.Errorf(http.StatusBadGateway, r.Code, "%s", r.Message)
+}
+
+// OpenSession opens a session on a free chromium lane.
+func (f *Front) OpenSession(ctx context.Context, labels map[string]string, idleTimeoutS int) (json.RawMessage, error) {
+	return f.sessionCall(ctx, "s-"+RandomHex(10), &messages.SessionOpen{IdleTimeoutS: int32(idleTimeoutS), Labels: labels})
+}
+
+// Session reads a session from its grain.
+func (f *Front) Session(ctx context.Context, id string) (json.RawMessage, error) {
+	return f.sessionCall(ctx, id, &messages.SessionGet{})
+}
+
+// SessionCommand runs one command on the session's lane.
+func (f *Front) SessionCommand(ctx context.Context, id string, command json.RawMessage) (json.RawMessage, error) {
+	return f.sessionCall(ctx, id, &messages.SessionCommand{Command: command})
+}
+
+// CloseSession closes a session and frees its lane.
+func (f *Front) CloseSession(ctx context.Context, id string) (json.RawMessage, error) {
+	return f.sessionCall(ctx, id, &messages.SessionClose{})
+}
+
+// RandomHex is n random bytes in hex: ids of hubs and sessions.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,35 @@
+package logpipe
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/paprika-hub/paprika/metrics"
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// Timing holds the log pipe's intervals and bounds; the hub fills it from
+// config.
+type Timing struct {
+	LogBatchLines  int           // a batch leaves at this many lines (50)
+	LogBatchWait   time.Duration // or after this long (100 ms)
+	LogBudgetLines int64         // log lines in memory before the socket readers block
+	GrainTimeout   time.Duration // bounds one store call
+	IdlePassivate  time.Duration // an idle stream stops after this
+}
+
+// Deps is what the log actors of a hub share: fixed after the hub starts.
+type Deps struct {
+	Timing  Timing
+	Logs    persistence.LogStore
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+	Now     func() time.Time
+}
+
+func (d *Deps) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/metrics"
 	"github.com/paprika-hub/paprika/persistence"
@@ -106,4 +107,11 @@ func Wake(cl *cluster.Cluster, jobID string) error {
 	}
 	cl.ActorSystem.Root.Send(pid, &messages.JobEnsure{})
 	return nil
+}
+
+// newKind registers a grain kind whose panics become error replies and
+// restarts (supervise.Recover).
+func newKind(d *Deps, kind string, produce func() actor.Actor) *cluster.Kind {
+	props := actor.PropsFromProducer(produce, actor.WithReceiverMiddleware(supervise.Recover(kind, d.Log, d.Metrics)))
+	return cluster.NewKind(kind, props)
 }

@@ -26,12 +26,9 @@ type jobGrain struct {
 	deps *Deps
 
 	// actor-confined state
-	id       string
-	cl       *cluster.Cluster
-	log      *slog.Logger
+	grain
 	job      persistence.Job
 	loaded   bool
-	timers   *supervise.Timers
 	deadline supervise.Stop
 	queuedTO supervise.Stop
 	audit    supervise.Stop
@@ -66,26 +63,18 @@ const auditEvery = 5 * time.Second
 
 // NewJobKind registers the job grain.
 func NewJobKind(d *Deps) *cluster.Kind {
-	props := actor.PropsFromProducer(func() actor.Actor { return &jobGrain{deps: d} },
-		actor.WithReceiverMiddleware(supervise.Recover(KindJob, d.Log, d.Metrics)))
-	return cluster.NewKind(KindJob, props)
+	return newKind(d, KindJob, func() actor.Actor { return &jobGrain{deps: d} })
 }
 
 func (g *jobGrain) Receive(ctx actor.Context) {
+	if g.common(ctx) {
+		return
+	}
 	switch msg := ctx.Message().(type) {
 	case *cluster.ClusterInit:
-		g.id = msg.Identity.Identity
-		g.cl = msg.Cluster
-		g.log = g.deps.Log.With(slog.String("job_id", g.id))
-		g.timers = supervise.NewTimers(ctx, KindJob)
+		g.begin(ctx, g.deps, msg, KindJob, "job_id")
 		g.load(ctx)
 		g.enqueued = g.job.Status == persistence.StatusQueued
-		return
-	case *actor.Stopping, *actor.Restarting:
-		g.timers.StopAll()
-		return
-	case *GrainCall:
-		msg.Run(ctx)
 		return
 	case *actor.ReceiveTimeout:
 		if g.job.Status.Final() || !g.loaded {

@@ -26,8 +26,7 @@ type schedulerGrain struct {
 	deps *Deps
 
 	// actor-confined state
-	cl           *cluster.Cluster
-	log          *slog.Logger
+	grain
 	rule         PickRule
 	rng          *rand.Rand
 	workers      map[string]*Candidate
@@ -36,7 +35,6 @@ type schedulerGrain struct {
 	pending      map[string]string // job id → worker id, placement in flight
 	pendingSince map[string]time.Time
 	placeStops   map[string]supervise.Stop // job id → its placement timeout
-	timers       *supervise.Timers
 	self         *actor.PID
 }
 
@@ -69,17 +67,16 @@ type SchedStats struct {
 
 // NewSchedulerKind registers the scheduler grain.
 func NewSchedulerKind(d *Deps) *cluster.Kind {
-	props := actor.PropsFromProducer(func() actor.Actor { return &schedulerGrain{deps: d} },
-		actor.WithReceiverMiddleware(supervise.Recover(KindScheduler, d.Log, d.Metrics)))
-	return cluster.NewKind(KindScheduler, props)
+	return newKind(d, KindScheduler, func() actor.Actor { return &schedulerGrain{deps: d} })
 }
 
 func (s *schedulerGrain) Receive(ctx actor.Context) {
+	if s.common(ctx) {
+		return
+	}
 	switch msg := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		s.init(ctx, msg)
-	case *actor.Stopping, *actor.Restarting:
-		s.timers.StopAll()
 	case *schedRebuild:
 		s.rebuild(ctx)
 		s.place(ctx)
@@ -132,7 +129,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 }
 
 func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
-	s.cl = msg.Cluster
+	s.begin(ctx, s.deps, msg, KindScheduler, "")
 	s.log = s.deps.Log.With(slog.String("actor", "scheduler"))
 	s.rule = PickRule{AliveWindow: s.deps.Timing.AliveWindow, DiskExcludePct: s.deps.Timing.DiskExcludePct}
 	s.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -141,7 +138,6 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.pending = map[string]string{}
 	s.pendingSince = map[string]time.Time{}
 	s.placeStops = map[string]supervise.Stop{}
-	s.timers = supervise.NewTimers(ctx, KindScheduler)
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
 	s.timers.Every(ownerCheckEvery, &ownerCheck{})

@@ -59,9 +59,7 @@ type sessionGrain struct {
 	deps *Deps
 
 	// actor-confined state
-	id       string
-	cl       *cluster.Cluster
-	log      *slog.Logger
+	grain
 	s        Session
 	epoch    string // this activation's part of its command ids
 	seq      int
@@ -70,7 +68,6 @@ type sessionGrain struct {
 	released bool
 	loaded   bool      // the store was read, or this activation opened the session
 	savedAt  time.Time // last write of the record
-	timers   *supervise.Timers
 	// Cancels of the armed timers: a restart keeps the PID, and a timer of
 	// the struct before it must not fire into the one after it (which
 	// re-arms its own from the store).
@@ -108,34 +105,26 @@ func (d *Deps) commandTimeout() time.Duration {
 
 // NewSessionKind registers the session grain.
 func NewSessionKind(d *Deps) *cluster.Kind {
-	props := actor.PropsFromProducer(func() actor.Actor { return &sessionGrain{deps: d} },
-		actor.WithReceiverMiddleware(supervise.Recover(KindSession, d.Log, d.Metrics)))
-	return cluster.NewKind(KindSession, props)
+	return newKind(d, KindSession, func() actor.Actor { return &sessionGrain{deps: d} })
 }
 
 func (g *sessionGrain) Receive(ctx actor.Context) {
+	if g.common(ctx) {
+		return
+	}
 	switch msg := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		// Also after a restart: protoactor sends ClusterInit after every
 		// Started, and a restart starts a fresh struct.
-		g.id = msg.Identity.Identity
-		g.cl = msg.Cluster
-		g.log = g.deps.Log.With(slog.String("session_id", g.id))
+		g.begin(ctx, g.deps, msg, KindSession, "session_id")
 		g.pending = map[string]*actor.PID{}
 		g.cmdStops = map[string]supervise.Stop{}
-		g.timers = supervise.NewTimers(ctx, KindSession)
 		// Command ids must not repeat an earlier activation's: the worker
 		// may still answer those, and a stale answer must match nothing.
 		g.epoch = strconv.FormatUint(uint64(rand.Uint32()), 36)
 		if err := g.restore(ctx); err != nil {
 			g.log.Warn("session store read failed; retrying on the next request", slog.Any("err", err))
 		}
-		return
-	case *actor.Stopping, *actor.Restarting:
-		g.timers.StopAll()
-		return
-	case *GrainCall:
-		msg.Run(ctx)
 		return
 	case *messages.SessionOpen:
 		// A new id has no record, so a failed read does not stop an open.

@@ -28,9 +28,7 @@ type workerGrain struct {
 	deps *Deps
 
 	// actor-confined state
-	id       string
-	cl       *cluster.Cluster
-	log      *slog.Logger
+	grain
 	info     persistence.WorkerInfo
 	conn     *actor.PID
 	connAt   int64            // when conn's socket was accepted (unix ns)
@@ -60,17 +58,16 @@ type workerLostTick struct{ conn *actor.PID }
 
 // NewWorkerKind registers the worker grain.
 func NewWorkerKind(d *Deps) *cluster.Kind {
-	props := actor.PropsFromProducer(func() actor.Actor { return &workerGrain{deps: d} },
-		actor.WithReceiverMiddleware(supervise.Recover(KindWorker, d.Log, d.Metrics)))
-	return cluster.NewKind(KindWorker, props)
+	return newKind(d, KindWorker, func() actor.Actor { return &workerGrain{deps: d} })
 }
 
 func (g *workerGrain) Receive(ctx actor.Context) {
+	if g.common(ctx) {
+		return
+	}
 	switch msg := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		g.init(ctx, msg)
-	case *actor.Stopping, *actor.Restarting:
-		g.timers.StopAll()
 	case *messages.WorkerConnected:
 		reply(ctx, g.connected(ctx, msg))
 	case *messages.WorkerHeartbeat:
@@ -111,12 +108,9 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 }
 
 func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
-	g.id = msg.Identity.Identity
-	g.cl = msg.Cluster
-	g.log = g.deps.Log.With(slog.String("worker_id", g.id))
+	g.begin(ctx, g.deps, msg, KindWorker, "worker_id")
 	g.running = map[string]int32{}
 	g.heldAt = map[string]time.Time{}
-	g.timers = supervise.NewTimers(ctx, KindWorker)
 	g.sending = map[string][]*actor.PID{}
 	g.info = persistence.WorkerInfo{ID: g.id, Status: WorkerActive}
 	// The registry keeps what must outlive this activation: the operator's

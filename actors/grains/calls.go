@@ -149,10 +149,7 @@ func (c *GrainCall) Run(ctx actor.Context) {
 			system.Root.Send(found.PID(), pid)
 		}
 	}()
-	ctx.ReenterAfter(found, func(res interface{}, err error) {
-		if c.timers.Stopped() {
-			return
-		}
+	c.timers.Reenter(ctx, found, func(res interface{}, err error) {
 		pid, _ := res.(*actor.PID)
 		if pid == nil {
 			c.retry(ctx, fmt.Errorf("no activation of %s/%s: %v", c.kind, c.identity, err))
@@ -168,10 +165,7 @@ func (c *GrainCall) request(ctx actor.Context, pid *actor.PID, timeout time.Dura
 		timeout = min(timeout, quickAttempt)
 	}
 	fut := ctx.RequestFuture(pid, c.msg, max(timeout, time.Millisecond))
-	ctx.ReenterAfter(fut, func(res interface{}, err error) {
-		if c.timers.Stopped() {
-			return
-		}
+	c.timers.Reenter(ctx, fut, func(res interface{}, err error) {
 		r, isReply := res.(*messages.Reply)
 		if err == nil && !isReply {
 			err = fmt.Errorf("%s/%s answered %T", c.kind, c.identity, res)

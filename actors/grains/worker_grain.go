@@ -36,7 +36,6 @@ type workerGrain struct {
 	heldAt   map[string]time.Time
 	sending  map[string][]*actor.PID // job id → callers waiting for its link to take the frame
 	lostStop supervise.Stop
-	timers   *supervise.Timers
 }
 
 // ConnAckTimeout bounds the wait for a WorkerConn to take a frame; a live
@@ -344,10 +343,7 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) {
 	// a PID of a hub that restarted would swallow it, and the job would sit
 	// "running" on a worker that never heard of it.
 	fut := ctx.RequestFuture(conn, &messages.ConnSend{Frame: msg.Frame, Ack: true}, ConnAckTimeout)
-	ctx.ReenterAfter(fut, func(res interface{}, err error) {
-		if g.timers.Stopped() {
-			return
-		}
+	g.timers.Reenter(ctx, fut, func(res interface{}, err error) {
 		answer := g.assignSent(ctx, msg, conn, res, err)
 		for _, w := range g.sending[msg.JobId] {
 			if w != nil {

@@ -65,6 +65,7 @@ type logRouterActor struct {
 	flusher *actor.PID
 	streams map[string]*actor.PID
 	byPID   map[string]string // child PID id → job id
+	timers  *supervise.Timers // no timers: it owns the drain's continuations
 }
 
 // Start spawns the router (and its flusher) with spawn, which
@@ -132,6 +133,7 @@ func (r *Router) Drain(timeout time.Duration) error {
 func (a *logRouterActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
+		a.timers = supervise.NewTimers(ctx, "log_router")
 		a.streams = map[string]*actor.PID{}
 		a.byPID = map[string]string{}
 		carry := &flusherCarry{}
@@ -151,6 +153,8 @@ func (a *logRouterActor) Receive(ctx actor.Context) {
 				delete(a.streams, job)
 			}
 		}
+	case *actor.Stopping, *actor.Restarting:
+		a.timers.StopAll()
 	case *routerDrain:
 		a.drain(ctx)
 	}
@@ -177,14 +181,14 @@ func (a *logRouterActor) drain(ctx actor.Context) {
 	left := len(a.streams)
 	flushed := func() {
 		fut := ctx.RequestFuture(a.flusher, &drainLogs{}, 10*time.Second)
-		ctx.ReenterAfter(fut, func(_ interface{}, err error) { ctx.Respond(err == nil) })
+		a.timers.Reenter(ctx, fut, func(_ interface{}, err error) { ctx.Respond(err == nil) })
 	}
 	if left == 0 {
 		flushed()
 		return
 	}
 	for _, pid := range a.streams {
-		ctx.ReenterAfter(ctx.RequestFuture(pid, &flushNow{}, streamFlushWait), func(interface{}, error) {
+		a.timers.Reenter(ctx, ctx.RequestFuture(pid, &flushNow{}, streamFlushWait), func(interface{}, error) {
 			if left--; left == 0 {
 				flushed()
 			}

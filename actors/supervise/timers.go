@@ -1,6 +1,8 @@
 package supervise
 
 import (
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,6 +115,26 @@ func (t *Timers) StopAll() {
 		tm.Stop()
 		t.dropLocked(tm)
 	}
+}
+
+// Reenter is ctx.ReenterAfter for this incarnation: cont runs on the
+// actor's turn when fut completes, unless the incarnation has stopped or
+// restarted meanwhile (its state is gone; the next one rebuilds from the
+// store). A continuation runs outside the receiver middleware, so a panic
+// in it is re-raised with its stack in the reason: protoactor logs the
+// reason and restarts the actor, and the restart is counted.
+func (t *Timers) Reenter(ctx actor.Context, fut actor.Future, cont func(res interface{}, err error)) {
+	ctx.ReenterAfter(fut, func(res interface{}, err error) {
+		if t.Stopped() {
+			return
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				panic(fmt.Sprintf("%s: panic in a continuation: %v\n%s", t.kind, r, debug.Stack()))
+			}
+		}()
+		cont(res, err)
+	})
 }
 
 // Stopped reports whether StopAll ran: a continuation of a request that

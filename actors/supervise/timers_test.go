@@ -66,3 +66,45 @@ func TestTimersAreOwnedByTheirIncarnation(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	require.Empty(t, got, "no tick after the stop")
 }
+
+// reenterActor asks a silent peer and records whether its continuation ran.
+type reenterActor struct {
+	timers *Timers
+	ran    chan struct{}
+	ready  chan *Timers
+}
+
+type ask struct{ peer *actor.PID }
+
+func (a *reenterActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.timers = NewTimers(ctx, "test_reenter")
+		a.ready <- a.timers
+	case *ask:
+		a.timers.Reenter(ctx, ctx.RequestFuture(m.peer, "ping", 50*time.Millisecond), func(interface{}, error) {
+			close(a.ran)
+		})
+	}
+}
+
+func TestReenterDropsTheContinuationOfAStoppedIncarnation(t *testing.T) {
+	system := actor.NewActorSystem()
+	silent := system.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	for _, stop := range []bool{false, true} {
+		ran, ready := make(chan struct{}), make(chan *Timers, 1)
+		pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &reenterActor{ran: ran, ready: ready} }))
+		ts := <-ready
+		system.Root.Send(pid, &ask{peer: silent})
+		if stop {
+			time.Sleep(10 * time.Millisecond) // the request is out
+			ts.StopAll()                      // as Stopping or Restarting would
+		}
+		select {
+		case <-ran:
+			require.False(t, stop, "a stopped incarnation's continuation must not run")
+		case <-time.After(500 * time.Millisecond):
+			require.True(t, stop, "the continuation runs once the request times out")
+		}
+	}
+}

@@ -152,7 +152,7 @@ func (c *GrainCall) Run(ctx actor.Context) {
 	c.timers.Reenter(ctx, found, func(res interface{}, err error) {
 		pid, _ := res.(*actor.PID)
 		if pid == nil {
-			c.retry(ctx, fmt.Errorf("no activation of %s/%s: %v", c.kind, c.identity, err))
+			c.retry(ctx, fmt.Errorf("no activation of %s/%s: %w", c.kind, c.identity, err))
 			return
 		}
 		c.cl.PidCache.Set(c.identity, c.kind, pid)

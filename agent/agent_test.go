@@ -377,12 +377,13 @@ func TestDrainFinishesRunningAndRejectsNew(t *testing.T) {
 	require.Contains(t, rej.Error, "draining")
 	require.Equal(t, messages.TypeJobDone, hub.waitFor(isJob("run", messages.TypeJobDone), "done").f.Type)
 	// Until the hub acknowledges its result the job is still reported as
-	// the worker's; after the ack (and a heartbeat built just before the
-	// job ended, which may still arrive late) the worker reports idle.
+	// the worker's; after the ack the worker reports idle. Heartbeats
+	// built before the ack was read (the job ended, its result unacked)
+	// may still arrive after it: they list the job, and are passed over.
 	hub.send(messages.Frame{Type: messages.TypeJobAck, JobID: "run"})
 	mark := hub.mark()
 	hb := hub.waitFor(func(rf recvFrame) bool {
-		return rf.n >= mark && rf.f.Type == messages.TypeHeartbeat && rf.f.Stats.InFlight == 0
+		return rf.n >= mark && rf.f.Type == messages.TypeHeartbeat && rf.f.Stats.InFlight == 0 && len(rf.f.Running) == 0
 	}, "idle heartbeat").f
 	require.Empty(t, hb.Running)
 }

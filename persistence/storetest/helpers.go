@@ -10,6 +10,24 @@ import (
 	"github.com/paprika-hub/paprika/persistence"
 )
 
+// subtest is one case of a conformance suite, run on a store of type S.
+type subtest[S any] struct {
+	name string
+	run  func(t *testing.T, s S)
+}
+
+// runSuite runs each case as a parallel subtest of t on a store of its own,
+// so that no case sees another's data.
+func runSuite[S any](t *testing.T, newStore func(t *testing.T) S, tests []subtest[S]) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, newStore(t))
+		})
+	}
+}
+
 // waitTimeout bounds every polling wait of the suite; waits normally end
 // within a few hundred milliseconds.
 const waitTimeout = 10 * time.Second

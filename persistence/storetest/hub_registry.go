@@ -13,20 +13,11 @@ import (
 // return a fresh, empty, isolated registry and release it in t.Cleanup.
 func RunHubRegistry(t *testing.T, newRegistry func(t *testing.T) persistence.HubRegistry) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, r persistence.HubRegistry)
-	}{
+	runSuite(t, newRegistry, []subtest[persistence.HubRegistry]{
 		{"BeatList", testHubBeatList},
 		{"DeadHubStaysListed", testHubDeadStaysListed},
 		{"Remove", testHubRemove},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, newRegistry(t))
-		})
-	}
+	})
 }
 
 func newHub(id string) persistence.HubInfo {

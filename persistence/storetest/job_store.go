@@ -14,11 +14,9 @@ import (
 	"github.com/paprika-hub/paprika/persistence"
 )
 
-// jobTest is one subtest of RunJobStore.
-type jobTest struct {
-	name string
-	run  func(t *testing.T, s persistence.JobStore)
-}
+// jobTest is one subtest of RunJobStore; job_list.go and
+// job_transitions.go add theirs.
+type jobTest = subtest[persistence.JobStore]
 
 // RunJobStore runs the JobStore conformance suite. newStore must return a
 // fresh, empty, isolated store and close it in t.Cleanup.
@@ -37,12 +35,7 @@ func RunJobStore(t *testing.T, newStore func(t *testing.T) persistence.JobStore)
 	}
 	tests = append(tests, jobListTests...)
 	tests = append(tests, jobTransitionTests...)
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, newStore(t))
-		})
-	}
+	runSuite(t, newStore, tests)
 }
 
 // newJob returns a job as the hub would submit it; i varies its params.

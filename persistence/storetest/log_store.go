@@ -17,10 +17,7 @@ import (
 // fresh, empty, isolated store and release it in t.Cleanup.
 func RunLogStore(t *testing.T, newStore func(t *testing.T) persistence.LogStore) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s persistence.LogStore)
-	}{
+	runSuite(t, newStore, []subtest[persistence.LogStore]{
 		{"WriteReadLen", testLogWriteReadLen},
 		{"Done", testLogDone},
 		{"Subscribe", testLogSubscribe},
@@ -28,13 +25,7 @@ func RunLogStore(t *testing.T, newStore func(t *testing.T) persistence.LogStore)
 		{"Follow", testLogFollow},
 		{"CloseEndsChannel", testLogCloseEndsChannel},
 		{"ContextEndsSubscription", testLogContextEnds},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, newStore(t))
-		})
-	}
+	})
 }
 
 func lines(from, n int) []string {

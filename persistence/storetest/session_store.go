@@ -14,22 +14,13 @@ import (
 // return a fresh, empty, isolated store and release it in t.Cleanup.
 func RunSessionStore(t *testing.T, newStore func(t *testing.T) persistence.SessionStore) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s persistence.SessionStore)
-	}{
+	runSuite(t, newStore, []subtest[persistence.SessionStore]{
 		{"PutGetDelete", testSessionPutGetDelete},
 		{"NotFound", testSessionNotFound},
 		{"TTLExpiry", testSessionTTL},
 		{"PutRefreshesTTL", testSessionPutRefreshesTTL},
 		{"BadInput", testSessionBadInput},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, newStore(t))
-		})
-	}
+	})
 }
 
 func newSession(id string) persistence.SessionRecord {

@@ -20,23 +20,14 @@ import (
 // t.Cleanup.
 func RunWorkerRegistry(t *testing.T, newRegistry func(t *testing.T) persistence.WorkerRegistry) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, r persistence.WorkerRegistry)
-	}{
+	runSuite(t, newRegistry, []subtest[persistence.WorkerRegistry]{
 		{"PutGetList", testWorkerPutGetList},
 		{"NotFound", testWorkerNotFound},
 		{"TTLExpiry", testWorkerTTL},
 		{"ClaimID", testWorkerClaimID},
 		{"ClaimIDConcurrent", testWorkerClaimIDConcurrent},
 		{"ReleaseOwner", testWorkerReleaseOwner},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, newRegistry(t))
-		})
-	}
+	})
 }
 
 // longTTL keeps a record for the whole test.

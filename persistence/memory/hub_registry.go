@@ -37,11 +37,8 @@ func (r *HubRegistry) Beat(ctx context.Context, h persistence.HubInfo, ttl time.
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("beat hub %s: %w", h.ID, err)
 	}
-	if h.ID == "" {
-		return fmt.Errorf("beat hub: empty id")
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("beat hub %s: ttl %s is not positive", h.ID, ttl)
+	if err := persistence.CheckTTLWrite("beat hub", h.ID, ttl); err != nil {
+		return err
 	}
 	now := time.Now()
 	if h.LastSeen.IsZero() {

@@ -41,11 +41,8 @@ func (s *SessionStore) Put(ctx context.Context, r persistence.SessionRecord, ttl
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("put session %s: %w", r.ID, err)
 	}
-	if r.ID == "" {
-		return fmt.Errorf("put session: empty id")
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("put session %s: ttl %s is not positive", r.ID, ttl)
+	if err := persistence.CheckTTLWrite("put session", r.ID, ttl); err != nil {
+		return err
 	}
 	now := time.Now()
 	s.mu.Lock()

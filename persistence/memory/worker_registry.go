@@ -43,11 +43,8 @@ func (r *WorkerRegistry) Put(ctx context.Context, w persistence.WorkerInfo, ttl 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("put worker %s: %w", w.ID, err)
 	}
-	if w.ID == "" {
-		return fmt.Errorf("put worker: empty id")
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("put worker %s: ttl %s is not positive", w.ID, ttl)
+	if err := persistence.CheckTTLWrite("put worker", w.ID, ttl); err != nil {
+		return err
 	}
 	now := time.Now()
 	r.mu.Lock()

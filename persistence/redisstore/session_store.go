@@ -31,11 +31,8 @@ func NewSessionStore(client *redis.Client, opts ...Option) *SessionStore {
 
 // Put writes r with ttl (SET PX), replacing any record of r.ID.
 func (s *SessionStore) Put(ctx context.Context, r persistence.SessionRecord, ttl time.Duration) error {
-	if r.ID == "" {
-		return fmt.Errorf("put session: empty id")
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("put session %s: ttl %s is not positive", r.ID, ttl)
+	if err := persistence.CheckTTLWrite("put session", r.ID, ttl); err != nil {
+		return err
 	}
 	r.CreatedAt, r.LastUsed = utc(r.CreatedAt), utc(r.LastUsed)
 	rec, err := json.Marshal(r)

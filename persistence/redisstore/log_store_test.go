@@ -273,7 +273,7 @@ func TestSlowConsumerDropped(t *testing.T) {
 		require.NoError(t, s.Write(ctx, []persistence.LogBatch{b}))
 		want = append(want, b.Lines...)
 	}
-	waitFor(t, 10*time.Second, "the slow follower to be dropped", func() bool {
+	storetest.WaitFor(t, "the slow follower to be dropped", func() bool {
 		return slow.(*Subscription).Err() != nil
 	})
 	require.ErrorIs(t, slow.(*Subscription).Err(), ErrSlowConsumer)
@@ -377,7 +377,7 @@ func TestIdleSubscriptionHealthCheck(t *testing.T) {
 	defer sub.Close()
 	// Five intervals of silence: pongs must keep it alive.
 	start := time.Now()
-	waitFor(t, 10*time.Second, "idle time", func() bool { return time.Since(start) > 5*s.pingEvery })
+	storetest.WaitFor(t, "idle time", func() bool { return time.Since(start) > 5*s.pingEvery })
 	require.NoError(t, sub.(*Subscription).Err())
 	require.Greater(t, sub.(*Subscription).lastRecv.Load(), start.UnixNano(), "a pong came back")
 	require.NoError(t, s.Write(ctx, []persistence.LogBatch{{JobID: "idle", Lines: []string{"a"}}}))

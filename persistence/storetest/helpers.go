@@ -32,9 +32,10 @@ func runSuite[S any](t *testing.T, newStore func(t *testing.T) S, tests []subtes
 // within a few hundred milliseconds.
 const waitTimeout = 10 * time.Second
 
-// waitFor polls cond until it is true, failing t after waitTimeout. It is
-// the suite's only way to wait for time to pass (nats checkFor).
-func waitFor(t *testing.T, what string, cond func() bool) {
+// WaitFor polls cond until it is true, failing t after waitTimeout (10 s).
+// It is the suite's only way to wait for time to pass (nats checkFor), and
+// the stores' own tests use it too.
+func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for !cond() {

@@ -80,7 +80,7 @@ func testHubDeadStaysListed(t *testing.T, r persistence.HubRegistry) {
 	require.True(t, hubByID(t, r)["hub-b"].Alive)
 
 	require.NoError(t, r.Beat(ctx, newHub("hub-b"), 200*time.Millisecond))
-	waitFor(t, "hub-b to be shown dead", func() bool { return !hubByID(t, r)["hub-b"].Alive })
+	WaitFor(t, "hub-b to be shown dead", func() bool { return !hubByID(t, r)["hub-b"].Alive })
 	hubs := hubByID(t, r)
 	require.Len(t, hubs, 2, "a dead hub is still listed")
 	require.True(t, hubs["hub-a"].Alive)

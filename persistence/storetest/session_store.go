@@ -99,7 +99,7 @@ func testSessionTTL(t *testing.T, s persistence.SessionStore) {
 	ctx := t.Context()
 	require.NoError(t, s.Put(ctx, newSession("stays"), longTTL))
 	require.NoError(t, s.Put(ctx, newSession("expires"), 200*time.Millisecond))
-	waitFor(t, "session record to expire", func() bool {
+	WaitFor(t, "session record to expire", func() bool {
 		_, err := s.Get(ctx, "expires")
 		return errors.Is(err, persistence.ErrNotFound)
 	})
@@ -120,7 +120,7 @@ func testSessionPutRefreshesTTL(t *testing.T, s persistence.SessionStore) {
 
 	// And a shorter TTL shortens it again.
 	require.NoError(t, s.Put(ctx, newSession("s1"), short))
-	waitFor(t, "session record to expire after a shorter Put", func() bool {
+	WaitFor(t, "session record to expire after a shorter Put", func() bool {
 		_, err := s.Get(ctx, "s1")
 		return errors.Is(err, persistence.ErrNotFound)
 	})

@@ -100,7 +100,7 @@ func testWorkerTTL(t *testing.T, r persistence.WorkerRegistry) {
 	require.NoError(t, r.Put(ctx, newWorker("stays", "hub-a"), longTTL))
 	require.NoError(t, r.Put(ctx, newWorker("expires", "hub-a"), 200*time.Millisecond))
 
-	waitFor(t, "worker record to expire", func() bool {
+	WaitFor(t, "worker record to expire", func() bool {
 		_, err := r.Get(ctx, "expires")
 		return errors.Is(err, persistence.ErrNotFound)
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/paprika-hub/paprika/persistence"
 	"github.com/paprika-hub/paprika/persistence/mysql"
+	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 
 // recorder is a slog.Handler that keeps the versions of the "migration
@@ -78,18 +79,9 @@ func TestMigrateConcurrent(t *testing.T) {
 	rec := &recorder{}
 
 	const hubs = 4
-	stores := make([]*mysql.JobStore, hubs)
-	errs := make([]error, hubs)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range hubs {
-		wg.Go(func() {
-			<-start
-			stores[i], errs[i] = mysql.Open(t.Context(), db.dsn, mysql.WithLogger(slog.New(rec)))
-		})
-	}
-	close(start)
-	wg.Wait()
+	stores, errs := storetest.AtOnce(hubs, func(int) (*mysql.JobStore, error) {
+		return mysql.Open(t.Context(), db.dsn, mysql.WithLogger(slog.New(rec)))
+	})
 	for i := range hubs {
 		require.NoError(t, errs[i], "hub %d", i)
 		defer func() { require.NoError(t, stores[i].Close()) }()

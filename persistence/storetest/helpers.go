@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,24 @@ func runSuite[S any](t *testing.T, newStore func(t *testing.T) S, tests []subtes
 			tc.run(t, newStore(t))
 		})
 	}
+}
+
+// AtOnce runs f(0) … f(n-1) in n goroutines released together, so that the
+// calls race, and returns what each returned, by i.
+func AtOnce[T any](n int, f func(i int) (T, error)) ([]T, []error) {
+	vals := make([]T, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			vals[i], errs[i] = f(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return vals, errs
 }
 
 // waitTimeout bounds every polling wait of the suite; waits normally end

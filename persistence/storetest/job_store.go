@@ -176,28 +176,18 @@ func testJobIdempotencyConcurrent(t *testing.T, s persistence.JobStore) {
 	type result struct {
 		id      string
 		created bool
-		err     error
 	}
-	results := make(chan result, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			j := newJob(i)
-			j.IdempotencyKey = "same-key"
-			<-start
-			stored, created, err := s.Create(t.Context(), j)
-			results <- result{stored.ID, created, err}
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(results)
+	results, errs := AtOnce(n, func(i int) (result, error) {
+		j := newJob(i)
+		j.IdempotencyKey = "same-key"
+		stored, created, err := s.Create(t.Context(), j)
+		return result{stored.ID, created}, err
+	})
 
 	var ids []string
 	createdCount := 0
-	for r := range results {
-		require.NoError(t, r.err)
+	for i, r := range results {
+		require.NoError(t, errs[i])
 		ids = append(ids, r.id)
 		if r.created {
 			createdCount++

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -136,18 +135,9 @@ func testWorkerClaimID(t *testing.T, r persistence.WorkerRegistry) {
 
 func testWorkerClaimIDConcurrent(t *testing.T, r persistence.WorkerRegistry) {
 	const n = 8
-	holders := make([]string, n)
-	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			holders[i], errs[i] = r.ClaimID(t.Context(), "w1", fmt.Sprintf("10.0.0.%d", i+1))
-		})
-	}
-	close(start)
-	wg.Wait()
+	holders, errs := AtOnce(n, func(i int) (string, error) {
+		return r.ClaimID(t.Context(), "w1", fmt.Sprintf("10.0.0.%d", i+1))
+	})
 	winners := 0
 	for i := range n {
 		require.NoError(t, errs[i])

@@ -50,17 +50,7 @@ func (r *recorder) applied() []int64 {
 // schemaVersions reads schema_migrations, in version order.
 func schemaVersions(t *testing.T, db *sql.DB) []int64 {
 	t.Helper()
-	rows, err := db.QueryContext(t.Context(), "SELECT version FROM schema_migrations ORDER BY version")
-	require.NoError(t, err)
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var v int64
-		require.NoError(t, rows.Scan(&v))
-		out = append(out, v)
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return queryColumn[int64](t, db, "SELECT version FROM schema_migrations ORDER BY version")
 }
 
 func allVersions() []int64 {

@@ -17,19 +17,6 @@ import (
 	"github.com/paprika-hub/paprika/messages"
 )
 
-// Step ops: the macro steps and the session commands (API.md "Job modes",
-// POST /sessions/{id}/commands), short names for the wire contract's.
-// doc.go documents each op's fields.
-const (
-	opNavigate   = messages.OpNavigate
-	opClick      = messages.OpClick
-	opType       = messages.OpType
-	opWait       = messages.OpWait
-	opScreenshot = messages.OpScreenshot
-	opText       = messages.OpText
-	opEval       = messages.OpEval
-)
-
 // Limits that keep a step's result, a job's result and a session_result
 // below the worker link's 1 MiB frame limit.
 const (
@@ -46,7 +33,8 @@ const (
 // browser's internals.
 var allowedSchemes = map[string]bool{"http": true, "https": true, "about": true, "data": true}
 
-// step is one macro step or session command.
+// step is one macro step or session command; Op is one of messages.Op*,
+// whose fields doc.go documents.
 type step struct {
 	Op         string  `json:"op"`
 	URL        string  `json:"url,omitempty"`        // navigate
@@ -83,19 +71,19 @@ func (s step) validate() error {
 		}
 	}
 	switch s.Op {
-	case opNavigate:
+	case messages.OpNavigate:
 		need(s.URL != "", "url")
 		if s.URL != "" {
 			if err := checkURL(s.URL); err != nil {
 				errs = append(errs, err)
 			}
 		}
-	case opClick, opText:
+	case messages.OpClick, messages.OpText:
 		need(s.Selector != "", "selector")
-	case opType:
+	case messages.OpType:
 		need(s.Selector != "", "selector")
 		need(s.Text != nil, "text")
-	case opWait:
+	case messages.OpWait:
 		if (s.Selector == "") == (s.MS == 0) {
 			errs = append(errs, errors.New("wait: give either selector or ms"))
 		}
@@ -105,13 +93,13 @@ func (s step) validate() error {
 		if s.Visible && s.Gone {
 			errs = append(errs, errors.New("wait: visible and gone exclude each other"))
 		}
-	case opScreenshot:
+	case messages.OpScreenshot:
 		if s.Name != "" {
 			if err := checkAssetName(s.Name); err != nil {
 				errs = append(errs, err)
 			}
 		}
-	case opEval:
+	case messages.OpEval:
 		need(s.Expression != "", "expression")
 	case "":
 		errs = append(errs, errors.New("op is required"))
@@ -127,19 +115,19 @@ func (s step) validate() error {
 // describe names the step in log lines and errors: "click #missing".
 func (s step) describe() string {
 	switch s.Op {
-	case opNavigate:
+	case messages.OpNavigate:
 		return "navigate " + s.URL
-	case opWait:
+	case messages.OpWait:
 		if s.Selector == "" {
 			return fmt.Sprintf("wait %dms", s.MS)
 		}
 		return "wait " + s.Selector
-	case opScreenshot:
+	case messages.OpScreenshot:
 		if s.Selector != "" {
 			return "screenshot " + s.Selector
 		}
 		return "screenshot"
-	case opEval:
+	case messages.OpEval:
 		e := strings.Join(strings.Fields(s.Expression), " ")
 		if len(e) > 40 {
 			e = strings.ToValidUTF8(e[:40], "") + "…"
@@ -220,13 +208,13 @@ func (e *stepTimeoutError) Error() string {
 func (t *tab) runStep(ctx context.Context, s step, stepTimeout time.Duration) (stepOutput, error) {
 	rctx, done := t.bind(ctx)
 	defer done()
-	if s.Op == opWait && s.Selector == "" {
+	if s.Op == messages.OpWait && s.Selector == "" {
 		err := backoff.Sleep(rctx, time.Duration(s.MS)*time.Millisecond)
 		return stepOutput{result: map[string]any{}}, t.failure(rctx, err)
 	}
 	d := s.timeout(stepTimeout)
 	what := "waiting for " + s.Selector
-	if s.Op == opNavigate {
+	if s.Op == messages.OpNavigate {
 		what = "loading the page"
 	} else if s.Selector == "" {
 		what = "waiting for the page"
@@ -246,7 +234,7 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 	res := map[string]any{}
 	sel := chromedp.CSS(s.Selector)
 	switch s.Op {
-	case opNavigate:
+	case messages.OpNavigate:
 		nav, err := t.navigate(ctx, s.URL)
 		if err != nil {
 			return stepOutput{}, err
@@ -255,11 +243,11 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 		if !s.AnyStatus && !okStatus(nav.Status) {
 			return stepOutput{result: res}, fmt.Errorf("http status %d", nav.Status)
 		}
-	case opClick:
+	case messages.OpClick:
 		if err := chromedp.Do(ctx, chromedp.Click(sel)); err != nil {
 			return stepOutput{}, err
 		}
-	case opType:
+	case messages.OpType:
 		var actions []chromedp.Action[chromedp.Void]
 		if s.Clear {
 			actions = append(actions, chromedp.Clear(sel))
@@ -268,7 +256,7 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 		if err := chromedp.Do(ctx, actions...); err != nil {
 			return stepOutput{}, err
 		}
-	case opWait:
+	case messages.OpWait:
 		var err error
 		switch {
 		case s.Gone:
@@ -281,7 +269,7 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 		if err != nil {
 			return stepOutput{}, err
 		}
-	case opScreenshot:
+	case messages.OpScreenshot:
 		var png []byte
 		var err error
 		if s.Selector != "" {
@@ -294,7 +282,7 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 		}
 		res["bytes"] = len(png)
 		return stepOutput{result: res, png: png}, nil
-	case opText:
+	case messages.OpText:
 		text, err := chromedp.Run(ctx, chromedp.Text(sel))
 		if err != nil {
 			return stepOutput{}, err
@@ -304,7 +292,7 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 			res["truncated"] = true
 		}
 		res["text"] = text
-	case opEval:
+	case messages.OpEval:
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](s.Expression, chromedp.EvalAwaitPromise))
 		if err != nil {
 			return stepOutput{}, err

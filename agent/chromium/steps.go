@@ -9,12 +9,12 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // Limits that keep a step's result, a job's result and a session_result
@@ -24,7 +24,6 @@ const (
 	maxEvalBytes   = 256 << 10 // an eval op's larger result fails the step
 	maxWaitMS      = 10 * 60 * 1000
 	maxStepTimeout = 10 * time.Minute
-	maxAssetName   = 200
 )
 
 // allowedSchemes are the URL schemes a job may navigate to (of about:,
@@ -95,8 +94,10 @@ func (s step) validate() error {
 		}
 	case messages.OpScreenshot:
 		if s.Name != "" {
-			if err := checkAssetName(s.Name); err != nil {
-				errs = append(errs, err)
+			// What the hub's asset stores accept, checked before the job
+			// runs rather than when its upload fails.
+			if err := persistence.CheckAssetName(s.Name); err != nil {
+				errs = append(errs, fmt.Errorf("name %w", err))
 			}
 		}
 	case messages.OpEval:
@@ -159,22 +160,6 @@ func checkURL(raw string) error {
 	if scheme == "about" && !strings.EqualFold(u.Opaque, "blank") {
 		// Chromium maps about:version and the like to chrome:// pages.
 		return fmt.Errorf("url %q: of the about: URLs only about:blank is allowed", raw)
-	}
-	return nil
-}
-
-// checkAssetName accepts what the hub's asset stores accept: one path
-// element, not starting with a dot, valid UTF-8, at most 200 bytes.
-func checkAssetName(n string) error {
-	switch {
-	case len(n) > maxAssetName:
-		return fmt.Errorf("name %.20q…: longer than %d bytes", n, maxAssetName)
-	case strings.HasPrefix(n, "."):
-		return fmt.Errorf("name %q starts with a dot", n)
-	case strings.ContainsAny(n, "/\\\x00"):
-		return fmt.Errorf("name %q is not a single path element", n)
-	case !utf8.ValidString(n):
-		return fmt.Errorf("name %q is not valid UTF-8", n)
 	}
 	return nil
 }

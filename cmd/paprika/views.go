@@ -129,19 +129,27 @@ func (t table) row(cells ...string) {
 
 func (t table) flush() { _ = t.tw.Flush() }
 
+// renderList writes items as a table under header, one row each, or "no
+// <what>" when there are none.
+func renderList[T any](w io.Writer, what string, items []T, header []string, row func(T) []string) {
+	if len(items) == 0 {
+		fmt.Fprintln(w, "no "+what)
+		return
+	}
+	t := newTable(w, header...)
+	for _, it := range items {
+		t.row(row(it)...)
+	}
+	t.flush()
+}
+
 // renderJobs writes jobs as a table, in the order given (newest first from
 // the hub).
 func renderJobs(w io.Writer, jobs []client.Job, now time.Time) {
-	if len(jobs) == 0 {
-		fmt.Fprintln(w, "no jobs")
-		return
-	}
-	t := newTable(w, "ID", "MODE", "STATUS", "REASON", "WORKER", "ATTEMPTS", "AGE", "DURATION")
-	for _, j := range jobs {
-		t.row(j.ID, j.Mode, string(j.Status), j.Reason, j.WorkerID,
-			fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts), age(now, j.CreatedAt), runTime(j, now))
-	}
-	t.flush()
+	renderList(w, "jobs", jobs, []string{"ID", "MODE", "STATUS", "REASON", "WORKER", "ATTEMPTS", "AGE", "DURATION"}, func(j client.Job) []string {
+		return []string{j.ID, j.Mode, string(j.Status), j.Reason, j.WorkerID,
+			fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts), age(now, j.CreatedAt), runTime(j, now)}
+	})
 }
 
 // renderJob writes one job as a two-column table of its fields.
@@ -169,32 +177,19 @@ func renderJob(w io.Writer, j client.Job, now time.Time) {
 
 // renderWorkers writes the fleet as a table sorted by worker id.
 func renderWorkers(w io.Writer, ws []client.Worker, now time.Time) {
-	if len(ws) == 0 {
-		fmt.Fprintln(w, "no workers")
-		return
-	}
-	ws = slices.Clone(ws)
-	slices.SortFunc(ws, func(a, b client.Worker) int { return cmp.Compare(a.ID, b.ID) })
-	t := newTable(w, "ID", "HUB", "STATUS", "ALIVE", "JOBS", "LANES", "CPU", "MEM", "DISK", "SEEN")
-	for _, wk := range ws {
-		t.row(wk.ID, wk.Hub, wk.Status, yesNo(wk.Alive),
+	ws = slices.SortedFunc(slices.Values(ws), func(a, b client.Worker) int { return cmp.Compare(a.ID, b.ID) })
+	renderList(w, "workers", ws, []string{"ID", "HUB", "STATUS", "ALIVE", "JOBS", "LANES", "CPU", "MEM", "DISK", "SEEN"}, func(wk client.Worker) []string {
+		return []string{wk.ID, wk.Hub, wk.Status, yesNo(wk.Alive),
 			fmt.Sprintf("%d/%d", wk.InFlight, wk.MaxConcurrent), strconv.Itoa(wk.LaneCount()),
-			pct(wk.CPUPct), pct(wk.MemPct), pct(wk.DiskPct), age(now, wk.LastSeen))
-	}
-	t.flush()
+			pct(wk.CPUPct), pct(wk.MemPct), pct(wk.DiskPct), age(now, wk.LastSeen)}
+	})
 }
 
 // renderHubs writes the cluster's hubs as a table sorted by hub id; "*"
 // marks the hub that answered.
 func renderHubs(w io.Writer, hs []client.Hub, now time.Time) {
-	if len(hs) == 0 {
-		fmt.Fprintln(w, "no hubs")
-		return
-	}
-	hs = slices.Clone(hs)
-	slices.SortFunc(hs, func(a, b client.Hub) int { return cmp.Compare(a.ID, b.ID) })
-	t := newTable(w, "ID", "ADDRESS", "ALIVE", "LOCAL", "UPTIME", "SEEN")
-	for _, h := range hs {
+	hs = slices.SortedFunc(slices.Values(hs), func(a, b client.Hub) int { return cmp.Compare(a.ID, b.ID) })
+	renderList(w, "hubs", hs, []string{"ID", "ADDRESS", "ALIVE", "LOCAL", "UPTIME", "SEEN"}, func(h client.Hub) []string {
 		local := ""
 		if h.Local {
 			local = "*"
@@ -203,9 +198,8 @@ func renderHubs(w io.Writer, hs []client.Hub, now time.Time) {
 		if h.Alive {
 			uptime = age(now, h.StartedAt)
 		}
-		t.row(h.ID, h.Address, yesNo(h.Alive), local, uptime, age(now, h.LastSeen))
-	}
-	t.flush()
+		return []string{h.ID, h.Address, yesNo(h.Alive), local, uptime, age(now, h.LastSeen)}
+	})
 }
 
 // age renders how long ago t was: "45s", "3m", "5h", "2d"; "" for a zero t.

@@ -61,6 +61,24 @@ func setup(t *testing.T, cfg Config, hubs ...*fakeHub) *bundle {
 	return b
 }
 
+// withoutAcks makes a fake hub acknowledge no job frame, so that the agent
+// keeps every one (linked's prepare).
+func withoutAcks(h *fakeHub) { h.setAutoAck(false) }
+
+// linked starts an agent on a fake hub of its own, set up first by
+// prepare, and waits for its hello, so that the test begins on an
+// established link.
+func linked(t *testing.T, cfg Config, prepare ...func(*fakeHub)) (*fakeHub, *bundle) {
+	t.Helper()
+	hub := newFakeHub(t)
+	for _, f := range prepare {
+		f(hub)
+	}
+	b := setup(t, cfg, hub)
+	hub.waitType(messages.TypeHello)
+	return hub, b
+}
+
 // stop cancels the agent and waits for Run to return; safe to call twice.
 func (b *bundle) stop(t *testing.T) {
 	t.Helper()
@@ -141,9 +159,7 @@ func TestHelloWelcomeHeartbeat(t *testing.T) {
 
 func TestNoopJobEmitsLinesThenDone(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	b := setup(t, Config{Lanes: 2}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, b := linked(t, Config{Lanes: 2})
 
 	const n = 25
 	hub.assign("job-1", fmt.Sprintf(`{"lines": %d, "interval_ms": 1}`, n))
@@ -172,9 +188,7 @@ func TestNoopJobEmitsLinesThenDone(t *testing.T) {
 
 func TestLaneLimitRejectsAndCancel(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	b := setup(t, Config{Lanes: 2}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, b := linked(t, Config{Lanes: 2})
 
 	hub.assign("a", `{"sleep_ms": 60000}`)
 	hub.assign("b", `{"sleep_ms": 60000}`)
@@ -204,9 +218,7 @@ func TestLaneLimitRejectsAndCancel(t *testing.T) {
 
 func TestDeadlineExceeded(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	setup(t, Config{}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, _ := linked(t, Config{})
 
 	hub.send(messages.Frame{
 		Type: messages.TypeAssignJob, JobID: "slow", Attempt: 2, Mode: "noop",
@@ -222,9 +234,7 @@ func TestDeadlineExceeded(t *testing.T) {
 
 func TestJobErrors(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	setup(t, Config{Lanes: 4}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, _ := linked(t, Config{Lanes: 4})
 
 	cases := []struct {
 		mode, params, reason, errHas string
@@ -315,10 +325,7 @@ func TestJobAckStopsResending(t *testing.T) {
 
 func TestDuplicateAssignDoesNotRunTwice(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	hub.setAutoAck(false)
-	b := setup(t, Config{Lanes: 2, FlushTimeout: 100 * time.Millisecond}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, b := linked(t, Config{Lanes: 2, FlushTimeout: 100 * time.Millisecond}, withoutAcks)
 
 	hub.assign("x", `{"sleep_ms": 200}`)
 	hub.waitFor(isJob("x", messages.TypeJobStarted), "started")
@@ -363,9 +370,7 @@ func TestIDTakenKeepsOverride(t *testing.T) {
 
 func TestDrainFinishesRunningAndRejectsNew(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	b := setup(t, Config{Lanes: 2}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, b := linked(t, Config{Lanes: 2})
 
 	hub.assign("run", `{"lines": 1, "sleep_ms": 300}`)
 	hub.waitFor(isJob("run", messages.TypeJobStarted), "started")
@@ -390,9 +395,7 @@ func TestDrainFinishesRunningAndRejectsNew(t *testing.T) {
 
 func TestLocalDrain(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	b := setup(t, Config{}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, b := linked(t, Config{})
 	b.a.Drain()
 	b.a.Drain() // twice is fine
 	hub.assign("n", `{}`)
@@ -401,9 +404,7 @@ func TestLocalDrain(t *testing.T) {
 
 func TestGracefulStopWaitsForJobs(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	b := setup(t, Config{}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, b := linked(t, Config{})
 
 	hub.assign("last", `{"lines": 2, "sleep_ms": 300}`)
 	hub.waitFor(isJob("last", messages.TypeJobStarted), "started")
@@ -423,9 +424,7 @@ func TestGracefulStopWaitsForJobs(t *testing.T) {
 
 func TestStopTimeoutCancelsJobs(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	b := setup(t, Config{StopTimeout: 100 * time.Millisecond}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, b := linked(t, Config{StopTimeout: 100 * time.Millisecond})
 
 	hub.assign("long", `{"sleep_ms": 60000}`)
 	hub.waitFor(isJob("long", messages.TypeJobStarted), "started")
@@ -437,9 +436,7 @@ func TestStopTimeoutCancelsJobs(t *testing.T) {
 
 func TestRunTwice(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	b := setup(t, Config{}, hub)
-	hub.waitType(messages.TypeHello)
+	_, b := linked(t, Config{})
 	require.ErrorIs(t, b.a.Run(context.Background()), ErrAlreadyStarted)
 }
 
@@ -495,10 +492,7 @@ func TestSilentHubIsLeftByKeepalive(t *testing.T) {
 // hub gave the job to another worker.
 func TestJobQueryAnswersAndDisowns(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	hub.setAutoAck(false)
-	b := setup(t, Config{Lanes: 2, FlushTimeout: 100 * time.Millisecond}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, b := linked(t, Config{Lanes: 2, FlushTimeout: 100 * time.Millisecond}, withoutAcks)
 	query := func(id string) string {
 		hub.send(messages.Frame{Type: messages.TypeJobQuery, JobID: id, Attempt: 1})
 		return hub.waitFor(isJob(id, messages.TypeJobStatus), "job_status of "+id).f.State

@@ -150,19 +150,30 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// linkURL turns a hub base URL into the WebSocket URL of a worker's link.
-func linkURL(base, id string) (string, error) {
+// parseHubURL parses a hub base URL, which may be given as http(s) or
+// ws(s), and sets its scheme to plain, or to tls for https and wss: the
+// link wants ws/wss, the asset upload http/https.
+func parseHubURL(base, plain, tls string) (*url.URL, error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		return "", fmt.Errorf("parse hub URL %q: %w", base, err)
+		return nil, fmt.Errorf("parse hub URL %q: %w", base, err)
 	}
 	switch u.Scheme {
 	case "http", "ws":
-		u.Scheme = "ws"
+		u.Scheme = plain
 	case "https", "wss":
-		u.Scheme = "wss"
+		u.Scheme = tls
 	default:
-		return "", fmt.Errorf("hub URL %q: scheme must be http or https", base)
+		return nil, fmt.Errorf("hub URL %q: scheme must be http or https", base)
+	}
+	return u, nil
+}
+
+// linkURL turns a hub base URL into the WebSocket URL of a worker's link.
+func linkURL(base, id string) (string, error) {
+	u, err := parseHubURL(base, "ws", "wss")
+	if err != nil {
+		return "", err
 	}
 	if u.Host == "" {
 		return "", fmt.Errorf("hub URL %q: host missing", base)

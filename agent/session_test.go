@@ -104,9 +104,7 @@ func inFlight(h *fakeHub, n int) {
 
 func TestSessionUnsupportedBySimulatedDriver(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	setup(t, Config{}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, _ := linked(t, Config{})
 	r := command(hub, "s1", "c1", `{"op":"open"}`)
 	require.False(t, r.OK)
 	require.Equal(t, "driver simulated does not support sessions", r.Error)
@@ -115,10 +113,8 @@ func TestSessionUnsupportedBySimulatedDriver(t *testing.T) {
 
 func TestSessionLifecycle(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
 	drv := &stubSessions{}
-	setup(t, Config{Lanes: 1, DriverImpl: drv}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, _ := linked(t, Config{Lanes: 1, DriverImpl: drv})
 
 	r := command(hub, "s1", "c1", `{"op":"open"}`)
 	require.True(t, r.OK, r.Error)
@@ -165,10 +161,8 @@ func TestSessionLifecycle(t *testing.T) {
 
 func TestSessionCloseAbortsRunningCommand(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
 	drv := &stubSessions{}
-	setup(t, Config{Lanes: 1, DriverImpl: drv}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, _ := linked(t, Config{Lanes: 1, DriverImpl: drv})
 	require.True(t, command(hub, "s1", "c1", `{"op":"open"}`).OK)
 
 	sendCommand(hub, "s1", "c2", `{"op":"block"}`)
@@ -190,10 +184,8 @@ func TestSessionCloseAbortsRunningCommand(t *testing.T) {
 
 func TestSessionClosedWhenIdle(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
 	drv := &stubSessions{}
-	setup(t, Config{Lanes: 1, DriverImpl: drv}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, _ := linked(t, Config{Lanes: 1, DriverImpl: drv})
 	require.True(t, command(hub, "s1", "c1", `{"op":"open","idle_timeout_s":1}`).OK)
 	inFlight(hub, 1)
 	start := time.Now()
@@ -205,19 +197,15 @@ func TestSessionClosedWhenIdle(t *testing.T) {
 
 func TestSessionRefusedWhileDraining(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
-	b := setup(t, Config{Lanes: 1, DriverImpl: &stubSessions{}}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, b := linked(t, Config{Lanes: 1, DriverImpl: &stubSessions{}})
 	b.a.Drain()
 	require.Equal(t, "worker is draining", command(hub, "s1", "c1", `{"op":"open"}`).Error)
 }
 
 func TestAgentStopClosesSessions(t *testing.T) {
 	t.Parallel()
-	hub := newFakeHub(t)
 	drv := &stubSessions{}
-	b := setup(t, Config{Lanes: 2, DriverImpl: drv}, hub)
-	hub.waitType(messages.TypeHello)
+	hub, b := linked(t, Config{Lanes: 2, DriverImpl: drv})
 	require.True(t, command(hub, "s1", "c1", `{"op":"open"}`).OK)
 	require.True(t, command(hub, "s2", "c2", `{"op":"open"}`).OK)
 	sendCommand(hub, "s2", "c3", `{"op":"block"}`)

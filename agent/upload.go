@@ -176,17 +176,9 @@ func (a *Agent) uploadBase() string {
 // assetURL builds {base}/jobs/{jobID}/assets/{name}, turning a ws(s)://
 // hub URL into http(s)://.
 func assetURL(base, jobID, name string) (string, error) {
-	u, err := url.Parse(base)
+	u, err := parseHubURL(base, "http", "https")
 	if err != nil {
-		return "", fmt.Errorf("parse hub URL %q: %w", base, err)
-	}
-	switch u.Scheme {
-	case "http", "ws":
-		u.Scheme = "http"
-	case "https", "wss":
-		u.Scheme = "https"
-	default:
-		return "", fmt.Errorf("hub URL %q: scheme must be http or https", base)
+		return "", err
 	}
 	rawPrefix := strings.TrimRight(u.EscapedPath(), "/")
 	u.Path = strings.TrimRight(u.Path, "/") + "/jobs/" + jobID + "/assets/" + name

@@ -132,13 +132,10 @@ func TestChaosHubRestarted(t *testing.T) {
 // Scenario 3: Redis stops answering for 3 s under load (a proxy holds
 // every byte): no worker is reported dead, no job fails.
 func TestChaosRedisPaused(t *testing.T) {
-	var proxy *storetest.Proxy
-	f := newFleetWith(t, 1, func(env []string) []string {
-		return viaProxy(t, env, "PAPRIKA_REDIS_URL", &proxy, func(u string, to func(string) string) string {
-			opt, err := redis.ParseURL(u)
-			require.NoError(t, err)
-			return strings.Replace(u, opt.Addr, to(opt.Addr), 1)
-		})
+	f, proxy := newProxiedFleet(t, "PAPRIKA_REDIS_URL", func(u string, to func(string) string) string {
+		opt, err := redis.ParseURL(u)
+		require.NoError(t, err)
+		return strings.Replace(u, opt.Addr, to(opt.Addr), 1)
 	})
 	f.startWorkers(3, 2)
 	stop := chaosLoad(t, f, 60*time.Millisecond, 10)
@@ -162,14 +159,11 @@ func TestChaosRedisPaused(t *testing.T) {
 // (the client retries), claims and results wait with backoff; nothing is
 // lost or run twice when it returns.
 func TestChaosMariaDBStopped(t *testing.T) {
-	var proxy *storetest.Proxy
-	f := newFleetWith(t, 1, func(env []string) []string {
-		return viaProxy(t, env, "PAPRIKA_MYSQL_DSN", &proxy, func(dsn string, to func(string) string) string {
-			cfg, err := gomysql.ParseDSN(dsn)
-			require.NoError(t, err)
-			cfg.Addr = to(cfg.Addr)
-			return cfg.FormatDSN()
-		})
+	f, proxy := newProxiedFleet(t, "PAPRIKA_MYSQL_DSN", func(dsn string, to func(string) string) string {
+		cfg, err := gomysql.ParseDSN(dsn)
+		require.NoError(t, err)
+		cfg.Addr = to(cfg.Addr)
+		return cfg.FormatDSN()
 	})
 	f.startWorkers(3, 2)
 	stop := chaosLoad(t, f, 80*time.Millisecond, 10)
@@ -352,18 +346,23 @@ func TestChaosRedisRestarted(t *testing.T) {
 	report(t, f, "Redis restarted (append-only file)", final, 10)
 }
 
-// viaProxy points the service named by env key at a fault proxy in front
-// of it (stored in *proxy): rewrite gets the key's value and a function
-// that starts the proxy for an address and returns the proxy's address.
-func viaProxy(t *testing.T, env []string, key string, proxy **storetest.Proxy, rewrite func(value string, to func(addr string) string) string) []string {
-	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, key+"="); ok {
-			return setEnv(env, key+"="+rewrite(v, func(addr string) string {
-				*proxy = storetest.NewProxy(t, addr)
-				return (*proxy).Addr()
-			}))
+// newProxiedFleet is a one-hub fleet whose hub reaches the service named
+// by env key through a fault proxy, returned with it: rewrite gets the
+// key's value and a function that starts the proxy for an address and
+// returns the proxy's address.
+func newProxiedFleet(t *testing.T, key string, rewrite func(value string, to func(addr string) string) string) (*fleet, *storetest.Proxy) {
+	var proxy *storetest.Proxy
+	f := newFleetWith(t, 1, func(env []string) []string {
+		for _, e := range env {
+			if v, ok := strings.CutPrefix(e, key+"="); ok {
+				return setEnv(env, key+"="+rewrite(v, func(addr string) string {
+					proxy = storetest.NewProxy(t, addr)
+					return proxy.Addr()
+				}))
+			}
 		}
-	}
-	t.Fatalf("%s is not in the fleet's environment", key)
-	return nil
+		t.Fatalf("%s is not in the fleet's environment", key)
+		return nil
+	})
+	return f, proxy
 }

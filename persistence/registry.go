@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -91,4 +92,18 @@ type HubRegistry interface {
 	// List returns known hubs; those whose heartbeat expired show Alive=false.
 	List(ctx context.Context) ([]HubInfo, error)
 	Remove(ctx context.Context, id string) error
+}
+
+// CheckTTLWrite validates a write that expires (HubRegistry.Beat,
+// WorkerRegistry.Put, SessionStore.Put) as every store must, so that all
+// of them refuse the same input in the same words: op names the call
+// ("put worker"), id the record, and ttl must be positive.
+func CheckTTLWrite(op, id string, ttl time.Duration) error {
+	if id == "" {
+		return fmt.Errorf("%s: empty id", op)
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("%s %s: ttl %s is not positive", op, id, ttl)
+	}
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // discardUpload is an uploader that keeps nothing (benchmarks run
@@ -51,7 +53,7 @@ func BenchmarkFetch(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := t.runStep(ctx, step{Op: opNavigate, URL: s.URL + "/static"}, time.Minute); err != nil {
+				if _, err := t.runStep(ctx, step{Op: messages.OpNavigate, URL: s.URL + "/static"}, time.Minute); err != nil {
 					b.Fatal(err)
 				}
 				tabs = append(tabs, t)
@@ -123,7 +125,7 @@ func BenchmarkLaneModel(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer t.close()
-					if _, err := t.runStep(ctx, step{Op: opNavigate, URL: s.URL + "/static"}, time.Minute); err != nil {
+					if _, err := t.runStep(ctx, step{Op: messages.OpNavigate, URL: s.URL + "/static"}, time.Minute); err != nil {
 						b.Fatal(err)
 					}
 				}

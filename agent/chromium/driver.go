@@ -15,14 +15,6 @@ import (
 	"github.com/paprika-hub/paprika/messages"
 )
 
-// Job modes this driver runs (API.md "Job modes"), short names for the
-// wire contract's.
-const (
-	modeNoop  = messages.ModeNoop
-	modeFetch = messages.ModeFetch
-	modeMacro = messages.ModeMacro
-)
-
 // Driver runs jobs and sessions on lanes of headless Chromium, one browser
 // process per lane (doc.go says why). Build it with New, hand it to the
 // agent as agent.Config.DriverImpl, and Close it after the agent stopped.
@@ -124,9 +116,9 @@ func (d *Driver) laneChanged() {
 func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(line string) error) (agent.Result, error) {
 	var run func(context.Context, *tab, func(string)) (agent.Result, error)
 	switch job.Mode {
-	case modeNoop:
+	case messages.ModeNoop:
 		return agent.SimulatedDriver{}.Run(ctx, lane, job, emit)
-	case modeFetch:
+	case messages.ModeFetch:
 		p, err := parseFetchParams(job.Params)
 		if err != nil {
 			return agent.Result{}, agent.Fail(agent.ReasonJobError, "%v", err)
@@ -134,7 +126,7 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 		run = func(ctx context.Context, t *tab, log func(string)) (agent.Result, error) {
 			return d.runFetch(ctx, t, job, p, log)
 		}
-	case modeMacro:
+	case messages.ModeMacro:
 		steps, err := parseMacroParams(job.Params)
 		if err != nil {
 			return agent.Result{}, agent.Fail(agent.ReasonJobError, "%v", err)

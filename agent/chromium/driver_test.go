@@ -185,18 +185,10 @@ func TestDriver(t *testing.T) {
 	t.Run("a crashed renderer fails the job and restarts the lane", func(t *testing.T) {
 		pid := lanePID(t, d, 1)
 		starts := laneStarts(d, 1)
-		done := make(chan jobRun, 1)
-		var l atomic.Pointer[jobLog]
-		go func() { // ends when the job does
-			raw := map[string]any{"steps": []map[string]any{
-				{"op": "navigate", "url": s.URL + "/static"},
-				{"op": "wait", "selector": "#never", "timeout_ms": 15000},
-			}}
-			r := runJobWithLog(t, d, 1, "j-crash", "macro", raw, &l)
-			done <- r
-		}()
-		waitFor(t, func() bool { return l.Load() != nil })
-		l.Load().waitLine(t, "step 2/2 wait #never")
+		done := startMacro(t, d, 1, "j-crash", []map[string]any{
+			{"op": "navigate", "url": s.URL + "/static"},
+			{"op": "wait", "selector": "#never", "timeout_ms": 15000},
+		}, "step 2/2 wait #never")
 		require.Positive(t, killRenderers(pid), "no renderer to kill")
 		r := <-done
 		require.Equal(t, agent.ReasonLaneError, r.reason(), "err: %v", r.err)
@@ -212,17 +204,10 @@ func TestDriver(t *testing.T) {
 
 	t.Run("a killed browser fails its job and the lane restarts", func(t *testing.T) {
 		pid := lanePID(t, d, 0)
-		done := make(chan jobRun, 1)
-		var l atomic.Pointer[jobLog]
-		go func() { // ends when the job does
-			raw := map[string]any{"steps": []map[string]any{
-				{"op": "navigate", "url": s.URL + "/static"},
-				{"op": "wait", "selector": "#never", "timeout_ms": 15000},
-			}}
-			done <- runJobWithLog(t, d, 0, "j-kill", "macro", raw, &l)
-		}()
-		waitFor(t, func() bool { return l.Load() != nil })
-		l.Load().waitLine(t, "step 2/2 wait #never")
+		done := startMacro(t, d, 0, "j-kill", []map[string]any{
+			{"op": "navigate", "url": s.URL + "/static"},
+			{"op": "wait", "selector": "#never", "timeout_ms": 15000},
+		}, "step 2/2 wait #never")
 		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 		r := <-done
 		require.Equal(t, agent.ReasonLaneError, r.reason(), "err: %v", r.err)
@@ -249,20 +234,13 @@ func TestDriver(t *testing.T) {
 	})
 
 	t.Run("popups are closed at once", func(t *testing.T) {
-		done := make(chan jobRun, 1)
-		var l atomic.Pointer[jobLog]
-		go func() { // ends when the job does
-			raw := map[string]any{"steps": []map[string]any{
-				{"op": "navigate", "url": s.URL + "/popup"},
-				{"op": "click", "selector": "#link"},
-				{"op": "click", "selector": "#open"},
-				{"op": "wait", "ms": 2000},
-				{"op": "text", "selector": "#n"},
-			}}
-			done <- runJobWithLog(t, d, 1, "j-popup", "macro", raw, &l)
-		}()
-		waitFor(t, func() bool { return l.Load() != nil })
-		l.Load().waitLine(t, "step 4/5 wait 2000ms")
+		done := startMacro(t, d, 1, "j-popup", []map[string]any{
+			{"op": "navigate", "url": s.URL + "/popup"},
+			{"op": "click", "selector": "#link"},
+			{"op": "click", "selector": "#open"},
+			{"op": "wait", "ms": 2000},
+			{"op": "text", "selector": "#n"},
+		}, "step 4/5 wait 2000ms")
 		b := d.lanes[1].browser()
 		waitFor(t, func() bool { n, err := b.pages(time.Second); return err == nil && n == 1 })
 		steps := resultMap(t, <-done)["steps"].([]any)
@@ -365,13 +343,20 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 	require.ErrorContains(t, r.err, "chromium driver closed")
 }
 
-// runJobWithLog is runJob that publishes the job's log as soon as it exists.
-func runJobWithLog(t testing.TB, d *Driver, lane int, id, mode string, params any, l *atomic.Pointer[jobLog]) jobRun {
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	jl := newJobLog()
-	l.Store(jl)
-	return runJobLog(t, ctx, d, lane, id, mode, params, jl)
+// startMacro runs a macro job of steps in the background and returns once
+// its log has the line at, so that the test can act while the job is
+// there; the job's run arrives on the channel when it ends.
+func startMacro(t testing.TB, d *Driver, lane int, id string, steps []map[string]any, at string) <-chan jobRun {
+	t.Helper()
+	done := make(chan jobRun, 1)
+	l := newJobLog()
+	go func() { // ends when the job does
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		done <- runJobLog(t, ctx, d, lane, id, "macro", map[string]any{"steps": steps}, l)
+	}()
+	l.waitLine(t, at)
+	return done
 }
 
 // waitFor polls cond until it holds.

@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // Asset names and types of the fetch mode (API.md "Job modes").
@@ -57,7 +58,7 @@ func parseFetchParams(raw json.RawMessage) (fetchParams, error) {
 // screenshot.png.
 func (d *Driver) runFetch(ctx context.Context, t *tab, job agent.Job, p fetchParams, log func(string)) (agent.Result, error) {
 	log("navigate " + p.URL)
-	out, err := t.runStep(ctx, step{Op: opNavigate, URL: p.URL, AnyStatus: true}, d.cfg.StepTimeout)
+	out, err := t.runStep(ctx, step{Op: messages.OpNavigate, URL: p.URL, AnyStatus: true}, d.cfg.StepTimeout)
 	if err != nil {
 		return agent.Result{}, failure(err, "navigate "+p.URL)
 	}
@@ -68,7 +69,7 @@ func (d *Driver) runFetch(ctx context.Context, t *tab, job agent.Job, p fetchPar
 	}
 	if p.WaitFor != "" {
 		log("wait_for " + p.WaitFor)
-		if _, err := t.runStep(ctx, step{Op: opWait, Selector: p.WaitFor}, d.cfg.StepTimeout); err != nil {
+		if _, err := t.runStep(ctx, step{Op: messages.OpWait, Selector: p.WaitFor}, d.cfg.StepTimeout); err != nil {
 			return agent.Result{}, failure(err, "wait_for "+p.WaitFor)
 		}
 	}
@@ -98,7 +99,7 @@ func (d *Driver) runFetch(ctx context.Context, t *tab, job agent.Job, p fetchPar
 	}
 
 	if p.Screenshot == nil || *p.Screenshot {
-		out, err := t.runStep(ctx, step{Op: opScreenshot}, d.cfg.StepTimeout)
+		out, err := t.runStep(ctx, step{Op: messages.OpScreenshot}, d.cfg.StepTimeout)
 		if err != nil {
 			return agent.Result{}, failure(err, "screenshot")
 		}

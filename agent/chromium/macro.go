@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // Limits of the macro mode.
@@ -64,7 +65,7 @@ func (d *Driver) runMacro(ctx context.Context, t *tab, job agent.Job, steps []st
 		}
 		took := time.Since(start).Round(time.Millisecond)
 		switch {
-		case s.Op == opNavigate:
+		case s.Op == messages.OpNavigate:
 			log(fmt.Sprintf("step %d/%d status %v in %s", n, len(steps), out.result["status"], took))
 		case out.png != nil:
 			name := s.Name

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // maxSessionPNG bounds a session screenshot, which travels inline, base64
@@ -57,7 +58,7 @@ func (s *session) Do(ctx context.Context, command json.RawMessage) (json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	if st.Op == opScreenshot && st.Name != "" {
+	if st.Op == messages.OpScreenshot && st.Name != "" {
 		return nil, errors.New("screenshot: name is for macro assets; a session screenshot is returned inline")
 	}
 	out, err := s.t.runStep(ctx, st, s.d.cfg.StepTimeout)

@@ -9,25 +9,12 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/messages"
-)
-
-// Step ops: the macro steps and the session commands (API.md "Job modes",
-// POST /sessions/{id}/commands), short names for the wire contract's.
-// doc.go documents each op's fields.
-const (
-	opNavigate   = messages.OpNavigate
-	opClick      = messages.OpClick
-	opType       = messages.OpType
-	opWait       = messages.OpWait
-	opScreenshot = messages.OpScreenshot
-	opText       = messages.OpText
-	opEval       = messages.OpEval
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // Limits that keep a step's result, a job's result and a session_result
@@ -37,7 +24,6 @@ const (
 	maxEvalBytes   = 256 << 10 // an eval op's larger result fails the step
 	maxWaitMS      = 10 * 60 * 1000
 	maxStepTimeout = 10 * time.Minute
-	maxAssetName   = 200
 )
 
 // allowedSchemes are the URL schemes a job may navigate to (of about:,
@@ -46,7 +32,8 @@ const (
 // browser's internals.
 var allowedSchemes = map[string]bool{"http": true, "https": true, "about": true, "data": true}
 
-// step is one macro step or session command.
+// step is one macro step or session command; Op is one of messages.Op*,
+// whose fields doc.go documents.
 type step struct {
 	Op         string  `json:"op"`
 	URL        string  `json:"url,omitempty"`        // navigate
@@ -83,19 +70,19 @@ func (s step) validate() error {
 		}
 	}
 	switch s.Op {
-	case opNavigate:
+	case messages.OpNavigate:
 		need(s.URL != "", "url")
 		if s.URL != "" {
 			if err := checkURL(s.URL); err != nil {
 				errs = append(errs, err)
 			}
 		}
-	case opClick, opText:
+	case messages.OpClick, messages.OpText:
 		need(s.Selector != "", "selector")
-	case opType:
+	case messages.OpType:
 		need(s.Selector != "", "selector")
 		need(s.Text != nil, "text")
-	case opWait:
+	case messages.OpWait:
 		if (s.Selector == "") == (s.MS == 0) {
 			errs = append(errs, errors.New("wait: give either selector or ms"))
 		}
@@ -105,13 +92,15 @@ func (s step) validate() error {
 		if s.Visible && s.Gone {
 			errs = append(errs, errors.New("wait: visible and gone exclude each other"))
 		}
-	case opScreenshot:
+	case messages.OpScreenshot:
 		if s.Name != "" {
-			if err := checkAssetName(s.Name); err != nil {
-				errs = append(errs, err)
+			// What the hub's asset stores accept, checked before the job
+			// runs rather than when its upload fails.
+			if err := persistence.CheckAssetName(s.Name); err != nil {
+				errs = append(errs, fmt.Errorf("name %w", err))
 			}
 		}
-	case opEval:
+	case messages.OpEval:
 		need(s.Expression != "", "expression")
 	case "":
 		errs = append(errs, errors.New("op is required"))
@@ -127,19 +116,19 @@ func (s step) validate() error {
 // describe names the step in log lines and errors: "click #missing".
 func (s step) describe() string {
 	switch s.Op {
-	case opNavigate:
+	case messages.OpNavigate:
 		return "navigate " + s.URL
-	case opWait:
+	case messages.OpWait:
 		if s.Selector == "" {
 			return fmt.Sprintf("wait %dms", s.MS)
 		}
 		return "wait " + s.Selector
-	case opScreenshot:
+	case messages.OpScreenshot:
 		if s.Selector != "" {
 			return "screenshot " + s.Selector
 		}
 		return "screenshot"
-	case opEval:
+	case messages.OpEval:
 		e := strings.Join(strings.Fields(s.Expression), " ")
 		if len(e) > 40 {
 			e = strings.ToValidUTF8(e[:40], "") + "…"
@@ -175,22 +164,6 @@ func checkURL(raw string) error {
 	return nil
 }
 
-// checkAssetName accepts what the hub's asset stores accept: one path
-// element, not starting with a dot, valid UTF-8, at most 200 bytes.
-func checkAssetName(n string) error {
-	switch {
-	case len(n) > maxAssetName:
-		return fmt.Errorf("name %.20q…: longer than %d bytes", n, maxAssetName)
-	case strings.HasPrefix(n, "."):
-		return fmt.Errorf("name %q starts with a dot", n)
-	case strings.ContainsAny(n, "/\\\x00"):
-		return fmt.Errorf("name %q is not a single path element", n)
-	case !utf8.ValidString(n):
-		return fmt.Errorf("name %q is not valid UTF-8", n)
-	}
-	return nil
-}
-
 // stepOutput is what a step produced: its result object, and for a
 // screenshot the PNG, which the caller stores (macro) or inlines (session).
 type stepOutput struct {
@@ -220,13 +193,13 @@ func (e *stepTimeoutError) Error() string {
 func (t *tab) runStep(ctx context.Context, s step, stepTimeout time.Duration) (stepOutput, error) {
 	rctx, done := t.bind(ctx)
 	defer done()
-	if s.Op == opWait && s.Selector == "" {
+	if s.Op == messages.OpWait && s.Selector == "" {
 		err := backoff.Sleep(rctx, time.Duration(s.MS)*time.Millisecond)
 		return stepOutput{result: map[string]any{}}, t.failure(rctx, err)
 	}
 	d := s.timeout(stepTimeout)
 	what := "waiting for " + s.Selector
-	if s.Op == opNavigate {
+	if s.Op == messages.OpNavigate {
 		what = "loading the page"
 	} else if s.Selector == "" {
 		what = "waiting for the page"
@@ -246,7 +219,7 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 	res := map[string]any{}
 	sel := chromedp.CSS(s.Selector)
 	switch s.Op {
-	case opNavigate:
+	case messages.OpNavigate:
 		nav, err := t.navigate(ctx, s.URL)
 		if err != nil {
 			return stepOutput{}, err
@@ -255,11 +228,11 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 		if !s.AnyStatus && !okStatus(nav.Status) {
 			return stepOutput{result: res}, fmt.Errorf("http status %d", nav.Status)
 		}
-	case opClick:
+	case messages.OpClick:
 		if err := chromedp.Do(ctx, chromedp.Click(sel)); err != nil {
 			return stepOutput{}, err
 		}
-	case opType:
+	case messages.OpType:
 		var actions []chromedp.Action[chromedp.Void]
 		if s.Clear {
 			actions = append(actions, chromedp.Clear(sel))
@@ -268,7 +241,7 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 		if err := chromedp.Do(ctx, actions...); err != nil {
 			return stepOutput{}, err
 		}
-	case opWait:
+	case messages.OpWait:
 		var err error
 		switch {
 		case s.Gone:
@@ -281,7 +254,7 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 		if err != nil {
 			return stepOutput{}, err
 		}
-	case opScreenshot:
+	case messages.OpScreenshot:
 		var png []byte
 		var err error
 		if s.Selector != "" {
@@ -294,7 +267,7 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 		}
 		res["bytes"] = len(png)
 		return stepOutput{result: res, png: png}, nil
-	case opText:
+	case messages.OpText:
 		text, err := chromedp.Run(ctx, chromedp.Text(sel))
 		if err != nil {
 			return stepOutput{}, err
@@ -304,7 +277,7 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 			res["truncated"] = true
 		}
 		res["text"] = text
-	case opEval:
+	case messages.OpEval:
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](s.Expression, chromedp.EvalAwaitPromise))
 		if err != nil {
 			return stepOutput{}, err

@@ -71,6 +71,22 @@ func (c *cli) parseOrExit(fs *flag.FlagSet, synopsis string, args []string) ([]s
 	return pos, -1
 }
 
+// subcommand splits the subcommand off the arguments of a command that has
+// some: the first argument unless it is a flag, else "ls". With a help
+// flag in its place it prints the synopsis and help and returns exitOK;
+// otherwise code is -1.
+func (c *cli) subcommand(args []string, synopsis, help string) (sub string, rest []string, code int) {
+	switch {
+	case len(args) > 0 && isHelp(args[0]):
+		fmt.Fprintf(c.stdout, "Usage: %s\n\n%s", synopsis, help)
+		return "", nil, exitOK
+	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
+		return args[0], args[1:], -1
+	default:
+		return "ls", args, -1
+	}
+}
+
 // isHelp reports a help flag given in place of a subcommand.
 func isHelp(arg string) bool {
 	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "--h"
@@ -134,6 +150,16 @@ func (c *cli) newClient(cf *clientFlags) (*client.Client, error) {
 		opts = append(opts, client.WithHTTPClient(c.httpClient))
 	}
 	return client.New(hubs, opts...)
+}
+
+// hubClient is newClient for a command: a bad --hub is a usage error of
+// fs, returned as code (-1 otherwise).
+func (c *cli) hubClient(fs *flag.FlagSet, cf *clientFlags) (*client.Client, int) {
+	cl, err := c.newClient(cf)
+	if err != nil {
+		return nil, c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	}
+	return cl, -1
 }
 
 // listFlag collects a repeatable flag whose values may also be comma lists.

@@ -19,25 +19,23 @@ const jobsSynopsis = "paprika jobs [ls | get ID | logs ID [-f] | cancel ID]"
 
 // jobs is `paprika jobs`: list, show, read the log of, or cancel jobs.
 func (c *cli) jobs(ctx context.Context, args []string) int {
-	sub := "ls"
-	if len(args) > 0 && isHelp(args[0]) {
-		fmt.Fprintf(c.stdout, "Usage: %s\n\nSubcommands (default ls; each takes -h):\n"+
-			"  ls       list jobs, newest first\n  get      show one job\n"+
-			"  logs     print a job's log; -f follows it\n  cancel   cancel a job\n", jobsSynopsis)
-		return exitOK
-	}
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
+	sub, args, code := c.subcommand(args, jobsSynopsis, "Subcommands (default ls; each takes -h):\n"+
+		"  ls       list jobs, newest first\n  get      show one job\n"+
+		"  logs     print a job's log; -f follows it\n  cancel   cancel a job\n")
+	if code >= 0 {
+		return code
 	}
 	switch sub {
 	case "ls", "list":
 		return c.jobsList(ctx, args)
 	case "get", "show":
-		return c.jobsGet(ctx, args)
+		return c.jobCommand(ctx, "jobs get", args, (*client.Client).Get,
+			func(job client.Job) { renderJob(c.stdout, job, c.now()) })
 	case "logs", "log":
 		return c.jobsLogs(ctx, args)
 	case "cancel":
-		return c.jobsCancel(ctx, args)
+		return c.jobCommand(ctx, "jobs cancel", args, (*client.Client).Cancel,
+			func(job client.Job) { fmt.Fprintln(c.stdout, outcome(job)) })
 	default:
 		return c.usageError("paprika jobs", fmt.Sprintf("unknown subcommand %q (ls, get, logs, cancel)", sub))
 	}
@@ -61,24 +59,18 @@ func (c *cli) jobsList(ctx context.Context, args []string) int {
 	case *limit < 0:
 		return c.usageError(fs.Name(), fmt.Sprintf("flag -limit: %d is negative", *limit))
 	}
-	cl, err := c.newClient(cf)
-	if err != nil {
-		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	cl, code := c.hubClient(fs, cf)
+	if code >= 0 {
+		return code
 	}
-	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
-	defer cancel()
-	page, err := cl.List(ctx, client.ListOptions{Status: client.Status(*status), Limit: *limit, Cursor: *cursor})
-	if err != nil {
-		return c.fail(ctx, "jobs ls", err)
-	}
-	if cf.json {
-		return c.printJSON("jobs ls", page)
-	}
-	renderJobs(c.stdout, page.Jobs, c.now())
-	if page.NextCursor != "" {
-		fmt.Fprintf(c.stderr, "more: paprika jobs ls --cursor %s\n", page.NextCursor)
-	}
-	return exitOK
+	return show(ctx, c, cf, "jobs ls", func(ctx context.Context) (client.Page, error) {
+		return cl.List(ctx, client.ListOptions{Status: client.Status(*status), Limit: *limit, Cursor: *cursor})
+	}, func(page client.Page) {
+		renderJobs(c.stdout, page.Jobs, c.now())
+		if page.NextCursor != "" {
+			fmt.Fprintf(c.stderr, "more: paprika jobs ls --cursor %s\n", page.NextCursor)
+		}
+	})
 }
 
 func statusList() string {
@@ -112,31 +104,22 @@ func (c *cli) idCommand(fs *flag.FlagSet, cf *clientFlags, usage string, args []
 	if code >= 0 {
 		return "", nil, code
 	}
-	cl, err := c.newClient(cf)
-	if err != nil {
-		return "", nil, c.usageError(fs.Name(), "flag -hub: "+err.Error())
-	}
-	return id, cl, -1
+	cl, code := c.hubClient(fs, cf)
+	return id, cl, code
 }
 
-func (c *cli) jobsGet(ctx context.Context, args []string) int {
-	fs := newFlagSet("jobs get")
+// jobCommand is a one-job command whose answer is the job (`jobs get`,
+// `jobs cancel`): call on the job given, the answer printed by text or as
+// JSON.
+func (c *cli) jobCommand(ctx context.Context, name string, args []string,
+	call func(*client.Client, context.Context, string) (client.Job, error), text func(client.Job)) int {
+	fs := newFlagSet(name)
 	cf := c.addClientFlags(fs)
-	id, cl, code := c.idCommand(fs, cf, "paprika jobs get ID [--hub URL] [--json]", args)
+	id, cl, code := c.idCommand(fs, cf, "paprika "+name+" ID [--hub URL] [--json]", args)
 	if code >= 0 {
 		return code
 	}
-	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
-	defer cancel()
-	job, err := cl.Get(ctx, id)
-	if err != nil {
-		return c.fail(ctx, "jobs get", err)
-	}
-	if cf.json {
-		return c.printJSON("jobs get", job)
-	}
-	renderJob(c.stdout, job, c.now())
-	return exitOK
+	return show(ctx, c, cf, name, func(ctx context.Context) (client.Job, error) { return call(cl, ctx, id) }, text)
 }
 
 func (c *cli) jobsLogs(ctx context.Context, args []string) int {
@@ -165,25 +148,5 @@ func (c *cli) jobsLogs(ctx context.Context, args []string) int {
 	if text != "" && !strings.HasSuffix(text, "\n") {
 		fmt.Fprintln(c.stdout)
 	}
-	return exitOK
-}
-
-func (c *cli) jobsCancel(ctx context.Context, args []string) int {
-	fs := newFlagSet("jobs cancel")
-	cf := c.addClientFlags(fs)
-	id, cl, code := c.idCommand(fs, cf, "paprika jobs cancel ID [--hub URL] [--json]", args)
-	if code >= 0 {
-		return code
-	}
-	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
-	defer cancel()
-	job, err := cl.Cancel(ctx, id)
-	if err != nil {
-		return c.fail(ctx, "jobs cancel", err)
-	}
-	if cf.json {
-		return c.printJSON("jobs cancel", job)
-	}
-	fmt.Fprintln(c.stdout, outcome(job))
 	return exitOK
 }

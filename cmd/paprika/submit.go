@@ -45,9 +45,9 @@ func (c *cli) submit(ctx context.Context, args []string) int {
 	case *maxAttempts < 0:
 		return c.usageError(fs.Name(), fmt.Sprintf("flag -max-attempts: %d is not a positive number", *maxAttempts))
 	}
-	cl, err := c.newClient(cf)
-	if err != nil {
-		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	cl, code := c.hubClient(fs, cf)
+	if code >= 0 {
+		return code
 	}
 
 	req := client.SubmitRequest{

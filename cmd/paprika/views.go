@@ -21,15 +21,11 @@ const workersSynopsis = "paprika workers [ls | drain ID | activate ID | standby 
 // workers is `paprika workers`: the fleet as a table, or a status change
 // for one worker.
 func (c *cli) workers(ctx context.Context, args []string) int {
-	sub := "ls"
-	if len(args) > 0 && isHelp(args[0]) {
-		fmt.Fprintf(c.stdout, "Usage: %s\n\nSubcommands (default ls):\n"+
-			"  ls         list the fleet\n  drain      let the worker finish its jobs and take no new ones\n"+
-			"  activate   let the worker take jobs again\n  standby    keep the worker connected but idle\n", workersSynopsis)
-		return exitOK
-	}
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
+	sub, args, code := c.subcommand(args, workersSynopsis, "Subcommands (default ls):\n"+
+		"  ls         list the fleet\n  drain      let the worker finish its jobs and take no new ones\n"+
+		"  activate   let the worker take jobs again\n  standby    keep the worker connected but idle\n")
+	if code >= 0 {
+		return code
 	}
 	status := map[string]string{"drain": client.WorkerDrain, "activate": client.WorkerActive, "standby": client.WorkerStandby}
 	if sub != "ls" && sub != "list" && status[sub] == "" {
@@ -49,34 +45,31 @@ func (c *cli) workers(ctx context.Context, args []string) int {
 	} else if len(pos) > 0 {
 		return c.usageError(fs.Name(), fmt.Sprintf("unexpected argument %q", pos[0]))
 	}
-	cl, err := c.newClient(cf)
-	if err != nil {
-		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	cl, code := c.hubClient(fs, cf)
+	if code >= 0 {
+		return code
 	}
-	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
-	defer cancel()
-
 	if id != "" {
-		w, err := cl.SetWorkerStatus(ctx, id, status[sub])
-		if err != nil {
-			return c.fail(ctx, "workers "+sub, err)
-		}
-		if cf.json {
-			return c.printJSON("workers "+sub, w)
-		}
-		fmt.Fprintf(c.stdout, "worker %s is %s\n", w.ID, w.Status)
-		return exitOK
+		return show(ctx, c, cf, "workers "+sub, func(ctx context.Context) (client.Worker, error) {
+			return cl.SetWorkerStatus(ctx, id, status[sub])
+		}, func(w client.Worker) { fmt.Fprintf(c.stdout, "worker %s is %s\n", w.ID, w.Status) })
 	}
-	ws, err := cl.Workers(ctx)
-	if err != nil {
-		return c.fail(ctx, "workers", err)
-	}
-	if cf.json {
-		return c.printJSON("workers", map[string]any{"workers": ws})
-	}
-	renderWorkers(c.stdout, ws, c.now())
-	return exitOK
+	return show(ctx, c, cf, "workers", func(ctx context.Context) (workerList, error) {
+		ws, err := cl.Workers(ctx)
+		return workerList{ws}, err
+	}, func(l workerList) { renderWorkers(c.stdout, l.Workers, c.now()) })
 }
+
+// workerList and hubList are what --json prints for `paprika workers` and
+// `paprika hubs`: the hub's own answer.
+type (
+	workerList struct {
+		Workers []client.Worker `json:"workers"`
+	}
+	hubList struct {
+		Hubs []client.Hub `json:"hubs"`
+	}
+)
 
 // hubs is `paprika hubs`: the cluster's hubs as a table.
 func (c *cli) hubs(ctx context.Context, args []string) int {
@@ -89,20 +82,30 @@ func (c *cli) hubs(ctx context.Context, args []string) int {
 	if len(pos) > 0 {
 		return c.usageError(fs.Name(), fmt.Sprintf("unexpected argument %q", pos[0]))
 	}
-	cl, err := c.newClient(cf)
-	if err != nil {
-		return c.usageError(fs.Name(), "flag -hub: "+err.Error())
+	cl, code := c.hubClient(fs, cf)
+	if code >= 0 {
+		return code
 	}
+	return show(ctx, c, cf, "hubs", func(ctx context.Context) (hubList, error) {
+		hs, err := cl.Hubs(ctx)
+		return hubList{hs}, err
+	}, func(l hubList) { renderHubs(c.stdout, l.Hubs, c.now()) })
+}
+
+// show makes one call, bounded by viewTimeout, and prints its answer: as
+// JSON with --json, else with text. A failure is reported as command
+// name's and returned as the exit status.
+func show[T any](ctx context.Context, c *cli, cf *clientFlags, name string, call func(context.Context) (T, error), text func(T)) int {
 	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
 	defer cancel()
-	hs, err := cl.Hubs(ctx)
+	v, err := call(ctx)
 	if err != nil {
-		return c.fail(ctx, "hubs", err)
+		return c.fail(ctx, name, err)
 	}
 	if cf.json {
-		return c.printJSON("hubs", map[string]any{"hubs": hs})
+		return c.printJSON(name, v)
 	}
-	renderHubs(c.stdout, hs, c.now())
+	text(v)
 	return exitOK
 }
 
@@ -129,19 +132,27 @@ func (t table) row(cells ...string) {
 
 func (t table) flush() { _ = t.tw.Flush() }
 
+// renderList writes items as a table under header, one row each, or "no
+// <what>" when there are none.
+func renderList[T any](w io.Writer, what string, items []T, header []string, row func(T) []string) {
+	if len(items) == 0 {
+		fmt.Fprintln(w, "no "+what)
+		return
+	}
+	t := newTable(w, header...)
+	for _, it := range items {
+		t.row(row(it)...)
+	}
+	t.flush()
+}
+
 // renderJobs writes jobs as a table, in the order given (newest first from
 // the hub).
 func renderJobs(w io.Writer, jobs []client.Job, now time.Time) {
-	if len(jobs) == 0 {
-		fmt.Fprintln(w, "no jobs")
-		return
-	}
-	t := newTable(w, "ID", "MODE", "STATUS", "REASON", "WORKER", "ATTEMPTS", "AGE", "DURATION")
-	for _, j := range jobs {
-		t.row(j.ID, j.Mode, string(j.Status), j.Reason, j.WorkerID,
-			fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts), age(now, j.CreatedAt), runTime(j, now))
-	}
-	t.flush()
+	renderList(w, "jobs", jobs, []string{"ID", "MODE", "STATUS", "REASON", "WORKER", "ATTEMPTS", "AGE", "DURATION"}, func(j client.Job) []string {
+		return []string{j.ID, j.Mode, string(j.Status), j.Reason, j.WorkerID,
+			fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts), age(now, j.CreatedAt), runTime(j, now)}
+	})
 }
 
 // renderJob writes one job as a two-column table of its fields.
@@ -169,32 +180,19 @@ func renderJob(w io.Writer, j client.Job, now time.Time) {
 
 // renderWorkers writes the fleet as a table sorted by worker id.
 func renderWorkers(w io.Writer, ws []client.Worker, now time.Time) {
-	if len(ws) == 0 {
-		fmt.Fprintln(w, "no workers")
-		return
-	}
-	ws = slices.Clone(ws)
-	slices.SortFunc(ws, func(a, b client.Worker) int { return cmp.Compare(a.ID, b.ID) })
-	t := newTable(w, "ID", "HUB", "STATUS", "ALIVE", "JOBS", "LANES", "CPU", "MEM", "DISK", "SEEN")
-	for _, wk := range ws {
-		t.row(wk.ID, wk.Hub, wk.Status, yesNo(wk.Alive),
+	ws = slices.SortedFunc(slices.Values(ws), func(a, b client.Worker) int { return cmp.Compare(a.ID, b.ID) })
+	renderList(w, "workers", ws, []string{"ID", "HUB", "STATUS", "ALIVE", "JOBS", "LANES", "CPU", "MEM", "DISK", "SEEN"}, func(wk client.Worker) []string {
+		return []string{wk.ID, wk.Hub, wk.Status, yesNo(wk.Alive),
 			fmt.Sprintf("%d/%d", wk.InFlight, wk.MaxConcurrent), strconv.Itoa(wk.LaneCount()),
-			pct(wk.CPUPct), pct(wk.MemPct), pct(wk.DiskPct), age(now, wk.LastSeen))
-	}
-	t.flush()
+			pct(wk.CPUPct), pct(wk.MemPct), pct(wk.DiskPct), age(now, wk.LastSeen)}
+	})
 }
 
 // renderHubs writes the cluster's hubs as a table sorted by hub id; "*"
 // marks the hub that answered.
 func renderHubs(w io.Writer, hs []client.Hub, now time.Time) {
-	if len(hs) == 0 {
-		fmt.Fprintln(w, "no hubs")
-		return
-	}
-	hs = slices.Clone(hs)
-	slices.SortFunc(hs, func(a, b client.Hub) int { return cmp.Compare(a.ID, b.ID) })
-	t := newTable(w, "ID", "ADDRESS", "ALIVE", "LOCAL", "UPTIME", "SEEN")
-	for _, h := range hs {
+	hs = slices.SortedFunc(slices.Values(hs), func(a, b client.Hub) int { return cmp.Compare(a.ID, b.ID) })
+	renderList(w, "hubs", hs, []string{"ID", "ADDRESS", "ALIVE", "LOCAL", "UPTIME", "SEEN"}, func(h client.Hub) []string {
 		local := ""
 		if h.Local {
 			local = "*"
@@ -203,9 +201,8 @@ func renderHubs(w io.Writer, hs []client.Hub, now time.Time) {
 		if h.Alive {
 			uptime = age(now, h.StartedAt)
 		}
-		t.row(h.ID, h.Address, yesNo(h.Alive), local, uptime, age(now, h.LastSeen))
-	}
-	t.flush()
+		return []string{h.ID, h.Address, yesNo(h.Alive), local, uptime, age(now, h.LastSeen)}
+	})
 }
 
 // age renders how long ago t was: "45s", "3m", "5h", "2d"; "" for a zero t.

@@ -1,10 +1,8 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -18,30 +16,19 @@ var _ persistence.HubRegistry = (*HubRegistry)(nil)
 // index of the Redis registry ("recently dead" hubs for the admin UI).
 type HubRegistry struct {
 	mu   sync.Mutex
-	hubs map[string]hubEntry
-}
-
-type hubEntry struct {
-	info    persistence.HubInfo
-	expires time.Time
+	hubs leases[persistence.HubInfo]
 }
 
 // NewHubRegistry returns an empty HubRegistry.
 func NewHubRegistry() *HubRegistry {
-	return &HubRegistry{hubs: make(map[string]hubEntry)}
+	return &HubRegistry{hubs: make(leases[persistence.HubInfo])}
 }
 
 // Beat records h as alive for ttl. A zero LastSeen is set to now. Alive and
 // Local are not stored: List computes Alive, and Local depends on who asks.
 func (r *HubRegistry) Beat(ctx context.Context, h persistence.HubInfo, ttl time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("beat hub %s: %w", h.ID, err)
-	}
-	if h.ID == "" {
-		return fmt.Errorf("beat hub: empty id")
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("beat hub %s: ttl %s is not positive", h.ID, ttl)
+	if err := checkTTLWrite(ctx, "beat hub", h.ID, ttl); err != nil {
+		return err
 	}
 	now := time.Now()
 	if h.LastSeen.IsZero() {
@@ -52,7 +39,7 @@ func (r *HubRegistry) Beat(ctx context.Context, h persistence.HubInfo, ttl time.
 	h.Alive, h.Local = false, false
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.hubs[h.ID] = hubEntry{info: h, expires: now.Add(ttl)}
+	r.hubs.put(h.ID, h, now, ttl)
 	return nil
 }
 
@@ -65,14 +52,11 @@ func (r *HubRegistry) List(ctx context.Context) ([]persistence.HubInfo, error) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]persistence.HubInfo, 0, len(r.hubs))
-	for _, e := range r.hubs {
-		h := e.info
-		h.Alive = now.Before(e.expires)
-		out = append(out, h)
-	}
-	slices.SortFunc(out, func(a, b persistence.HubInfo) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	return byID(r.hubs, func(e lease[persistence.HubInfo]) persistence.HubInfo {
+		h := e.val
+		h.Alive = e.alive(now)
+		return h
+	}), nil
 }
 
 // Remove forgets hub id; removing an unknown hub is not an error.

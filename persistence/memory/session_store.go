@@ -22,43 +22,28 @@ const sessionSweepEvery = time.Minute
 // session grain, not of the process.
 type SessionStore struct {
 	mu        sync.Mutex
-	sessions  map[string]sessionEntry
+	sessions  leases[persistence.SessionRecord]
 	lastSweep time.Time
-}
-
-type sessionEntry struct {
-	rec     persistence.SessionRecord
-	expires time.Time
 }
 
 // NewSessionStore returns an empty SessionStore.
 func NewSessionStore() *SessionStore {
-	return &SessionStore{sessions: make(map[string]sessionEntry), lastSweep: time.Now()}
+	return &SessionStore{sessions: make(leases[persistence.SessionRecord]), lastSweep: time.Now()}
 }
 
 // Put records r until ttl passes without another Put.
 func (s *SessionStore) Put(ctx context.Context, r persistence.SessionRecord, ttl time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("put session %s: %w", r.ID, err)
-	}
-	if r.ID == "" {
-		return fmt.Errorf("put session: empty id")
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("put session %s: ttl %s is not positive", r.ID, ttl)
+	if err := checkTTLWrite(ctx, "put session", r.ID, ttl); err != nil {
+		return err
 	}
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now.Sub(s.lastSweep) >= sessionSweepEvery {
 		s.lastSweep = now
-		for id, e := range s.sessions {
-			if !now.Before(e.expires) {
-				delete(s.sessions, id)
-			}
-		}
+		s.sessions.sweep(now)
 	}
-	s.sessions[r.ID] = sessionEntry{rec: cloneSession(r), expires: now.Add(ttl)}
+	s.sessions.put(r.ID, cloneSession(r), now, ttl)
 	return nil
 }
 
@@ -70,15 +55,11 @@ func (s *SessionStore) Get(ctx context.Context, id string) (persistence.SessionR
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.sessions[id]
-	if ok && !time.Now().Before(e.expires) {
-		delete(s.sessions, id)
-		ok = false
-	}
+	e, ok := s.sessions.live(id, time.Now())
 	if !ok {
 		return persistence.SessionRecord{}, fmt.Errorf("get session %s: %w", id, persistence.ErrNotFound)
 	}
-	return cloneSession(e.rec), nil
+	return cloneSession(e.val), nil
 }
 
 // Delete forgets the record of id, if any.

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -13,46 +12,34 @@ import (
 
 var _ persistence.WorkerRegistry = (*WorkerRegistry)(nil)
 
-// WorkerRegistry is an in-memory persistence.WorkerRegistry. Expiry is a
-// stored deadline compared on every read; nothing runs in the background.
+// WorkerRegistry is an in-memory persistence.WorkerRegistry.
 //
 // Ownership is WorkerInfo.Hub. ReleaseOwner clears it (Hub becomes "") and
 // leaves the rest of the record to expire with its TTL, like the separate
 // owner key of the Redis registry.
 type WorkerRegistry struct {
 	mu      sync.Mutex
-	workers map[string]workerEntry
+	workers leases[persistence.WorkerInfo]
 	ids     map[string]string // worker id → LAN IP bound by ClaimID
-}
-
-type workerEntry struct {
-	info    persistence.WorkerInfo
-	expires time.Time
 }
 
 // NewWorkerRegistry returns an empty WorkerRegistry.
 func NewWorkerRegistry() *WorkerRegistry {
 	return &WorkerRegistry{
-		workers: make(map[string]workerEntry),
+		workers: make(leases[persistence.WorkerInfo]),
 		ids:     make(map[string]string),
 	}
 }
 
 // Put records w (owned by w.Hub) until ttl passes without another Put.
 func (r *WorkerRegistry) Put(ctx context.Context, w persistence.WorkerInfo, ttl time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("put worker %s: %w", w.ID, err)
-	}
-	if w.ID == "" {
-		return fmt.Errorf("put worker: empty id")
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("put worker %s: ttl %s is not positive", w.ID, ttl)
+	if err := checkTTLWrite(ctx, "put worker", w.ID, ttl); err != nil {
+		return err
 	}
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.workers[w.ID] = workerEntry{info: cloneWorker(w), expires: now.Add(ttl)}
+	r.workers.put(w.ID, cloneWorker(w), now, ttl)
 	return nil
 }
 
@@ -64,16 +51,8 @@ func (r *WorkerRegistry) List(ctx context.Context) ([]persistence.WorkerInfo, er
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]persistence.WorkerInfo, 0, len(r.workers))
-	for id, e := range r.workers {
-		if !now.Before(e.expires) {
-			delete(r.workers, id)
-			continue
-		}
-		out = append(out, cloneWorker(e.info))
-	}
-	slices.SortFunc(out, func(a, b persistence.WorkerInfo) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	r.workers.sweep(now)
+	return byID(r.workers, func(e lease[persistence.WorkerInfo]) persistence.WorkerInfo { return cloneWorker(e.val) }), nil
 }
 
 // Get returns worker id, or persistence.ErrNotFound when absent or expired.
@@ -83,11 +62,11 @@ func (r *WorkerRegistry) Get(ctx context.Context, id string) (persistence.Worker
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.live(id, time.Now())
+	e, ok := r.workers.live(id, time.Now())
 	if !ok {
 		return persistence.WorkerInfo{}, fmt.Errorf("get worker %s: %w", id, persistence.ErrNotFound)
 	}
-	return cloneWorker(e.info), nil
+	return cloneWorker(e.val), nil
 }
 
 // ClaimID binds id to lanIP unless another IP holds it, and returns the IP
@@ -118,24 +97,13 @@ func (r *WorkerRegistry) ReleaseOwner(ctx context.Context, workerID, hubID strin
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.live(workerID, time.Now())
-	if !ok || hubID == "" || e.info.Hub != hubID {
+	e, ok := r.workers.live(workerID, time.Now())
+	if !ok || hubID == "" || e.val.Hub != hubID {
 		return nil
 	}
-	e.info.Hub = ""
+	e.val.Hub = ""
 	r.workers[workerID] = e
 	return nil
-}
-
-// live returns the unexpired entry of id, forgetting an expired one;
-// r.mu is held.
-func (r *WorkerRegistry) live(id string, now time.Time) (workerEntry, bool) {
-	e, ok := r.workers[id]
-	if ok && !now.Before(e.expires) {
-		delete(r.workers, id)
-		ok = false
-	}
-	return e, ok
 }
 
 func cloneWorker(w persistence.WorkerInfo) persistence.WorkerInfo {

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -75,18 +74,9 @@ func TestNewRace(t *testing.T) {
 	bucket := newBucketName()
 	removeBucketInCleanup(t, admin, bucket)
 
-	stores := make([]*miniostore.Store, hubs)
-	errs := make([]error, hubs)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range hubs {
-		wg.Go(func() {
-			<-start
-			stores[i], errs[i] = miniostore.New(t.Context(), testConfig(bucket))
-		})
-	}
-	close(start)
-	wg.Wait()
+	stores, errs := storetest.AtOnce(hubs, func(int) (*miniostore.Store, error) {
+		return miniostore.New(t.Context(), testConfig(bucket))
+	})
 	for i := range hubs {
 		require.NoError(t, errs[i], "hub %d", i)
 		stores[i].Close()

@@ -103,22 +103,13 @@ func TestSchema(t *testing.T) {
 	ctx := t.Context()
 	_, db := openStore(t)
 
-	rows, err := db.admin.QueryContext(ctx, `SELECT column_name FROM information_schema.columns
+	cols := queryColumn[string](t, db.admin, `SELECT column_name FROM information_schema.columns
 		WHERE table_schema = DATABASE() AND table_name = 'jobs' ORDER BY ordinal_position`)
-	require.NoError(t, err)
-	var cols []string
-	for rows.Next() {
-		var c string
-		require.NoError(t, rows.Scan(&c))
-		cols = append(cols, c)
-	}
-	require.NoError(t, rows.Err())
-	require.NoError(t, rows.Close())
 	require.Equal(t, []string{"id", "mode", "params", "status", "reason", "error", "worker_id", "lane",
 		"attempts", "max_attempts", "timeout_s", "created_at", "started_at", "finished_at", "result",
 		"assets", "labels", "idempotency_key", "updated_at"}, cols)
 
-	rows, err = db.admin.QueryContext(ctx, `SELECT index_name, non_unique,
+	rows, err := db.admin.QueryContext(ctx, `SELECT index_name, non_unique,
 		GROUP_CONCAT(column_name ORDER BY seq_in_index SEPARATOR ',')
 		FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'jobs'
 		GROUP BY index_name, non_unique ORDER BY index_name`)

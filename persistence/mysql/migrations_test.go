@@ -12,6 +12,7 @@ import (
 
 	"github.com/paprika-hub/paprika/persistence"
 	"github.com/paprika-hub/paprika/persistence/mysql"
+	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 
 // recorder is a slog.Handler that keeps the versions of the "migration
@@ -49,17 +50,7 @@ func (r *recorder) applied() []int64 {
 // schemaVersions reads schema_migrations, in version order.
 func schemaVersions(t *testing.T, db *sql.DB) []int64 {
 	t.Helper()
-	rows, err := db.QueryContext(t.Context(), "SELECT version FROM schema_migrations ORDER BY version")
-	require.NoError(t, err)
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var v int64
-		require.NoError(t, rows.Scan(&v))
-		out = append(out, v)
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return queryColumn[int64](t, db, "SELECT version FROM schema_migrations ORDER BY version")
 }
 
 func allVersions() []int64 {
@@ -78,18 +69,9 @@ func TestMigrateConcurrent(t *testing.T) {
 	rec := &recorder{}
 
 	const hubs = 4
-	stores := make([]*mysql.JobStore, hubs)
-	errs := make([]error, hubs)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range hubs {
-		wg.Go(func() {
-			<-start
-			stores[i], errs[i] = mysql.Open(t.Context(), db.dsn, mysql.WithLogger(slog.New(rec)))
-		})
-	}
-	close(start)
-	wg.Wait()
+	stores, errs := storetest.AtOnce(hubs, func(int) (*mysql.JobStore, error) {
+		return mysql.Open(t.Context(), db.dsn, mysql.WithLogger(slog.New(rec)))
+	})
 	for i := range hubs {
 		require.NoError(t, errs[i], "hub %d", i)
 		defer func() { require.NoError(t, stores[i].Close()) }()

@@ -85,6 +85,24 @@ func openDB(t *testing.T, cfg *gomysql.Config) *sql.DB {
 	return sql.OpenDB(connector)
 }
 
+// queryColumn runs a query of one column on db and returns its values, in
+// the order of the rows.
+func queryColumn[T any](t *testing.T, db *sql.DB, query string) []T {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), query)
+	require.NoError(t, err)
+	defer rows.Close() // on a failed check; closing twice is harmless
+	var out []T
+	for rows.Next() {
+		var v T
+		require.NoError(t, rows.Scan(&v))
+		out = append(out, v)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+	return out
+}
+
 // testMaxOpenConns keeps a test store's pool small, so the suite's
 // parallel subtests stay far below the server's max_connections even on a
 // machine with many cores (more parallel subtests). The claim race still

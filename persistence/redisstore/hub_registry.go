@@ -57,11 +57,8 @@ func NewHubRegistry(client *redis.Client, opts ...Option) *HubRegistry {
 // Beat records h as alive for ttl. A zero LastSeen is set to now. Alive and
 // Local are not stored: List computes Alive, and Local depends on who asks.
 func (r *HubRegistry) Beat(ctx context.Context, h persistence.HubInfo, ttl time.Duration) error {
-	if h.ID == "" {
-		return fmt.Errorf("beat hub: empty id")
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("beat hub %s: ttl %s is not positive", h.ID, ttl)
+	if err := persistence.CheckTTLWrite("beat hub", h.ID, ttl); err != nil {
+		return err
 	}
 	now := time.Now()
 	if h.LastSeen.IsZero() {

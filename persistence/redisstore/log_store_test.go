@@ -175,57 +175,6 @@ func TestWriteCommandCounts(t *testing.T) {
 	require.Equal(t, 5, n)
 }
 
-// resume continues a follow from the lines already taken, as
-// storetest.Follow does after a drop: subscribe, read the backlog from
-// len(got), then take events, skipping what was read.
-func resume(ctx context.Context, s persistence.LogStore, jobID string, got []string) ([]string, error) {
-	for {
-		sub, err := s.Subscribe(ctx, jobID)
-		if err != nil {
-			return got, err
-		}
-		backlog, done, err := s.Read(ctx, jobID, int64(len(got)), 0)
-		if err != nil {
-			_ = sub.Close()
-			return got, err
-		}
-		got = append(got, backlog...)
-		if done {
-			return got, sub.Close()
-		}
-		got, done, err = drain(ctx, sub, got)
-		if err != nil || done {
-			_ = sub.Close()
-			return got, err
-		}
-	}
-}
-
-// drain appends sub's events to got until the channel closes or the log is
-// done; an event starting past got is a gap.
-func drain(ctx context.Context, sub persistence.LogSubscription, got []string) ([]string, bool, error) {
-	for {
-		select {
-		case ev, ok := <-sub.C():
-			if !ok {
-				return got, false, nil
-			}
-			next := int64(len(got))
-			if ev.From > next {
-				return got, false, fmt.Errorf("gap: event from %d, have %d lines", ev.From, next)
-			}
-			if skip := next - ev.From; skip < int64(len(ev.Lines)) {
-				got = append(got, ev.Lines[skip:]...)
-			}
-			if ev.Done {
-				return got, true, nil
-			}
-		case <-ctx.Done():
-			return got, false, ctx.Err()
-		}
-	}
-}
-
 // Redis drops a subscriber over client-output-buffer-limit pubsub: the
 // channel closes with ErrSubscriptionLost, the writer never notices, and a
 // follower resuming by index gets every line exactly once.
@@ -286,7 +235,7 @@ func TestSubscriberDroppedByRedis(t *testing.T) {
 	// The stalled reader wakes up, delivers what reached its socket, and
 	// ends; the follower then resumes from the stored list.
 	openGate.Do(func() { close(gate) })
-	got, done, err := drain(ctx, sub, nil)
+	got, done, err := storetest.Drain(ctx, sub, nil)
 	require.NoError(t, err)
 	require.False(t, done)
 	require.ErrorIs(t, sub.(*Subscription).Err(), ErrSubscriptionLost)
@@ -300,7 +249,7 @@ func TestSubscriberDroppedByRedis(t *testing.T) {
 		}
 		write(true)
 	})
-	got, err = resume(ctx, s, "flood", got)
+	got, err = storetest.Resume(ctx, s, "flood", got)
 	wg.Wait()
 	require.NoError(t, err)
 	require.Equal(t, len(want), len(got))
@@ -324,15 +273,15 @@ func TestSlowConsumerDropped(t *testing.T) {
 		require.NoError(t, s.Write(ctx, []persistence.LogBatch{b}))
 		want = append(want, b.Lines...)
 	}
-	waitFor(t, 10*time.Second, "the slow follower to be dropped", func() bool {
+	storetest.WaitFor(t, "the slow follower to be dropped", func() bool {
 		return slow.(*Subscription).Err() != nil
 	})
 	require.ErrorIs(t, slow.(*Subscription).Err(), ErrSlowConsumer)
-	got, done, err := drain(ctx, slow, nil)
+	got, done, err := storetest.Drain(ctx, slow, nil)
 	require.NoError(t, err)
 	require.False(t, done)
 	require.Len(t, got, 4*3, "the buffered batches are still delivered")
-	got, err = resume(ctx, s, "job", got)
+	got, err = storetest.Resume(ctx, s, "job", got)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 }
@@ -428,7 +377,7 @@ func TestIdleSubscriptionHealthCheck(t *testing.T) {
 	defer sub.Close()
 	// Five intervals of silence: pongs must keep it alive.
 	start := time.Now()
-	waitFor(t, 10*time.Second, "idle time", func() bool { return time.Since(start) > 5*s.pingEvery })
+	storetest.WaitFor(t, "idle time", func() bool { return time.Since(start) > 5*s.pingEvery })
 	require.NoError(t, sub.(*Subscription).Err())
 	require.Greater(t, sub.(*Subscription).lastRecv.Load(), start.UnixNano(), "a pong came back")
 	require.NoError(t, s.Write(ctx, []persistence.LogBatch{{JobID: "idle", Lines: []string{"a"}}}))

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/persistence"
+	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 
 // The worker keys are where the package doc says, and the owner key is
@@ -59,7 +60,7 @@ func TestWorkerListPrunesIndex(t *testing.T) {
 	r := NewWorkerRegistry(tb.client, WithPrefix(tb.prefix))
 	require.NoError(t, r.Put(ctx, persistence.WorkerInfo{ID: "stays"}, time.Minute))
 	require.NoError(t, r.Put(ctx, persistence.WorkerInfo{ID: "goes"}, 20*time.Millisecond))
-	waitFor(t, 10*time.Second, "the record to expire", func() bool {
+	storetest.WaitFor(t, "the record to expire", func() bool {
 		_, err := r.Get(ctx, "goes")
 		return errors.Is(err, persistence.ErrNotFound)
 	})
@@ -83,7 +84,7 @@ func TestHubKeyLayoutAndPrune(t *testing.T) {
 	require.NoError(t, r.Beat(ctx, persistence.HubInfo{ID: "old", Address: "c:1"}, time.Millisecond))
 	require.InDelta(t, time.Minute.Seconds(), c.PTTL(ctx, p+"hub:live").Val().Seconds(), 5)
 	require.Contains(t, c.HGet(ctx, p+"hubs:info", "live").Val(), `"a:1"`)
-	waitFor(t, 10*time.Second, "the short beats to expire", func() bool {
+	storetest.WaitFor(t, "the short beats to expire", func() bool {
 		return c.Exists(ctx, p+"hub:recent", p+"hub:old").Val() == 0
 	})
 	// "old" last beat two hours ago.

@@ -31,13 +31,10 @@ func NewSessionStore(client *redis.Client, opts ...Option) *SessionStore {
 
 // Put writes r with ttl (SET PX), replacing any record of r.ID.
 func (s *SessionStore) Put(ctx context.Context, r persistence.SessionRecord, ttl time.Duration) error {
-	if r.ID == "" {
-		return fmt.Errorf("put session: empty id")
+	if err := persistence.CheckTTLWrite("put session", r.ID, ttl); err != nil {
+		return err
 	}
-	if ttl <= 0 {
-		return fmt.Errorf("put session %s: ttl %s is not positive", r.ID, ttl)
-	}
-	r.CreatedAt, r.LastUsed = utc(r.CreatedAt), utc(r.LastUsed)
+	r.CreatedAt, r.LastUsed = persistence.UTC(r.CreatedAt), persistence.UTC(r.LastUsed)
 	rec, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("put session %s: %w", r.ID, err)
@@ -63,19 +60,11 @@ func (s *SessionStore) Get(ctx context.Context, id string) (persistence.SessionR
 		return persistence.SessionRecord{}, fmt.Errorf("%s: decode record: %w", op, err)
 	}
 	r.ID = id
-	r.CreatedAt, r.LastUsed = utc(r.CreatedAt), utc(r.LastUsed)
+	r.CreatedAt, r.LastUsed = persistence.UTC(r.CreatedAt), persistence.UTC(r.LastUsed)
 	return r, nil
 }
 
 // Delete removes the record of id (DEL; an absent key is no error).
 func (s *SessionStore) Delete(ctx context.Context, id string) error {
 	return wrapErr(ctx, "delete session "+id, s.client.Del(ctx, s.keys.session(id)).Err())
-}
-
-// utc is t in UTC, keeping the zero time zero.
-func utc(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.UTC()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/persistence"
+	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 
 // unreachableClient returns a client of an address nobody listens on.
@@ -73,7 +74,7 @@ func TestContextEnded(t *testing.T) {
 	sub, err := s.Subscribe(ctx, "j")
 	require.NoError(t, err)
 	cancel()
-	_, done, err := drain(t.Context(), sub, nil)
+	_, done, err := storetest.Drain(t.Context(), sub, nil)
 	require.NoError(t, err)
 	require.False(t, done)
 	require.ErrorIs(t, sub.(*Subscription).Err(), context.Canceled)

@@ -64,11 +64,8 @@ func NewWorkerRegistry(client *redis.Client, opts ...Option) *WorkerRegistry {
 // the record and the owner key (w.Hub; deleted when empty) with ttl, and
 // the index entry scored by w.LastSeen (now when zero).
 func (r *WorkerRegistry) Put(ctx context.Context, w persistence.WorkerInfo, ttl time.Duration) error {
-	if w.ID == "" {
-		return fmt.Errorf("put worker: empty id")
-	}
-	if ttl <= 0 {
-		return fmt.Errorf("put worker %s: ttl %s is not positive", w.ID, ttl)
+	if err := persistence.CheckTTLWrite("put worker", w.ID, ttl); err != nil {
+		return err
 	}
 	hub := w.Hub
 	w.Hub = ""

@@ -17,10 +17,7 @@ import (
 // a fresh, empty, isolated store and release it in t.Cleanup.
 func RunAssetStore(t *testing.T, newStore func(t *testing.T) persistence.AssetStore) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s persistence.AssetStore)
-	}{
+	runSuite(t, newStore, []subtest[persistence.AssetStore]{
 		{"PutGet", testAssetPutGet},
 		{"Streaming", testAssetStreaming},
 		{"Overwrite", testAssetOverwrite},
@@ -29,13 +26,7 @@ func RunAssetStore(t *testing.T, newStore func(t *testing.T) persistence.AssetSt
 		{"NotFound", testAssetNotFound},
 		{"BadNames", testAssetBadNames},
 		{"SizeMismatch", testAssetSizeMismatch},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, newStore(t))
-		})
-	}
+	})
 }
 
 // getAll reads jobID/name whole.

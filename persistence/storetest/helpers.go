@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,13 +11,50 @@ import (
 	"github.com/paprika-hub/paprika/persistence"
 )
 
+// subtest is one case of a conformance suite, run on a store of type S.
+type subtest[S any] struct {
+	name string
+	run  func(t *testing.T, s S)
+}
+
+// runSuite runs each case as a parallel subtest of t on a store of its own,
+// so that no case sees another's data.
+func runSuite[S any](t *testing.T, newStore func(t *testing.T) S, tests []subtest[S]) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, newStore(t))
+		})
+	}
+}
+
+// AtOnce runs f(0) … f(n-1) in n goroutines released together, so that the
+// calls race, and returns what each returned, by i.
+func AtOnce[T any](n int, f func(i int) (T, error)) ([]T, []error) {
+	vals := make([]T, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			vals[i], errs[i] = f(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return vals, errs
+}
+
 // waitTimeout bounds every polling wait of the suite; waits normally end
 // within a few hundred milliseconds.
 const waitTimeout = 10 * time.Second
 
-// waitFor polls cond until it is true, failing t after waitTimeout. It is
-// the suite's only way to wait for time to pass (nats checkFor).
-func waitFor(t *testing.T, what string, cond func() bool) {
+// WaitFor polls cond until it is true, failing t after waitTimeout (10 s).
+// It is the suite's only way to wait for time to pass (nats checkFor), and
+// the stores' own tests use it too.
+func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for !cond() {

@@ -13,20 +13,11 @@ import (
 // return a fresh, empty, isolated registry and release it in t.Cleanup.
 func RunHubRegistry(t *testing.T, newRegistry func(t *testing.T) persistence.HubRegistry) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, r persistence.HubRegistry)
-	}{
+	runSuite(t, newRegistry, []subtest[persistence.HubRegistry]{
 		{"BeatList", testHubBeatList},
 		{"DeadHubStaysListed", testHubDeadStaysListed},
 		{"Remove", testHubRemove},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, newRegistry(t))
-		})
-	}
+	})
 }
 
 func newHub(id string) persistence.HubInfo {
@@ -89,7 +80,7 @@ func testHubDeadStaysListed(t *testing.T, r persistence.HubRegistry) {
 	require.True(t, hubByID(t, r)["hub-b"].Alive)
 
 	require.NoError(t, r.Beat(ctx, newHub("hub-b"), 200*time.Millisecond))
-	waitFor(t, "hub-b to be shown dead", func() bool { return !hubByID(t, r)["hub-b"].Alive })
+	WaitFor(t, "hub-b to be shown dead", func() bool { return !hubByID(t, r)["hub-b"].Alive })
 	hubs := hubByID(t, r)
 	require.Len(t, hubs, 2, "a dead hub is still listed")
 	require.True(t, hubs["hub-a"].Alive)

@@ -14,11 +14,9 @@ import (
 	"github.com/paprika-hub/paprika/persistence"
 )
 
-// jobTest is one subtest of RunJobStore.
-type jobTest struct {
-	name string
-	run  func(t *testing.T, s persistence.JobStore)
-}
+// jobTest is one subtest of RunJobStore; job_list.go and
+// job_transitions.go add theirs.
+type jobTest = subtest[persistence.JobStore]
 
 // RunJobStore runs the JobStore conformance suite. newStore must return a
 // fresh, empty, isolated store and close it in t.Cleanup.
@@ -37,12 +35,7 @@ func RunJobStore(t *testing.T, newStore func(t *testing.T) persistence.JobStore)
 	}
 	tests = append(tests, jobListTests...)
 	tests = append(tests, jobTransitionTests...)
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, newStore(t))
-		})
-	}
+	runSuite(t, newStore, tests)
 }
 
 // newJob returns a job as the hub would submit it; i varies its params.
@@ -183,28 +176,18 @@ func testJobIdempotencyConcurrent(t *testing.T, s persistence.JobStore) {
 	type result struct {
 		id      string
 		created bool
-		err     error
 	}
-	results := make(chan result, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			j := newJob(i)
-			j.IdempotencyKey = "same-key"
-			<-start
-			stored, created, err := s.Create(t.Context(), j)
-			results <- result{stored.ID, created, err}
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(results)
+	results, errs := AtOnce(n, func(i int) (result, error) {
+		j := newJob(i)
+		j.IdempotencyKey = "same-key"
+		stored, created, err := s.Create(t.Context(), j)
+		return result{stored.ID, created}, err
+	})
 
 	var ids []string
 	createdCount := 0
-	for r := range results {
-		require.NoError(t, r.err)
+	for i, r := range results {
+		require.NoError(t, errs[i])
 		ids = append(ids, r.id)
 		if r.created {
 			createdCount++

@@ -17,10 +17,7 @@ import (
 // fresh, empty, isolated store and release it in t.Cleanup.
 func RunLogStore(t *testing.T, newStore func(t *testing.T) persistence.LogStore) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s persistence.LogStore)
-	}{
+	runSuite(t, newStore, []subtest[persistence.LogStore]{
 		{"WriteReadLen", testLogWriteReadLen},
 		{"Done", testLogDone},
 		{"Subscribe", testLogSubscribe},
@@ -28,13 +25,7 @@ func RunLogStore(t *testing.T, newStore func(t *testing.T) persistence.LogStore)
 		{"Follow", testLogFollow},
 		{"CloseEndsChannel", testLogCloseEndsChannel},
 		{"ContextEndsSubscription", testLogContextEnds},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, newStore(t))
-		})
-	}
+	})
 }
 
 func lines(from, n int) []string {
@@ -200,7 +191,12 @@ func testLogSubscribeSeveralJobs(t *testing.T, s persistence.LogStore) {
 // from the stored log. An event that starts past the lines read so far is
 // a gap, reported as an error.
 func Follow(ctx context.Context, s persistence.LogStore, jobID string) ([]string, error) {
-	var got []string
+	return Resume(ctx, s, jobID, nil)
+}
+
+// Resume is Follow for a follower that already took the lines got (from a
+// subscription the store dropped): it reads on from len(got).
+func Resume(ctx context.Context, s persistence.LogStore, jobID string, got []string) ([]string, error) {
 	for {
 		sub, err := s.Subscribe(ctx, jobID)
 		if err != nil {
@@ -212,31 +208,42 @@ func Follow(ctx context.Context, s persistence.LogStore, jobID string) ([]string
 			return got, err
 		}
 		got = append(got, backlog...)
+		if !done {
+			if got, done, err = Drain(ctx, sub, got); err != nil {
+				sub.Close()
+				return got, err
+			}
+		}
 		if done {
 			return got, sub.Close()
 		}
-	events:
-		for {
-			select {
-			case ev, ok := <-sub.C():
-				if !ok {
-					break events // dropped: resume
-				}
-				next := int64(len(got))
-				if ev.From > next {
-					sub.Close()
-					return got, fmt.Errorf("gap: event from %d, have %d lines", ev.From, next)
-				}
-				if skip := next - ev.From; skip < int64(len(ev.Lines)) {
-					got = append(got, ev.Lines[skip:]...)
-				}
-				if ev.Done {
-					return got, sub.Close()
-				}
-			case <-ctx.Done():
-				sub.Close()
-				return got, ctx.Err()
+		// Dropped: subscribe again and read on from the stored log.
+	}
+}
+
+// Drain appends the lines of sub's events to got, skipping those got
+// already holds, until the done marker (done true) or until the channel
+// closes (done false: the store dropped the subscriber). An event that
+// starts past got is a gap, reported as an error, as is the end of ctx.
+func Drain(ctx context.Context, sub persistence.LogSubscription, got []string) (_ []string, done bool, _ error) {
+	for {
+		select {
+		case ev, ok := <-sub.C():
+			if !ok {
+				return got, false, nil
 			}
+			next := int64(len(got))
+			if ev.From > next {
+				return got, false, fmt.Errorf("gap: event from %d, have %d lines", ev.From, next)
+			}
+			if skip := next - ev.From; skip < int64(len(ev.Lines)) {
+				got = append(got, ev.Lines[skip:]...)
+			}
+			if ev.Done {
+				return got, true, nil
+			}
+		case <-ctx.Done():
+			return got, false, ctx.Err()
 		}
 	}
 }

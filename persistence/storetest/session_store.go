@@ -14,22 +14,13 @@ import (
 // return a fresh, empty, isolated store and release it in t.Cleanup.
 func RunSessionStore(t *testing.T, newStore func(t *testing.T) persistence.SessionStore) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s persistence.SessionStore)
-	}{
+	runSuite(t, newStore, []subtest[persistence.SessionStore]{
 		{"PutGetDelete", testSessionPutGetDelete},
 		{"NotFound", testSessionNotFound},
 		{"TTLExpiry", testSessionTTL},
 		{"PutRefreshesTTL", testSessionPutRefreshesTTL},
 		{"BadInput", testSessionBadInput},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, newStore(t))
-		})
-	}
+	})
 }
 
 func newSession(id string) persistence.SessionRecord {
@@ -108,7 +99,7 @@ func testSessionTTL(t *testing.T, s persistence.SessionStore) {
 	ctx := t.Context()
 	require.NoError(t, s.Put(ctx, newSession("stays"), longTTL))
 	require.NoError(t, s.Put(ctx, newSession("expires"), 200*time.Millisecond))
-	waitFor(t, "session record to expire", func() bool {
+	WaitFor(t, "session record to expire", func() bool {
 		_, err := s.Get(ctx, "expires")
 		return errors.Is(err, persistence.ErrNotFound)
 	})
@@ -129,7 +120,7 @@ func testSessionPutRefreshesTTL(t *testing.T, s persistence.SessionStore) {
 
 	// And a shorter TTL shortens it again.
 	require.NoError(t, s.Put(ctx, newSession("s1"), short))
-	waitFor(t, "session record to expire after a shorter Put", func() bool {
+	WaitFor(t, "session record to expire after a shorter Put", func() bool {
 		_, err := s.Get(ctx, "s1")
 		return errors.Is(err, persistence.ErrNotFound)
 	})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,23 +19,14 @@ import (
 // t.Cleanup.
 func RunWorkerRegistry(t *testing.T, newRegistry func(t *testing.T) persistence.WorkerRegistry) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, r persistence.WorkerRegistry)
-	}{
+	runSuite(t, newRegistry, []subtest[persistence.WorkerRegistry]{
 		{"PutGetList", testWorkerPutGetList},
 		{"NotFound", testWorkerNotFound},
 		{"TTLExpiry", testWorkerTTL},
 		{"ClaimID", testWorkerClaimID},
 		{"ClaimIDConcurrent", testWorkerClaimIDConcurrent},
 		{"ReleaseOwner", testWorkerReleaseOwner},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, newRegistry(t))
-		})
-	}
+	})
 }
 
 // longTTL keeps a record for the whole test.
@@ -109,7 +99,7 @@ func testWorkerTTL(t *testing.T, r persistence.WorkerRegistry) {
 	require.NoError(t, r.Put(ctx, newWorker("stays", "hub-a"), longTTL))
 	require.NoError(t, r.Put(ctx, newWorker("expires", "hub-a"), 200*time.Millisecond))
 
-	waitFor(t, "worker record to expire", func() bool {
+	WaitFor(t, "worker record to expire", func() bool {
 		_, err := r.Get(ctx, "expires")
 		return errors.Is(err, persistence.ErrNotFound)
 	})
@@ -145,18 +135,9 @@ func testWorkerClaimID(t *testing.T, r persistence.WorkerRegistry) {
 
 func testWorkerClaimIDConcurrent(t *testing.T, r persistence.WorkerRegistry) {
 	const n = 8
-	holders := make([]string, n)
-	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			holders[i], errs[i] = r.ClaimID(t.Context(), "w1", fmt.Sprintf("10.0.0.%d", i+1))
-		})
-	}
-	close(start)
-	wg.Wait()
+	holders, errs := AtOnce(n, func(i int) (string, error) {
+		return r.ClaimID(t.Context(), "w1", fmt.Sprintf("10.0.0.%d", i+1))
+	})
 	winners := 0
 	for i := range n {
 		require.NoError(t, errs[i])

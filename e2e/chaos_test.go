@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -23,6 +22,8 @@ import (
 
 	"github.com/paprika-hub/paprika/client"
 	"github.com/paprika-hub/paprika/persistence/storetest"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // The fault-injection suite (`make chaos`; CI runs it with the rest): real
@@ -286,23 +287,30 @@ func metric(t *testing.T, hubURL, series string) int64 {
 	res, err := http.Get(hubURL + "/metrics")
 	require.NoError(t, err)
 	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	var total int64
-	for _, l := range strings.Split(string(b), "\n") {
-		name, val, ok := strings.Cut(l, " ")
-		if !ok || strings.HasPrefix(l, "#") {
-			continue
-		}
-		if name == series || strings.HasPrefix(name, series+"{") {
-			var n int64
-			fmt.Sscan(val, &n)
-			total += n
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(res.Body)
+	require.NoError(t, err)
+	name, sel, _ := strings.Cut(strings.TrimSuffix(series, "}"), "{")
+	want := map[string]string{}
+	for _, kv := range strings.Split(sel, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			want[k] = strings.Trim(v, `"`)
 		}
 	}
-	return total
+	var total float64
+	for _, m := range fams[name].GetMetric() {
+		matched := 0
+		for _, l := range m.GetLabel() {
+			if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+				matched++
+			}
+		}
+		if matched == len(want) {
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		}
+	}
+	return int64(total)
 }
-
-var _ = os.Getenv
 
 // Scenario 3b: Redis restarted under load — a private redis-server with an
 // append-only file (what a deployment that keeps live logs across a Redis

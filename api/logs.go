@@ -163,7 +163,7 @@ func (s *Server) stream(ctx context.Context, sub persistence.LogSubscription, se
 // maxAssetBytes bounds one uploaded asset.
 const maxAssetBytes = 512 << 20
 
-func (s *Server) putAsset(w http.ResponseWriter, r *http.Request) {
+func (s *Server) putAsset(w http.ResponseWriter, r *http.Request, workerID string) {
 	id, ok := pathID(w, r)
 	if !ok {
 		return
@@ -173,8 +173,16 @@ func (s *Server) putAsset(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusRequestEntityTooLarge, "asset_too_large", "an asset may have at most %d bytes", maxAssetBytes))
 		return
 	}
-	if _, err := s.b.Job(r.Context(), id); err != nil {
+	j, err := s.b.Job(r.Context(), id)
+	if err != nil {
 		writeError(w, notFound(err, "job", id))
+		return
+	}
+	if workerID != "" && (j.Status != persistence.StatusRunning || j.WorkerID != workerID) {
+		// Only the worker running the job may add to its assets: another
+		// worker's credential (or a late upload after the job moved on)
+		// changes nothing.
+		writeError(w, Errorf(http.StatusForbidden, "not_holder", "worker %s does not hold job %s", workerID, id))
 		return
 	}
 	ct := r.Header.Get("Content-Type")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paprika-hub/paprika/internal/credential"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -44,8 +45,11 @@ type Backend interface {
 
 // Options configure the API.
 type Options struct {
-	APIToken       string // bearer token for the API; "" = open
-	WorkerToken    string // bearer token for worker links; "" = open
+	APIToken    string // bearer token for the API; "" = open
+	WorkerToken string // bearer token for worker links; "" = open
+	// WorkerSecret, when set, admits a worker only with its own credential
+	// (auth.worker_secret); WorkerToken is then refused.
+	WorkerSecret   string
 	DefaultTimeout time.Duration
 	MaxAttempts    int
 	Logger         *slog.Logger
@@ -88,10 +92,10 @@ func New(b Backend, o Options) *Server {
 	if o.FaultInjection {
 		api("POST /debug/panic", s.injectPanic)
 	}
-	s.mux.Handle("GET /workers/{id}/link", s.auth(o.WorkerToken, s.link))
+	s.mux.Handle("GET /workers/{id}/link", s.workerAuth(s.link))
 	// Workers upload the files a job produced (screenshots, HTML) here, with
 	// the worker token, before they report the job done.
-	s.mux.Handle("PUT /jobs/{id}/assets/{name}", s.auth(o.WorkerToken, s.putAsset))
+	s.mux.Handle("PUT /jobs/{id}/assets/{name}", s.workerAuth(s.putAsset))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -123,10 +127,14 @@ func (s *Server) auth(token string, next http.HandlerFunc) http.Handler {
 	})
 }
 
-func (s *Server) link(w http.ResponseWriter, r *http.Request) {
+func (s *Server) link(w http.ResponseWriter, r *http.Request, workerID string) {
 	id := r.PathValue("id")
 	if !validID(id) {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_id", "worker id %q: use 1-64 of A-Z a-z 0-9 _ -", id))
+		return
+	}
+	if workerID != "" && workerID != id {
+		writeError(w, Errorf(http.StatusUnauthorized, "unauthorized", "this credential is not worker %s's", id))
 		return
 	}
 	s.b.Link(w, r, id)
@@ -162,14 +170,4 @@ func (s *Server) injectPanic(w http.ResponseWriter, r *http.Request) {
 }
 
 // validID accepts the ids the hub hands out and worker ids: short, URL-safe.
-func validID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func validID(id string) bool { return credential.ValidID(id) }

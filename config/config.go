@@ -158,6 +158,13 @@ type AuthConfig struct {
 	WorkerToken string `yaml:"worker_token"`
 	// APIToken is the bearer token API clients present. Default "" (no check).
 	APIToken string `yaml:"api_token"`
+	// WorkerSecret, when set, replaces WorkerToken: each worker presents
+	// its own credential, bound to its id (`paprika token worker --id`),
+	// and a credential of one worker links, uploads and reports for that
+	// worker only. Read from the environment only
+	// (PAPRIKA_AUTH_WORKER_SECRET), at least 16 bytes. Default "" (the
+	// shared WorkerToken, or no check).
+	WorkerSecret string `yaml:"worker_secret"`
 }
 
 // WorkerConfig is the "worker" section.

@@ -94,9 +94,9 @@ func TestFieldDocsStateDefault(t *testing.T) {
 func TestKeysAndEnvNames(t *testing.T) {
 	t.Parallel()
 	keys := Keys()
-	// API.md's 40 keys plus redis.prefix, cluster.member_timeout and
-	// debug.fault_injection
-	require.Len(t, keys, 43)
+	// API.md's 40 keys plus redis.prefix, cluster.member_timeout,
+	// debug.fault_injection and auth.worker_secret
+	require.Len(t, keys, 44)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -583,4 +583,25 @@ func TestWriteYAMLOfDefaultsLoadsBack(t *testing.T) {
 	back, err := Load(writeFile(t, b.String()), nil)
 	require.NoError(t, err)
 	require.Equal(t, Default(), withoutOrigin(back))
+}
+
+// The secret that mints every worker's credential comes from the
+// environment only, and is long enough.
+func TestSecurityWorkerSecretFromEnvOnly(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("auth:\n  worker_secret: from-a-file-0123456789\n"), 0o600))
+	_, err := Load(p, nil)
+	require.ErrorContains(t, err, "auth.worker_secret")
+	require.ErrorContains(t, err, "environment only")
+
+	_, err = Load("", []string{"PAPRIKA_AUTH_WORKER_SECRET=short"})
+	require.ErrorContains(t, err, "at least 16 bytes")
+
+	c, err := Load("", []string{"PAPRIKA_AUTH_WORKER_SECRET=from-the-env-0123456789"})
+	require.NoError(t, err)
+	require.Equal(t, "from-the-env-0123456789", c.Auth.WorkerSecret)
+	var out strings.Builder
+	require.NoError(t, c.WriteYAML(&out))
+	require.NotContains(t, out.String(), "from-the-env-0123456789", "--check-config masks it")
 }

@@ -79,9 +79,10 @@ func yamlName(sf reflect.StructField) string {
 // secretKeys are masked by WriteYAML. URL and DSN keys are not listed: only
 // their password part is masked.
 var secretKeys = map[string]bool{
-	"auth.worker_token": true,
-	"auth.api_token":    true,
-	"minio.secret_key":  true,
+	"auth.worker_token":  true,
+	"auth.api_token":     true,
+	"auth.worker_secret": true,
+	"minio.secret_key":   true,
 }
 
 // Keys returns every configuration key ("hub.listen", ...) in the order of

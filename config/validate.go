@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/paprika-hub/paprika/internal/credential"
 )
 
 // Validate checks every key and the rules between keys and returns all
@@ -48,6 +50,8 @@ var fieldChecks = map[string]func(c *Config) string{
 	"hub.listen":        func(c *Config) string { return checkListen(c.Hub.Listen) },
 	"hub.id":            func(c *Config) string { return checkID(c.Hub.ID) },
 	"hub.advertise_url": func(c *Config) string { return checkHTTPURL(c.Hub.AdvertiseURL) },
+
+	"auth.worker_secret": func(c *Config) string { return checkWorkerSecret(c) },
 
 	"worker.heartbeat_interval": func(c *Config) string { return positive(c.Worker.HeartbeatInterval) },
 	"worker.alive_window":       func(c *Config) string { return positive(c.Worker.AliveWindow) },
@@ -423,6 +427,22 @@ var bucketPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 func checkBucket(s string) string {
 	if !bucketPattern.MatchString(s) || strings.Contains(s, "..") {
 		return fmt.Sprintf("%q is not a bucket name (3..63 of a-z, 0-9, '.', '-', starting and ending with a letter or digit)", s)
+	}
+	return ""
+}
+
+// checkWorkerSecret: the secret that mints every worker's credential stays
+// out of files (a committed config.yaml would hand it out) and is long
+// enough not to be guessed.
+func checkWorkerSecret(c *Config) string {
+	secret := c.Auth.WorkerSecret
+	switch {
+	case secret == "":
+		return ""
+	case strings.HasPrefix(c.Origin("auth.worker_secret"), "file "):
+		return "is read from the environment only (PAPRIKA_AUTH_WORKER_SECRET), never from a file"
+	case len(secret) < credential.MinSecretBytes:
+		return fmt.Sprintf("must be at least %d bytes", credential.MinSecretBytes)
 	}
 	return ""
 }

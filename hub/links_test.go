@@ -13,6 +13,7 @@ import (
 	"github.com/paprika-hub/paprika/actors/grains"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
+	"net/http"
 )
 
 // rawLink is a hand-driven worker link: the test decides what the worker
@@ -29,8 +30,18 @@ func dialRawLink(t *testing.T, hubURL, id string, lanes int) *rawLink {
 
 // dialRawLinkDrivers is dialRawLink for a worker that says it has drivers.
 func dialRawLinkDrivers(t *testing.T, hubURL, id string, lanes int, drivers ...string) *rawLink {
-	ws := "ws" + strings.TrimPrefix(hubURL, "http") + "/workers/" + id + "/link"
-	conn, _, err := websocket.DefaultDialer.Dial(ws, nil)
+	return dialRawLinkWith(t, hubURL, id, lanes, "", drivers...)
+}
+
+// dialRawLinkAs links as id presenting token.
+func dialRawLinkAs(t *testing.T, hubURL, id string, lanes int, token string) *rawLink {
+	return dialRawLinkWith(t, hubURL, id, lanes, token, "simulated")
+}
+
+// dialRawLinkWith links as id presenting token (none when "") and says it
+// has drivers.
+func dialRawLinkWith(t *testing.T, hubURL, id string, lanes int, token string, drivers ...string) *rawLink {
+	conn, err := dialLink(hubURL, id, token)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	l := &rawLink{t: t, conn: conn, frames: make(chan messages.Frame, 64)}
@@ -67,6 +78,21 @@ func (l *rawLink) next(d time.Duration) messages.Frame {
 	case <-time.After(d):
 		return messages.Frame{}
 	}
+}
+
+// dialLink opens a worker link's socket, presenting token when given; the
+// error of a refused upgrade names its HTTP status.
+func dialLink(hubURL, id, token string) (*websocket.Conn, error) {
+	ws := "ws" + strings.TrimPrefix(hubURL, "http") + "/workers/" + id + "/link"
+	hdr := http.Header{}
+	if token != "" {
+		hdr.Set("Authorization", "Bearer "+token)
+	}
+	conn, res, err := websocket.DefaultDialer.Dial(ws, hdr)
+	if err != nil && res != nil {
+		return nil, fmt.Errorf("%w: HTTP %d", err, res.StatusCode)
+	}
+	return conn, err
 }
 
 // heartbeat reports the jobs the worker holds.

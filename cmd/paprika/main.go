@@ -40,6 +40,7 @@ Usage:
   paprika workers [ls | drain ID | activate ID | standby ID]
   paprika hubs
   paprika bench ...
+  paprika token worker --id ID      (prints the worker's credential; needs $PAPRIKA_AUTH_WORKER_SECRET)
   paprika version
   paprika help [COMMAND]
 
@@ -107,6 +108,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		return c.hubs(ctx, rest)
 	case "bench":
 		return runBench(rest)
+	case "token":
+		return c.token(rest)
 	case "version", "--version", "-version":
 		fmt.Fprintf(c.stdout, "paprika %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return exitOK

@@ -1,0 +1,75 @@
+package hub
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/internal/credential"
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// A worker is who its credential says: with auth.worker_secret, a
+// credential links as its own id only, the shared token no longer admits
+// anyone, and one worker can neither upload assets to nor report for
+// another's job — while both workers' honest work succeeds.
+func TestSecurityWorkerCredentialIsBoundToItsID(t *testing.T) {
+	const secret = "test-worker-secret-0123456789"
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("auth.worker_secret", secret))
+	require.NoError(t, cfg.Set("auth.worker_token", "shared-token"))
+	h := startTestHub(t, cfg)
+	url := h.URL()
+	credA, credB := credential.Worker(secret, "w-a"), credential.Worker(secret, "w-b")
+
+	// Impostors are refused before the upgrade.
+	for _, try := range []struct{ id, token, why string }{
+		{"w-b", credA, "another worker's credential"},
+		{"w-a", "shared-token", "the shared token, once per-worker credentials are on"},
+		{"w-a", "", "no credential"},
+		{"w-a", credential.Worker("another-secret-0123456789", "w-a"), "a credential of another secret"},
+	} {
+		_, err := dialLink(url, try.id, try.token)
+		require.ErrorContains(t, err, "HTTP 401", try.why)
+	}
+
+	a := dialRawLinkAs(t, url, "w-a", 1, credA)
+	b := dialRawLinkAs(t, url, "w-b", 1, credB)
+	first, second := submit(t, url, `{"mode":"noop"}`), submit(t, url, `{"mode":"noop"}`)
+	onA, onB := a.next(5*time.Second), b.next(5*time.Second)
+	require.Equal(t, messages.TypeAssignJob, onA.Type)
+	require.Equal(t, messages.TypeAssignJob, onB.Type)
+	require.ElementsMatch(t, []string{first.ID, second.ID}, []string{onA.JobID, onB.JobID})
+	a.send(messages.Frame{Type: messages.TypeJobStarted, JobID: onA.JobID, Attempt: onA.Attempt, Lane: "sim://w-a/lane/0"})
+
+	// B tries to upload into, and to finish, A's job.
+	st, body := do(t, "PUT", url+"/jobs/"+onA.JobID+"/assets/evil.html", "<script>1</script>",
+		"Content-Type", "text/html", "Authorization", "Bearer "+credB)
+	require.Equal(t, http.StatusForbidden, st, string(body))
+	require.Contains(t, string(body), "not_holder")
+	b.send(messages.Frame{Type: messages.TypeJobDone, JobID: onA.JobID, Attempt: onA.Attempt, Result: []byte(`{"forged":true}`)})
+	require.Never(t, func() bool { return getJob(t, url, onA.JobID).Status.Final() }, 500*time.Millisecond, 20*time.Millisecond,
+		"a report of a job the sender does not hold changes nothing")
+
+	// A's own upload and result count.
+	st, body = do(t, "PUT", url+"/jobs/"+onA.JobID+"/assets/page.html", "<html>a</html>",
+		"Content-Type", "text/html", "Authorization", "Bearer "+credA)
+	require.Equal(t, http.StatusNoContent, st, string(body))
+	a.send(messages.Frame{Type: messages.TypeJobDone, JobID: onA.JobID, Attempt: onA.Attempt, Result: []byte(`{"by":"a"}`)})
+	b.send(messages.Frame{Type: messages.TypeJobStarted, JobID: onB.JobID, Attempt: onB.Attempt, Lane: "sim://w-b/lane/0"})
+	b.send(messages.Frame{Type: messages.TypeJobDone, JobID: onB.JobID, Attempt: onB.Attempt, Result: []byte(`{"by":"b"}`)})
+	for _, j := range []struct{ id, by string }{{onA.JobID, "a"}, {onB.JobID, "b"}} {
+		got := waitFinal(t, url, j.id, 10*time.Second)
+		require.Equal(t, persistence.StatusSucceeded, got.Status, j.id)
+		require.JSONEq(t, `{"by":"`+j.by+`"}`, string(got.Result), j.id)
+	}
+	_, err := h.stores.Assets.List(t.Context(), onA.JobID)
+	require.NoError(t, err)
+	names, _ := h.stores.Assets.List(t.Context(), onA.JobID)
+	for _, n := range names {
+		require.NotEqual(t, "evil.html", n.Name, "the refused upload stored nothing")
+	}
+}

@@ -73,3 +73,22 @@ func TestSecurityWorkerCredentialIsBoundToItsID(t *testing.T) {
 		require.NotEqual(t, "evil.html", n.Name, "the refused upload stored nothing")
 	}
 }
+
+// A refused id claim does not tell the caller who holds the id.
+func TestSecurityIDTakenRevealsNoAddress(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	url := h.URL()
+	owner := dialRawLink(t, url, "w-owned", 1) // LAN IP 127.0.0.1
+	_ = owner
+	conn, err := dialLink(url, "w-owned", "")
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.WriteJSON(messages.Frame{Type: messages.TypeHello, WorkerID: "w-owned", LanIP: "10.9.8.7", Version: "test",
+		Capabilities: &messages.Capabilities{MaxConcurrent: 1, LaneURLs: laneURLs("w-owned", 1)}, Stats: &messages.Stats{}}))
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	var f messages.Frame
+	require.NoError(t, conn.ReadJSON(&f))
+	require.Equal(t, messages.TypeError, f.Type)
+	require.Equal(t, "id_taken", f.Code)
+	require.NotContains(t, f.Message, "127.0.0.1", "the holder's address stays private")
+}

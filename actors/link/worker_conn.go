@@ -369,7 +369,8 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 		return
 	}
 	if holder != "" && holder != f.LanIP {
-		c.closeWith(ctx, "id_taken", fmt.Sprintf("worker id %s belongs to %s", c.workerID, holder))
+		// The holder's address is not the caller's business.
+		c.closeWith(ctx, "id_taken", fmt.Sprintf("worker id %s belongs to another machine", c.workerID))
 		return
 	}
 	// The grain's answer is a continuation; frames that come meanwhile

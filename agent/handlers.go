@@ -101,7 +101,7 @@ func (a *Agent) handleAssign(l *link, f messages.Frame) {
 		// assignment, and the hub's assign grace covers it being lost.
 		l.send(messages.Frame{
 			Type: messages.TypeJobFailed, JobID: f.JobID, Attempt: f.Attempt,
-			Reason: ReasonRejected, Error: why,
+			Reason: ReasonRejected, Error: messages.TruncateError(why),
 		})
 		return
 	}

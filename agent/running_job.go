@@ -75,7 +75,7 @@ func (rj *runningJob) run() {
 		return
 	}
 	reason := rj.reason(ctx, err)
-	rj.queue(messages.Frame{Type: messages.TypeJobFailed, Reason: reason, Error: err.Error()}, true)
+	rj.queue(messages.Frame{Type: messages.TypeJobFailed, Reason: reason, Error: messages.TruncateError(err.Error())}, true)
 	log.Info("job failed", "reason", reason, "lines", rj.lines(), "took", time.Since(start), "err", err)
 }
 

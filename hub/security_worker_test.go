@@ -92,3 +92,44 @@ func TestSecurityIDTakenRevealsNoAddress(t *testing.T) {
 	require.Equal(t, "id_taken", f.Code)
 	require.NotContains(t, f.Message, "127.0.0.1", "the holder's address stays private")
 }
+
+// One bad report never costs a link: a report the hub refuses for good (a
+// job that does not exist, a reason outside the enum) is answered as
+// decided, so the worker drops it, and the link carries on; the job it
+// named is untouched.
+func TestSecurityBadReportCostsNoLink(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	url := h.URL()
+	l := dialRawLink(t, url, "w-bad", 1)
+	// ackFor waits for the job_ack of id, passing over error frames.
+	ackFor := func(id string) {
+		t.Helper()
+		for {
+			f := l.next(10 * time.Second)
+			require.NotEqual(t, "", f.Type, "no job_ack for %s", id)
+			if f.Type == messages.TypeJobAck && f.JobID == id {
+				return
+			}
+			require.Equal(t, messages.TypeError, f.Type, "%+v", f)
+		}
+	}
+	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: "no-such-job", Attempt: 1, Result: []byte(`{}`)})
+	ackFor("no-such-job")
+
+	j := submit(t, url, `{"mode":"noop"}`)
+	a := l.next(5 * time.Second)
+	require.Equal(t, messages.TypeAssignJob, a.Type, "the link still takes work")
+	require.Equal(t, j.ID, a.JobID)
+	l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: j.ID, Attempt: a.Attempt, Lane: "sim://w-bad/lane/0"})
+	l.send(messages.Frame{Type: messages.TypeJobFailed, JobID: j.ID, Attempt: a.Attempt, Reason: "pwned", Error: "x"})
+	ackFor(j.ID)
+	require.Equal(t, persistence.StatusRunning, getJob(t, url, j.ID).Status, "a refused report changes nothing")
+	require.GreaterOrEqual(t, h.Metrics().Get("paprika_link_bad_frames_total"), int64(1), "and is counted")
+
+	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: j.ID, Attempt: a.Attempt, Result: []byte(`{"ok":1}`)})
+	ackFor(j.ID)
+	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, j.ID, 10*time.Second).Status)
+	w, err := h.stores.Workers.Get(t.Context(), "w-bad")
+	require.NoError(t, err)
+	require.True(t, w.Connected, "the link was never dropped")
+}

@@ -4,6 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/paprika-hub/paprika/persistence"
+	"unicode/utf8"
 )
 
 // Frame types of the worker link (API.md, "Worker link"). Every frame is a
@@ -47,6 +53,29 @@ const MaxFrameBytes = 1 << 20
 // maxLanes bounds a worker's lane count as announced (max_concurrent,
 // lane_urls).
 const maxLanes = 10000
+
+// Bounds of the text a worker puts in its reports: a frame is capped as a
+// whole (MaxFrameBytes), these keep one field from filling the job object
+// or the registry.
+const (
+	// MaxErrorBytes bounds a report's error text; a worker cuts a longer
+	// one (TruncateError) rather than have the report refused.
+	MaxErrorBytes = 8 << 10
+	maxURLBytes   = 2 << 10
+)
+
+// TruncateError cuts s to MaxErrorBytes, on a rune boundary.
+func TruncateError(s string) string {
+	if len(s) <= MaxErrorBytes {
+		return s
+	}
+	const mark = " …(cut)"
+	cut := MaxErrorBytes - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
 
 // Frame is the union of every worker-link frame. Only the fields of its Type
 // are set; encoding omits the rest, so each frame on the wire carries just
@@ -178,6 +207,12 @@ func (f *Frame) validate() error {
 		if f.Capabilities.MaxConcurrent < 0 || f.Capabilities.MaxConcurrent > maxLanes {
 			return fmt.Errorf("max_concurrent %d out of range 0..%d", f.Capabilities.MaxConcurrent, maxLanes)
 		}
+		if f.LanIP != "" && net.ParseIP(f.LanIP) == nil {
+			return fmt.Errorf("lan_ip %q is not an IP address", f.LanIP)
+		}
+		if err := checkURLs(f.Capabilities.LaneURLs); err != nil {
+			return err
+		}
 	case TypeHeartbeat:
 		if f.Stats == nil {
 			return errors.New("stats missing")
@@ -185,9 +220,21 @@ func (f *Frame) validate() error {
 		if len(f.LaneURLs) > maxLanes {
 			return fmt.Errorf("lane_urls has %d entries, limit %d", len(f.LaneURLs), maxLanes)
 		}
+		if err := checkURLs(f.LaneURLs); err != nil {
+			return err
+		}
 	case TypeJobStarted, TypeJobDone, TypeJobFailed, TypeAssignJob, TypeCancelJob, TypeJobAck:
 		if f.JobID == "" {
 			return errors.New("job_id missing")
+		}
+		if f.Type == TypeJobFailed && !slices.Contains(persistence.Reasons, f.Reason) {
+			return fmt.Errorf("reason %q is not one of %s", f.Reason, strings.Join(persistence.Reasons, ", "))
+		}
+		if len(f.Error) > MaxErrorBytes {
+			return fmt.Errorf("error has %d bytes, limit %d", len(f.Error), MaxErrorBytes)
+		}
+		if len(f.Lane) > maxURLBytes {
+			return fmt.Errorf("lane has %d bytes, limit %d", len(f.Lane), maxURLBytes)
 		}
 	case TypeJobQuery, TypeJobStatus:
 		if f.JobID == "" {
@@ -209,6 +256,19 @@ func (f *Frame) validate() error {
 	case TypeSessionResult, TypeSessionCommand:
 		if f.SessionID == "" {
 			return errors.New("session_id missing")
+		}
+	}
+	return nil
+}
+
+// checkURLs bounds the lane addresses a worker reports.
+func checkURLs(urls []string) error {
+	if len(urls) > maxLanes {
+		return fmt.Errorf("lane_urls has %d entries, limit %d", len(urls), maxLanes)
+	}
+	for i, u := range urls {
+		if len(u) > maxURLBytes {
+			return fmt.Errorf("lane_urls[%d] has %d bytes, limit %d", i, len(u), maxURLBytes)
 		}
 	}
 	return nil

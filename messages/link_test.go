@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"unicode/utf8"
 )
 
 func TestDecodeFrame(t *testing.T) {
@@ -113,4 +114,27 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("round trip changed the frame: %+v vs %+v", fr, g)
 		}
 	})
+}
+
+func TestSecurityWorkerFieldsAreBounded(t *testing.T) {
+	enc := func(f Frame) []byte {
+		b, err := f.Encode()
+		require.NoError(t, err)
+		return b
+	}
+	for _, bad := range []Frame{
+		{Type: TypeJobFailed, JobID: "j", Attempt: 1, Reason: "pwned"},
+		{Type: TypeJobFailed, JobID: "j", Attempt: 1, Reason: "job_error", Error: strings.Repeat("x", MaxErrorBytes+1)},
+		{Type: TypeJobStarted, JobID: "j", Attempt: 1, Lane: strings.Repeat("l", 3000)},
+		{Type: TypeHello, LanIP: "not-an-ip", Capabilities: &Capabilities{MaxConcurrent: 1}},
+		{Type: TypeHello, LanIP: "10.0.0.1", Capabilities: &Capabilities{MaxConcurrent: 1, LaneURLs: []string{strings.Repeat("u", 3000)}}},
+		{Type: TypeHeartbeat, Stats: &Stats{}, LaneURLs: []string{strings.Repeat("u", 3000)}},
+	} {
+		_, err := DecodeFrame(enc(bad))
+		require.ErrorIs(t, err, ErrMalformed, "%+v", bad.Type)
+	}
+	_, err := DecodeFrame(enc(Frame{Type: TypeJobFailed, JobID: "j", Attempt: 1, Reason: "lane_error", Error: TruncateError(strings.Repeat("é", MaxErrorBytes))}))
+	require.NoError(t, err, "a cut error passes")
+	require.LessOrEqual(t, len(TruncateError(strings.Repeat("é", MaxErrorBytes))), MaxErrorBytes)
+	require.True(t, utf8.ValidString(TruncateError(strings.Repeat("é", MaxErrorBytes))))
 }

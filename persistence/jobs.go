@@ -44,6 +44,10 @@ const (
 	ReasonRejected         = "rejected"
 )
 
+// Reasons lists every reason, as API.md does.
+var Reasons = []string{ReasonQueuedTimeout, ReasonWorkerLost, ReasonDeadlineExceeded, ReasonCanceled,
+	ReasonLaneError, ReasonJobError, ReasonRejected}
+
 // Job is one stored job, and the job object of the HTTP API (API.md, "Job
 // object"): the hub serves it as stored, and the client SDK decodes it into
 // this same type (client.Job), so the two cannot drift apart. Zero times

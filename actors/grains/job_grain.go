@@ -37,6 +37,7 @@ type jobGrain struct {
 	// enqueued: the activation's load asked the scheduler already, so the
 	// JobEnsure that woke the grain (a new job's) need not ask again.
 	enqueued bool
+	missing  bool // the store says the job does not exist
 }
 
 // storeRetry is how long a job waits before it is placed again after the
@@ -145,6 +146,12 @@ func (g *jobGrain) refuse(ctx actor.Context) {
 	if _, isPlace := ctx.Message().(*messages.JobPlace); isPlace {
 		g.sched(ctx, &messages.SchedPlaceFailed{JobId: g.id, WorkerId: ctx.Message().(*messages.JobPlace).WorkerId})
 	}
+	if g.missing {
+		// For good: a report of a job that does not exist is refused, not
+		// retried (its sender drops it).
+		reply(ctx, fail(messages.CodeNotFound, "no job %s", g.id))
+		return
+	}
 	reply(ctx, fail(messages.CodeUnavailable, "job %s could not be loaded", g.id))
 }
 
@@ -154,8 +161,9 @@ func (g *jobGrain) load(ctx actor.Context) bool {
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
 	defer cancel()
 	j, err := g.deps.Jobs.Get(rctx, g.id)
+	g.missing = errors.Is(err, persistence.ErrNotFound)
 	if err != nil {
-		if !errors.Is(err, persistence.ErrNotFound) {
+		if !g.missing {
 			g.log.Warn("job grain: load failed", slog.Any("err", err))
 		}
 		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)

@@ -253,8 +253,11 @@ func (g *workerGrain) release(id string) {
 	delete(g.heldAt, id)
 }
 
+// applyStats takes the worker's figures, clamped to 0–100: they are the
+// worker's say, and a negative disk figure must not pass the disk filter.
 func (g *workerGrain) applyStats(s *messages.Stats) {
-	g.info.CPUPct, g.info.MemPct, g.info.DiskPct = s.CPUPct, s.MemPct, s.DiskPct
+	pct := func(v float64) float64 { return min(max(v, 0), 100) }
+	g.info.CPUPct, g.info.MemPct, g.info.DiskPct = pct(s.CPUPct), pct(s.MemPct), pct(s.DiskPct)
 }
 
 func (g *workerGrain) disconnected(ctx actor.Context, msg *messages.WorkerDisconnected) {

@@ -65,7 +65,11 @@ type inFrame struct {
 	f   messages.Frame
 	raw []byte
 }
-type badFrame struct{ err error }
+// badFrame is a frame the link refused; f holds what could be decoded.
+type badFrame struct {
+	err error
+	f   messages.Frame
+}
 type connClosed struct{ err error }
 type helloTimeout struct{}
 type closeNow struct{}
@@ -107,6 +111,11 @@ func (c *workerConn) Receive(ctx actor.Context) {
 		c.deps.Metrics.LinkBadFrames.Inc()
 		c.log.Warn("bad frame from worker", slog.Any("err", msg.err))
 		c.sendFrame(ctx, messages.Frame{Type: messages.TypeError, Code: "bad_frame", Message: msg.err.Error()})
+		if f := msg.f; (f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed) && f.JobID != "" {
+			// A report refused for good is acknowledged as decided, so the
+			// worker drops it instead of re-sending it on every reconnect.
+			c.sendFrame(ctx, messages.Frame{Type: messages.TypeJobAck, JobID: f.JobID, Attempt: f.Attempt})
+		}
 	case *connClosed:
 		c.closed(ctx, msg.err)
 	case *helloTimeout:
@@ -181,7 +190,7 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 		}
 		f, err := messages.DecodeFrame(data)
 		if err != nil {
-			root.Send(self, &badFrame{err: err})
+			root.Send(self, &badFrame{err: err, f: f})
 			continue
 		}
 		if f.Type == messages.TypeJobLog {
@@ -403,7 +412,10 @@ func (c *workerConn) reportFinish(ctx actor.Context, in *inFrame, try int) {
 	// which drop the link when the store stays away.
 	grains.AskOnce(ctx, c.timers, c.deps.Cluster(), f.JobID, grains.KindJob, msg, c.deps.Timing.GrainTimeout,
 		func(r *messages.Reply, err error) {
-			if err != nil || (!r.Ok && !messages.CodeStale.Is(r)) {
+			// A stale attempt or an unknown job is decided for good: the
+			// ack lets the worker drop the report instead of re-sending it
+			// after every reconnect.
+			if err != nil || (!r.Ok && !messages.CodeStale.Is(r) && !messages.CodeNotFound.Is(r)) {
 				c.retryFinish(ctx, in, try, fmt.Errorf("%s", grains.ErrString(err, r)))
 				return
 			}

@@ -23,7 +23,7 @@ const (
 
 // CodeIDTaken is the error frame code with which a hub refuses a hello whose
 // worker id is held by another IP; the agent then retries with LongID.
-const CodeIDTaken = "id_taken"
+const CodeIDTaken = string(messages.CodeIDTaken)
 
 // errIDTaken marks a session ended by an id_taken answer.
 var errIDTaken = errors.New("worker id taken by another host")

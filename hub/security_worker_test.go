@@ -133,3 +133,45 @@ func TestSecurityBadReportCostsNoLink(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, w.Connected, "the link was never dropped")
 }
+
+// A second link for a worker whose link is alive is refused (id_taken),
+// and the live one keeps its work; a link that no longer answers pings is
+// displaced by the next one.
+func TestSecuritySecondLinkForALiveWorkerIsRefused(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	url := h.URL()
+	live := dialRawLink(t, url, "w-live", 1) // its reader answers pings
+
+	intruder, err := dialLink(url, "w-live", "")
+	require.NoError(t, err)
+	defer intruder.Close()
+	hello := messages.Frame{Type: messages.TypeHello, WorkerID: "w-live", LanIP: "127.0.0.1", Version: "test",
+		Capabilities: &messages.Capabilities{MaxConcurrent: 1, LaneURLs: laneURLs("w-live", 1)}, Stats: &messages.Stats{}}
+	require.NoError(t, intruder.WriteJSON(hello))
+	require.NoError(t, intruder.SetReadDeadline(time.Now().Add(10*time.Second)))
+	var f messages.Frame
+	require.NoError(t, intruder.ReadJSON(&f))
+	require.Equal(t, messages.TypeError, f.Type, "%+v", f)
+	require.Equal(t, "id_taken", f.Code)
+
+	j := submit(t, url, `{"mode":"noop"}`)
+	a := live.next(5 * time.Second)
+	require.Equal(t, messages.TypeAssignJob, a.Type, "the live link keeps its work")
+	require.Equal(t, j.ID, a.JobID)
+	live.send(messages.Frame{Type: messages.TypeJobDone, JobID: j.ID, Attempt: a.Attempt, Result: []byte(`{}`)})
+	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, j.ID, 10*time.Second).Status)
+
+	// A link that stops answering (nobody reads it, so no pong) is taken
+	// over by the next one.
+	hello.WorkerID = "w-mute"
+	hello.Capabilities.LaneURLs = laneURLs("w-mute", 1)
+	mute, err := dialLink(url, "w-mute", "")
+	require.NoError(t, err)
+	defer mute.Close()
+	require.NoError(t, mute.WriteJSON(hello))
+	require.NoError(t, mute.SetReadDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(t, mute.ReadJSON(&f))
+	require.Equal(t, messages.TypeWelcome, f.Type)
+	dialRawLink(t, url, "w-mute", 1) // welcomed: the mute one failed its ping
+	require.GreaterOrEqual(t, h.Metrics().Get("paprika_links_refused_total"), int64(1))
+}

@@ -1456,6 +1456,46 @@ func (x *JobWorkerLost) GetAttempt() int32 {
 }
 
 // ConnSend writes one frame to the worker's socket.
+// ConnProbe asks a WorkerConn whether its socket is alive: it pings the
+// worker and answers a Reply once the pong comes (ok), or when it does not
+// in time (not ok). A second link for a worker is refused while the first
+// one answers.
+type ConnProbe struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnProbe) Reset() {
+	*x = ConnProbe{}
+	mi := &file_paprika_cluster_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnProbe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnProbe) ProtoMessage() {}
+
+func (x *ConnProbe) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnProbe.ProtoReflect.Descriptor instead.
+func (*ConnProbe) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
+}
+
 type ConnSend struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Frame []byte                 `protobuf:"bytes,1,opt,name=frame,proto3" json:"frame,omitempty"`
@@ -1468,7 +1508,7 @@ type ConnSend struct {
 
 func (x *ConnSend) Reset() {
 	*x = ConnSend{}
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1520,7 @@ func (x *ConnSend) String() string {
 func (*ConnSend) ProtoMessage() {}
 
 func (x *ConnSend) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1533,7 @@ func (x *ConnSend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnSend.ProtoReflect.Descriptor instead.
 func (*ConnSend) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ConnSend) GetFrame() []byte {
@@ -1521,7 +1561,7 @@ type ConnClose struct {
 
 func (x *ConnClose) Reset() {
 	*x = ConnClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1573,7 @@ func (x *ConnClose) String() string {
 func (*ConnClose) ProtoMessage() {}
 
 func (x *ConnClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1586,7 @@ func (x *ConnClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnClose.ProtoReflect.Descriptor instead.
 func (*ConnClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ConnClose) GetCode() string {
@@ -1574,7 +1614,7 @@ type SessionOpen struct {
 
 func (x *SessionOpen) Reset() {
 	*x = SessionOpen{}
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1586,7 +1626,7 @@ func (x *SessionOpen) String() string {
 func (*SessionOpen) ProtoMessage() {}
 
 func (x *SessionOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1599,7 +1639,7 @@ func (x *SessionOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOpen.ProtoReflect.Descriptor instead.
 func (*SessionOpen) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SessionOpen) GetIdleTimeoutS() int32 {
@@ -1627,7 +1667,7 @@ type SessionCommand struct {
 
 func (x *SessionCommand) Reset() {
 	*x = SessionCommand{}
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1679,7 @@ func (x *SessionCommand) String() string {
 func (*SessionCommand) ProtoMessage() {}
 
 func (x *SessionCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1692,7 @@ func (x *SessionCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCommand.ProtoReflect.Descriptor instead.
 func (*SessionCommand) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SessionCommand) GetCommand() []byte {
@@ -1671,7 +1711,7 @@ type SessionClose struct {
 
 func (x *SessionClose) Reset() {
 	*x = SessionClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1723,7 @@ func (x *SessionClose) String() string {
 func (*SessionClose) ProtoMessage() {}
 
 func (x *SessionClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1736,7 @@ func (x *SessionClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionClose.ProtoReflect.Descriptor instead.
 func (*SessionClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 // SessionGet asks for the session object (Reply.json).
@@ -1708,7 +1748,7 @@ type SessionGet struct {
 
 func (x *SessionGet) Reset() {
 	*x = SessionGet{}
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1760,7 @@ func (x *SessionGet) String() string {
 func (*SessionGet) ProtoMessage() {}
 
 func (x *SessionGet) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1773,7 @@ func (x *SessionGet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionGet.ProtoReflect.Descriptor instead.
 func (*SessionGet) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 // SessionResult is a worker's answer to a session_command.
@@ -1749,7 +1789,7 @@ type SessionResult struct {
 
 func (x *SessionResult) Reset() {
 	*x = SessionResult{}
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +1801,7 @@ func (x *SessionResult) String() string {
 func (*SessionResult) ProtoMessage() {}
 
 func (x *SessionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +1814,7 @@ func (x *SessionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResult.ProtoReflect.Descriptor instead.
 func (*SessionResult) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SessionResult) GetCommandId() string {
@@ -1815,7 +1855,7 @@ type SessionWorkerGone struct {
 
 func (x *SessionWorkerGone) Reset() {
 	*x = SessionWorkerGone{}
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +1867,7 @@ func (x *SessionWorkerGone) String() string {
 func (*SessionWorkerGone) ProtoMessage() {}
 
 func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +1880,7 @@ func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionWorkerGone.ProtoReflect.Descriptor instead.
 func (*SessionWorkerGone) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SessionWorkerGone) GetWorkerId() string {
@@ -1863,7 +1903,7 @@ type SessionEnsure struct {
 
 func (x *SessionEnsure) Reset() {
 	*x = SessionEnsure{}
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +1915,7 @@ func (x *SessionEnsure) String() string {
 func (*SessionEnsure) ProtoMessage() {}
 
 func (x *SessionEnsure) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +1928,7 @@ func (x *SessionEnsure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnsure.ProtoReflect.Descriptor instead.
 func (*SessionEnsure) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SessionEnsure) GetWorkerId() string {
@@ -1910,7 +1950,7 @@ type SchedPickSession struct {
 
 func (x *SchedPickSession) Reset() {
 	*x = SchedPickSession{}
-	mi := &file_paprika_cluster_proto_msgTypes[34]
+	mi := &file_paprika_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +1962,7 @@ func (x *SchedPickSession) String() string {
 func (*SchedPickSession) ProtoMessage() {}
 
 func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[34]
+	mi := &file_paprika_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +1975,7 @@ func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedPickSession.ProtoReflect.Descriptor instead.
 func (*SchedPickSession) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{34}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SchedPickSession) GetSessionId() string {
@@ -1955,7 +1995,7 @@ type WorkerForward struct {
 
 func (x *WorkerForward) Reset() {
 	*x = WorkerForward{}
-	mi := &file_paprika_cluster_proto_msgTypes[35]
+	mi := &file_paprika_cluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1967,7 +2007,7 @@ func (x *WorkerForward) String() string {
 func (*WorkerForward) ProtoMessage() {}
 
 func (x *WorkerForward) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[35]
+	mi := &file_paprika_cluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1980,7 +2020,7 @@ func (x *WorkerForward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerForward.ProtoReflect.Descriptor instead.
 func (*WorkerForward) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{35}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WorkerForward) GetFrame() []byte {
@@ -2085,7 +2125,8 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"F\n" +
 	"\rJobWorkerLost\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
-	"\aattempt\x18\x02 \x01(\x05R\aattempt\"2\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\"\v\n" +
+	"\tConnProbe\"2\n" +
 	"\bConnSend\x12\x14\n" +
 	"\x05frame\x18\x01 \x01(\fR\x05frame\x12\x10\n" +
 	"\x03ack\x18\x02 \x01(\bR\x03ack\"9\n" +
@@ -2131,7 +2172,7 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                // 0: paprika.Ref
 	(*Reply)(nil),              // 1: paprika.Reply
@@ -2158,24 +2199,25 @@ var file_paprika_cluster_proto_goTypes = []any{
 	(*JobAudit)(nil),           // 22: paprika.JobAudit
 	(*JobCheck)(nil),           // 23: paprika.JobCheck
 	(*JobWorkerLost)(nil),      // 24: paprika.JobWorkerLost
-	(*ConnSend)(nil),           // 25: paprika.ConnSend
-	(*ConnClose)(nil),          // 26: paprika.ConnClose
-	(*SessionOpen)(nil),        // 27: paprika.SessionOpen
-	(*SessionCommand)(nil),     // 28: paprika.SessionCommand
-	(*SessionClose)(nil),       // 29: paprika.SessionClose
-	(*SessionGet)(nil),         // 30: paprika.SessionGet
-	(*SessionResult)(nil),      // 31: paprika.SessionResult
-	(*SessionWorkerGone)(nil),  // 32: paprika.SessionWorkerGone
-	(*SessionEnsure)(nil),      // 33: paprika.SessionEnsure
-	(*SchedPickSession)(nil),   // 34: paprika.SchedPickSession
-	(*WorkerForward)(nil),      // 35: paprika.WorkerForward
-	nil,                        // 36: paprika.SessionOpen.LabelsEntry
+	(*ConnProbe)(nil),          // 25: paprika.ConnProbe
+	(*ConnSend)(nil),           // 26: paprika.ConnSend
+	(*ConnClose)(nil),          // 27: paprika.ConnClose
+	(*SessionOpen)(nil),        // 28: paprika.SessionOpen
+	(*SessionCommand)(nil),     // 29: paprika.SessionCommand
+	(*SessionClose)(nil),       // 30: paprika.SessionClose
+	(*SessionGet)(nil),         // 31: paprika.SessionGet
+	(*SessionResult)(nil),      // 32: paprika.SessionResult
+	(*SessionWorkerGone)(nil),  // 33: paprika.SessionWorkerGone
+	(*SessionEnsure)(nil),      // 34: paprika.SessionEnsure
+	(*SchedPickSession)(nil),   // 35: paprika.SchedPickSession
+	(*WorkerForward)(nil),      // 36: paprika.WorkerForward
+	nil,                        // 37: paprika.SessionOpen.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
 	0,  // 1: paprika.WorkerHeartbeat.conn:type_name -> paprika.Ref
 	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
-	36, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	37, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
 	4,  // [4:4] is the sub-list for method output_type
 	4,  // [4:4] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
@@ -2194,7 +2236,7 @@ func file_paprika_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   37,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -66,6 +66,7 @@ type Metrics struct {
 	LinksOpened      prometheus.Counter // paprika_links_opened_total
 	LinksClosed      prometheus.Counter // paprika_links_closed_total
 	LinkBadFrames    prometheus.Counter // paprika_link_bad_frames_total
+	LinksRefused     prometheus.Counter // paprika_links_refused_total
 	LinkSlowConsumer prometheus.Counter // paprika_link_slow_consumer_total
 
 	// Actors and cluster.
@@ -166,6 +167,8 @@ func NewMetrics() *Metrics {
 		"Worker links closed after their hello.")
 	m.LinkBadFrames = counter("paprika_link_bad_frames_total",
 		"Frames from workers that did not decode or have a type a worker does not send.")
+	m.LinksRefused = counter("paprika_links_refused_total",
+		"Second links for a worker whose link answers a ping, refused (id_taken).")
 	m.LinkSlowConsumer = counter("paprika_link_slow_consumer_total",
 		"Worker links closed because the worker did not read its outgoing frames.")
 

@@ -68,7 +68,7 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 	case *cluster.ClusterInit:
 		g.init(ctx, msg)
 	case *messages.WorkerConnected:
-		reply(ctx, g.connected(ctx, msg))
+		g.connected(ctx, msg)
 	case *messages.WorkerHeartbeat:
 		g.heartbeat(ctx, msg)
 	case *messages.WorkerDisconnected:
@@ -137,19 +137,62 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	}
 }
 
-func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected) *messages.Reply {
+// connected takes a worker's new link. A second link for a worker whose
+// link is alive is refused (id_taken): the live one is displaced only when
+// it fails a ping, or its hub has left the cluster — a holder of the
+// worker's credential cannot take over a working link.
+func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected) {
 	hello, err := messages.DecodeFrame(msg.Hello)
 	if err != nil || hello.Type != messages.TypeHello {
-		return fail(messages.CodeBadHello, "hello frame: %v", err)
+		reply(ctx, fail(messages.CodeBadHello, "hello frame: %v", err))
+		return
 	}
 	newConn := pidOf(msg.Conn)
-	if g.conn != nil && !samePID(g.conn, newConn) {
-		if msg.ConnStartedUnixNs < g.connAt {
-			// A late hello of an older socket: the live one is newer.
-			return fail(messages.CodeSuperseded, "worker %s has a newer link", g.id)
+	if g.conn == nil || samePID(g.conn, newConn) || !g.memberAlive(g.conn) {
+		reply(ctx, g.accept(ctx, msg, hello))
+		return
+	}
+	if msg.ConnStartedUnixNs < g.connAt {
+		// A late hello of an older socket: the live one is newer.
+		reply(ctx, fail(messages.CodeSuperseded, "worker %s has a newer link", g.id))
+		return
+	}
+	old := g.conn
+	fut := ctx.RequestFuture(old, &messages.ConnProbe{}, 2*connProbeWait)
+	g.timers.Reenter(ctx, fut, func(res interface{}, err error) {
+		if r, _ := res.(*messages.Reply); err == nil && r != nil && r.Ok && samePID(g.conn, old) {
+			g.deps.Metrics.LinksRefused.Inc()
+			g.log.Warn("a second link for a worker whose link answers; refused")
+			reply(ctx, fail(messages.CodeIDTaken, "worker %s is linked already, and its link answers", g.id))
+			return
 		}
-		// The worker reconnected (maybe to another hub) before the old socket
-		// noticed: the newest socket wins, the old one is told to close.
+		reply(ctx, g.accept(ctx, msg, hello))
+	})
+}
+
+// connProbeWait is how long a link's probe may take (link.probeWait).
+const connProbeWait = time.Second
+
+// memberAlive: pid lives on a member of the cluster (a hub that left takes
+// its sockets with it).
+func (g *workerGrain) memberAlive(pid *actor.PID) bool {
+	if pid.Address == g.cl.ActorSystem.Address() {
+		return true
+	}
+	for _, m := range g.cl.MemberList.Members().Members() {
+		if m.Address() == pid.Address {
+			return true
+		}
+	}
+	return false
+}
+
+// accept makes newConn the worker's link; an older one is told to close.
+func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, hello messages.Frame) *messages.Reply {
+	newConn := pidOf(msg.Conn)
+	if g.conn != nil && !samePID(g.conn, newConn) {
+		// Its socket failed the probe (or its hub is gone): the newest
+		// socket wins, the old one is told to close.
 		ctx.Send(g.conn, &messages.ConnClose{Code: "replaced", Message: "worker reconnected on another link"})
 	}
 	g.cancelLost()

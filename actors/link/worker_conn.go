@@ -27,6 +27,8 @@ const (
 	pingEvery     = 20 * time.Second
 	outQueueLen   = 1024
 	finishRetries = 5
+	// probeWait bounds a liveness probe: a pong takes one round trip.
+	probeWait = time.Second
 	// maxEarlyFrames bounds the frames kept while hello is being accepted:
 	// an honest worker sends a few (heartbeat, re-sent reports).
 	maxEarlyFrames = 256
@@ -57,7 +59,10 @@ type workerConn struct {
 	helloing  bool       // hello is with the worker grain
 	early     []*inFrame // frames that came meanwhile, handled after the welcome
 	closing   bool
-	startedAt int64 // unix ns the socket was accepted
+	pingNow   chan struct{}  // asks the writer for a ping now (a probe)
+	probers   []*actor.PID   // waiting for the next pong
+	probeStop supervise.Stop // the probe's timeout
+	startedAt int64          // unix ns the socket was accepted
 	timers    *supervise.Timers
 }
 
@@ -65,6 +70,7 @@ type inFrame struct {
 	f   messages.Frame
 	raw []byte
 }
+
 // badFrame is a frame the link refused; f holds what could be decoded.
 type badFrame struct {
 	err error
@@ -72,6 +78,12 @@ type badFrame struct {
 }
 type connClosed struct{ err error }
 type helloTimeout struct{}
+
+// pongSeen: the worker answered a ping (the reader saw its pong).
+type pongSeen struct{}
+
+// probeTimeout: no pong came within probeWait.
+type probeTimeout struct{}
 type closeNow struct{}
 type retryFinish struct {
 	payload *inFrame
@@ -131,6 +143,13 @@ func (c *workerConn) Receive(ctx actor.Context) {
 				ctx.Respond(messages.Fail(messages.CodeClosing, "link of %s is closing", c.workerID))
 			}
 		}
+	case *messages.ConnProbe:
+		c.probe(ctx)
+	case *pongSeen:
+		c.answerProbers(ctx, &messages.Reply{Ok: true})
+	case *probeTimeout:
+		c.probeStop = nil
+		c.answerProbers(ctx, messages.Fail(messages.CodeTimeout, "worker %s did not answer a ping within %s", c.workerID, probeWait))
 	case *messages.ConnClose:
 		c.closeWith(ctx, msg.Code, msg.Message)
 	case *closeNow:
@@ -148,6 +167,7 @@ func (c *workerConn) start(ctx actor.Context) {
 		c.startedAt = time.Now().UnixNano()
 	}
 	c.out = make(chan []byte, outQueueLen)
+	c.pingNow = make(chan struct{}, 1)
 	c.stop = make(chan struct{})
 	c.timers = supervise.NewTimers(ctx, "worker_conn")
 	c.timers.After(helloWait, &helloTimeout{})
@@ -167,7 +187,10 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 	c.ws.SetReadLimit(messages.MaxFrameBytes)
 	deadline := c.deps.Timing.AliveWindow
 	_ = c.ws.SetReadDeadline(time.Now().Add(deadline))
-	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(deadline)) })
+	c.ws.SetPongHandler(func(string) error {
+		root.Send(self, &pongSeen{})
+		return c.ws.SetReadDeadline(time.Now().Add(deadline))
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { // unblocks a budget wait when the link is being torn down
@@ -230,6 +253,8 @@ func (c *workerConn) writeLoop(root *actor.RootContext, self *actor.PID) {
 			err = c.ws.WriteMessage(websocket.TextMessage, b)
 		case <-ping.C:
 			err = c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait))
+		case <-c.pingNow:
+			err = c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(probeWait))
 		}
 		if err != nil {
 			root.Send(self, &connClosed{err: fmt.Errorf("write: %w", err)})
@@ -250,6 +275,38 @@ func (c *workerConn) shutdownIO() {
 	}
 	_ = c.ws.Close()
 	c.wg.Wait()
+}
+
+// probe asks the worker for a pong; the asker hears when it comes, or
+// after probeWait. One ping serves every probe waiting at once.
+func (c *workerConn) probe(ctx actor.Context) {
+	if ctx.Sender() == nil {
+		return
+	}
+	if c.closing {
+		ctx.Respond(messages.Fail(messages.CodeClosing, "link of %s is closing", c.workerID))
+		return
+	}
+	c.probers = append(c.probers, ctx.Sender())
+	if len(c.probers) > 1 {
+		return
+	}
+	select {
+	case c.pingNow <- struct{}{}:
+	default: // a ping is on its way already
+	}
+	c.probeStop = c.timers.After(probeWait, &probeTimeout{})
+}
+
+func (c *workerConn) answerProbers(ctx actor.Context, r *messages.Reply) {
+	if c.probeStop != nil {
+		c.probeStop()
+		c.probeStop = nil
+	}
+	for _, p := range c.probers {
+		ctx.Send(p, r)
+	}
+	c.probers = nil
 }
 
 // enqueue hands a frame to the writer; false when the link is closing.
@@ -390,6 +447,10 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 			ConnStartedUnixNs: c.startedAt}, c.deps.Timing.GrainTimeout,
 		func(res *messages.Reply, err error) {
 			c.helloing = false
+			if messages.CodeIDTaken.Is(res) {
+				c.closeWith(ctx, string(messages.CodeIDTaken), res.Message)
+				return
+			}
 			if err != nil || !res.Ok {
 				c.closeWith(ctx, "rejected", grains.ErrString(err, res))
 				return

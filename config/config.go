@@ -158,6 +158,11 @@ type AuthConfig struct {
 	WorkerToken string `yaml:"worker_token"`
 	// APIToken is the bearer token API clients present. Default "" (no check).
 	APIToken string `yaml:"api_token"`
+	// Insecure lets a hub with an empty token listen on a non-loopback
+	// address. Default false: an open API or worker link on the network lets
+	// anyone who can reach it run jobs or pose as a worker, so that has to
+	// be asked for by name rather than fallen into.
+	Insecure bool `yaml:"insecure"`
 }
 
 // WorkerConfig is the "worker" section.

@@ -212,7 +212,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 
 	h.server = &http.Server{
 		Handler: api.New(h, api.Options{
-			APIToken: h.cfg.Auth.APIToken, WorkerToken: h.cfg.Auth.WorkerToken,
+			APIToken: h.cfg.Auth.APIToken, WorkerToken: h.cfg.Auth.WorkerToken, AdvertiseURL: h.cfg.Hub.AdvertiseURL,
 			DefaultTimeout: h.cfg.Jobs.DefaultTimeout, MaxAttempts: h.cfg.Jobs.MaxAttempts, Logger: h.log,
 			FaultInjection: h.cfg.Debug.FaultInjection,
 		}),

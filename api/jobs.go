@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -62,6 +63,13 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusCreated
 	if !created {
 		status = http.StatusOK
+		if key != "" && !sameSubmission(job, req) {
+			// Answering with the stored job would tell the client its new
+			// request was taken when it was not (a reused or colliding key).
+			writeError(w, Errorf(http.StatusUnprocessableEntity, "idempotency_key_reused",
+				"Idempotency-Key %q was used for job %s with a different mode, params or labels", key, job.ID))
+			return
+		}
 	}
 	w.Header().Set("Location", "/jobs/"+job.ID)
 	writeJSON(w, status, job)
@@ -80,7 +88,7 @@ func decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitRequest, error)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := decodeBody(dec, &req); err != nil {
 		return req, Errorf(http.StatusBadRequest, "bad_json", "the body is not a valid job: %v", err)
 	}
 	if req.TimeoutS < 0 || req.TimeoutS > maxTimeoutS {
@@ -131,7 +139,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs, next, err := s.b.Jobs(r.Context(), lq)
 	if err != nil {
-		if errors.Is(err, persistence.ErrConflict) || errors.Is(err, errBadCursor) {
+		if errors.Is(err, persistence.ErrBadCursor) {
 			err = Errorf(http.StatusBadRequest, "bad_cursor", "cursor %q is not one this hub handed out", lq.Cursor)
 		}
 		writeError(w, err)
@@ -143,7 +151,40 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next_cursor": next})
 }
 
-var errBadCursor = errors.New("bad cursor")
+// sameSubmission reports whether req asks for the job stored under its
+// Idempotency-Key: the same mode, params (as JSON values, so key order and
+// spacing do not matter) and labels (absent = empty). Timeout and attempts
+// are left out: their defaults come from the hub's config, which may differ
+// between the two requests' hubs.
+func sameSubmission(stored persistence.Job, req SubmitRequest) bool {
+	if stored.Mode != req.Mode || len(stored.Labels) != len(req.Labels) {
+		return false
+	}
+	for k, v := range req.Labels {
+		if sv, ok := stored.Labels[k]; !ok || sv != v {
+			return false
+		}
+	}
+	return sameJSON(stored.Params, req.Params)
+}
+
+// sameJSON compares two JSON documents by value; "" and null count as {}.
+func sameJSON(a, b json.RawMessage) bool {
+	var va, vb any
+	if decodeParams(a, &va) != nil || decodeParams(b, &vb) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+func decodeParams(raw json.RawMessage, v *any) error {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // 1 and 1.0 differ as text; keep numbers exact
+	return dec.Decode(v)
+}
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r)

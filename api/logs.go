@@ -168,7 +168,10 @@ func (s *Server) putAsset(w http.ResponseWriter, r *http.Request, workerID strin
 	if !ok {
 		return
 	}
-	name := r.PathValue("name")
+	name, ok := assetName(w, r)
+	if !ok {
+		return
+	}
 	if r.ContentLength > maxAssetBytes {
 		writeError(w, Errorf(http.StatusRequestEntityTooLarge, "asset_too_large", "an asset may have at most %d bytes", maxAssetBytes))
 		return
@@ -207,18 +210,31 @@ func (s *Server) asset(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	name := r.PathValue("name")
+	name, ok := assetName(w, r)
+	if !ok {
+		return
+	}
 	rc, info, err := s.b.Assets().Get(r.Context(), id, name)
 	if err != nil {
 		writeError(w, notFound(err, "asset", id+"/"+name))
 		return
 	}
 	defer rc.Close()
-	if info.ContentType != "" {
-		w.Header().Set("Content-Type", info.ContentType)
-	}
+	setAssetHeaders(w.Header(), info.ContentType, name)
 	if info.Size >= 0 {
 		w.Header().Set("Content-Length", strconv.FormatInt(info.Size, 10))
 	}
 	_, _ = ioCopy(w, rc)
+}
+
+// assetName reads the {name} of an asset route, answering 400 when no asset
+// store could hold it (the stores' own rule), so a bad name is the caller's
+// fault and not a store error or a miss.
+func assetName(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name := r.PathValue("name")
+	if err := persistence.CheckAssetName(name); err != nil {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_asset_name", "asset name: %v", err))
+		return "", false
+	}
+	return name, true
 }

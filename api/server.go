@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/paprika-hub/paprika/internal/credential"
@@ -49,7 +48,10 @@ type Options struct {
 	WorkerToken string // bearer token for worker links; "" = open
 	// WorkerSecret, when set, admits a worker only with its own credential
 	// (auth.worker_secret); WorkerToken is then refused.
-	WorkerSecret   string
+	WorkerSecret string
+	// AdvertiseURL is hub.advertise_url: its host is, besides loopback
+	// names and IP addresses, the Host an open hub answers (guardHost).
+	AdvertiseURL   string
 	DefaultTimeout time.Duration
 	MaxAttempts    int
 	Logger         *slog.Logger
@@ -59,10 +61,11 @@ type Options struct {
 
 // Server routes the HTTP API to a Backend.
 type Server struct {
-	b    Backend
-	opts Options
-	mux  *http.ServeMux
-	log  *slog.Logger
+	b       Backend
+	opts    Options
+	mux     *http.ServeMux
+	handler http.Handler // mux behind guardHost
+	log     *slog.Logger
 }
 
 // maxBodyBytes bounds a request body (a job's params included).
@@ -74,7 +77,13 @@ func New(b Backend, o Options) *Server {
 		o.Logger = slog.Default()
 	}
 	s := &Server{b: b, opts: o, mux: http.NewServeMux(), log: o.Logger}
-	api := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, s.auth(o.APIToken, h)) }
+	api := func(pattern string, h http.HandlerFunc) {
+		var next http.Handler = h
+		if stateChanging(pattern) {
+			next = requireJSON(next)
+		}
+		s.mux.Handle(pattern, s.auth(o.APIToken, next))
+	}
 	api("POST /jobs", s.submit)
 	api("GET /jobs", s.list)
 	api("GET /jobs/{id}", s.get)
@@ -94,7 +103,10 @@ func New(b Backend, o Options) *Server {
 	}
 	s.mux.Handle("GET /workers/{id}/link", s.workerAuth(s.link))
 	// Workers upload the files a job produced (screenshots, HTML) here, with
-	// the worker token, before they report the job done.
+	// their credential (or the worker token), before they report the job
+	// done. The body's own content type is the asset's, so requireJSON does
+	// not apply; an open worker link is refused off loopback by config
+	// (auth.insecure).
 	s.mux.Handle("PUT /jobs/{id}/assets/{name}", s.workerAuth(s.putAsset))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -107,24 +119,30 @@ func New(b Backend, o Options) *Server {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusNotFound, "no_route", "no route for %s %s", r.Method, r.URL.Path))
 	})
+	s.handler = s.guardHost(s.mux)
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // auth checks a bearer token in constant time; an empty token means open
 // (the embedded default on 127.0.0.1; the README says so).
-func (s *Server) auth(token string, next http.HandlerFunc) http.Handler {
+func (s *Server) auth(token string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				writeError(w, Errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
-				return
-			}
+		if token != "" && !hasToken(r, token) {
+			writeError(w, Errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
+			return
 		}
-		next(w, r)
+		next.ServeHTTP(w, r)
 	})
+}
+
+// hasToken reports whether r carries the bearer token (compared in
+// constant time); token must not be empty.
+func hasToken(r *http.Request, token string) bool {
+	got, ok := bearerToken(r.Header.Get("Authorization"))
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 func (s *Server) link(w http.ResponseWriter, r *http.Request, workerID string) {
@@ -140,15 +158,24 @@ func (s *Server) link(w http.ResponseWriter, r *http.Request, workerID string) {
 	s.b.Link(w, r, id)
 }
 
+// ready answers /readyz, open to probes. A store's error text may hold
+// addresses, user names or driver internals, so an unauthenticated caller
+// learns only which store is down; the error itself goes to the log, and
+// to a caller presenting the API token.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	res := s.b.Ready(ctx)
+	details := s.opts.APIToken != "" && hasToken(r, s.opts.APIToken)
 	body := map[string]any{}
 	status, overall := http.StatusOK, "ready"
 	for name, err := range res {
 		if err != nil {
-			body[name] = err.Error()
+			s.log.Warn("readiness: store unreachable", "store", name, "err", err)
+			body[name] = "unavailable"
+			if details {
+				body[name] = err.Error()
+			}
 			status, overall = http.StatusServiceUnavailable, "not_ready"
 		} else {
 			body[name] = "ok"

@@ -24,7 +24,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	// An empty body (io.EOF) opens a session with the defaults.
-	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+	if err := decodeBody(dec, &body); err != nil && !errors.Is(err, io.EOF) {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_json", "body must be {\"labels\": {...}, \"idle_timeout_s\": N}: %v", err))
 		return
 	}
@@ -79,7 +79,7 @@ func (s *Server) sessionCommand(w http.ResponseWriter, r *http.Request) {
 	}
 	var cmd map[string]any
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err := dec.Decode(&cmd); err != nil {
+	if err := decodeBody(dec, &cmd); err != nil {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_json", "body must be a command {\"op\": ...}: %v", err))
 		return
 	}

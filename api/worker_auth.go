@@ -1,9 +1,7 @@
 package api
 
 import (
-	"crypto/subtle"
 	"net/http"
-	"strings"
 
 	"github.com/paprika-hub/paprika/internal/credential"
 )
@@ -20,7 +18,7 @@ type workerHandler func(w http.ResponseWriter, r *http.Request, workerID string)
 // set) admits any worker, as before.
 func (s *Server) workerAuth(next workerHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, _ := bearerToken(r)
+		token, _ := bearerToken(r.Header.Get("Authorization"))
 		switch {
 		case s.opts.WorkerSecret != "":
 			id, ok := credential.WorkerID(s.opts.WorkerSecret, token)
@@ -32,21 +30,11 @@ func (s *Server) workerAuth(next workerHandler) http.Handler {
 			next(w, r, id)
 			return
 		case s.opts.WorkerToken != "":
-			if subtle.ConstantTimeCompare([]byte(token), []byte(s.opts.WorkerToken)) != 1 {
+			if !hasToken(r, s.opts.WorkerToken) {
 				writeError(w, Errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
 				return
 			}
 		}
 		next(w, r, "")
 	})
-}
-
-// bearerToken is the request's bearer token; the scheme's name is
-// case-insensitive (RFC 7235).
-func bearerToken(r *http.Request) (string, bool) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	return strings.TrimSpace(token), true
 }

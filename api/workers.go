@@ -36,7 +36,7 @@ func (s *Server) patchWorker(w http.ResponseWriter, r *http.Request) {
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
+	if err := decodeBody(dec, &body); err != nil {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_json", "body must be {\"status\": ...}: %v", err))
 		return
 	}

@@ -223,7 +223,9 @@ func (c *Client) send(ctx context.Context, base string, req *request) (*http.Res
 	} else {
 		hr.Header.Set("Accept", "application/json")
 	}
-	if req.body != nil {
+	if req.body != nil || stateChanging(req.method) {
+		// The hub refuses a state-changing request without it (415), even
+		// a body-less cancel: that is what stops cross-site form posts.
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
@@ -307,3 +309,13 @@ func marshal(v any) ([]byte, error) {
 
 // esc escapes one path segment (a job id, worker id or asset name).
 func esc(s string) string { return url.PathEscape(s) }
+
+// stateChanging reports whether method changes state on the hub, so it must
+// carry Content-Type: application/json.
+func stateChanging(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}

@@ -165,6 +165,11 @@ type AuthConfig struct {
 	// (PAPRIKA_AUTH_WORKER_SECRET), at least 16 bytes. Default "" (the
 	// shared WorkerToken, or no check).
 	WorkerSecret string `yaml:"worker_secret"`
+	// Insecure lets a hub with an empty token listen on a non-loopback
+	// address. Default false: an open API or worker link on the network lets
+	// anyone who can reach it run jobs or pose as a worker, so that has to
+	// be asked for by name rather than fallen into.
+	Insecure bool `yaml:"insecure"`
 }
 
 // WorkerConfig is the "worker" section.

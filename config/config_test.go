@@ -95,8 +95,8 @@ func TestKeysAndEnvNames(t *testing.T) {
 	t.Parallel()
 	keys := Keys()
 	// API.md's 40 keys plus redis.prefix, cluster.member_timeout,
-	// debug.fault_injection and auth.worker_secret
-	require.Len(t, keys, 44)
+	// debug.fault_injection, auth.worker_secret and auth.insecure
+	require.Len(t, keys, 45)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -167,7 +167,8 @@ func TestEnvOverrides(t *testing.T) {
 		key  string
 		want string
 	}{
-		{"PAPRIKA_HUB_LISTEN=0.0.0.0:80", "hub.listen", "0.0.0.0:80"},
+		{"PAPRIKA_HUB_LISTEN=127.0.0.1:80", "hub.listen", "127.0.0.1:80"}, // 0.0.0.0 needs tokens: TestSecurityOpenListen…
+		{"PAPRIKA_AUTH_INSECURE=true", "auth.insecure", "true"},
 		{"PAPRIKA_HUB_ADVERTISE_URL=http://hub1:8080", "hub.advertise_url", "http://hub1:8080"},
 		{"PAPRIKA_AUTH_API_TOKEN=s3cret", "auth.api_token", "s3cret"},
 		{"PAPRIKA_WORKER_ALIVE_WINDOW=2m", "worker.alive_window", "120s"},
@@ -402,6 +403,7 @@ func TestValidateAccepts(t *testing.T) {
 	t.Parallel()
 	c := Default()
 	c.Hub.Listen = ":8080"
+	c.Auth.Insecure = true // all interfaces with no tokens (TestSecurityOpenListen)
 	c.Hub.ID = "hub-1.eu_west"
 	c.Hub.AdvertiseURL = "https://hub1.example:8443/"
 	c.Cluster.Host = "::1"

@@ -96,6 +96,7 @@ var fieldChecks = map[string]func(c *Config) string{
 // crossChecks are the rules between keys; each returns the key to blame
 // and a message, or "" when the rule holds.
 var crossChecks = []func(c *Config) (string, string){
+	checkOpenListen,
 	func(c *Config) (string, string) {
 		// A window no longer than the heartbeat period makes healthy
 		// workers flap between alive and dead.
@@ -163,6 +164,38 @@ var crossChecks = []func(c *Config) (string, string){
 		}
 		return "", ""
 	},
+}
+
+// checkOpenListen refuses an empty token on a non-loopback hub.listen
+// unless auth.insecure says so: the open default is safe on 127.0.0.1 only,
+// and a hub moved onto the network by a flag must not stay open by accident.
+// Both tokens count: an open worker link lets anyone take jobs (and their
+// params) or upload assets, an open API lets anyone submit or cancel.
+func checkOpenListen(c *Config) (string, string) {
+	// Per-worker credentials close the worker link as well as the token.
+	workersClosed := c.Auth.WorkerToken != "" || c.Auth.WorkerSecret != ""
+	if c.Auth.Insecure || (c.Auth.APIToken != "" && workersClosed) {
+		return "", ""
+	}
+	host, _, err := net.SplitHostPort(c.Hub.Listen)
+	if err != nil || isLoopback(host) {
+		return "", "" // a malformed listen is hub.listen's own check
+	}
+	var empty []string
+	if c.Auth.APIToken == "" {
+		empty = append(empty, "auth.api_token")
+	}
+	if !workersClosed {
+		empty = append(empty, "auth.worker_token")
+	}
+	verb := " is"
+	if len(empty) > 1 {
+		verb = " are"
+	}
+	return "hub.listen", fmt.Sprintf("%q is not a loopback address and %s empty: set auth.api_token and auth.worker_token "+
+		"(env %s, %s), or auth.insecure: true (env %s) to serve the hub open to the network",
+		c.Hub.Listen, strings.Join(empty, " and ")+verb,
+		EnvName("auth.api_token"), EnvName("auth.worker_token"), EnvName("auth.insecure"))
 }
 
 func positive(d time.Duration) string {

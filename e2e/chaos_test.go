@@ -261,7 +261,7 @@ func TestChaosActorPanics(t *testing.T) {
 		{"job", running}, {"log_stream", running}, {"scheduler", ""}, {"reconciler", ""},
 		{"worker", "w0"}, {"worker_conn", "w1"},
 	} {
-		res, err := http.Post(f.urls[0]+"/debug/panic?kind="+k.kind+"&id="+k.id, "", nil)
+		res, err := http.Post(f.urls[0]+"/debug/panic?kind="+k.kind+"&id="+k.id, "application/json", nil)
 		require.NoError(t, err)
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()

@@ -21,6 +21,10 @@ func do(t *testing.T, method, url, body string, hdr ...string) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
+	if method != http.MethodGet {
+		// What every client sends; a test of the 415 overrides it.
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

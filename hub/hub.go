@@ -213,6 +213,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	h.server = &http.Server{
 		Handler: api.New(h, api.Options{
 			APIToken: h.cfg.Auth.APIToken, WorkerToken: h.cfg.Auth.WorkerToken, WorkerSecret: h.cfg.Auth.WorkerSecret,
+			AdvertiseURL:   h.cfg.Hub.AdvertiseURL,
 			DefaultTimeout: h.cfg.Jobs.DefaultTimeout, MaxAttempts: h.cfg.Jobs.MaxAttempts, Logger: h.log,
 			FaultInjection: h.cfg.Debug.FaultInjection,
 		}),

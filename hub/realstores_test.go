@@ -227,6 +227,7 @@ func TestMySQLDownAnswers503(t *testing.T) {
 
 	proxy.Cut()
 	req, _ := http.NewRequest("POST", h.URL()+"/jobs", strings.NewReader(`{"mode":"noop"}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", "during-outage")
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

@@ -70,7 +70,9 @@ func (c *hubClient) newRequest(ctx context.Context, method, path string, body []
 	if err != nil {
 		return nil, fmt.Errorf("build request %s %s: %w", method, path, err)
 	}
-	if body != nil {
+	if body != nil || method != http.MethodGet {
+		// The hub refuses a state-changing request without it (415), even
+		// a body-less one such as a cancel.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {

@@ -108,6 +108,9 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrUnavailable: the store cannot be reached; the caller may retry later.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrBadCursor: a List cursor the store did not hand out (garbage or
+	// another store's); the caller's fault, not the store's.
+	ErrBadCursor = errors.New("bad cursor")
 )
 
 // ListQuery selects jobs for JobStore.List.

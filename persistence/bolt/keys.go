@@ -50,7 +50,7 @@ func encodeCursor(ord []byte) string {
 func decodeCursor(c string) ([]byte, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || len(b) <= tsLen {
-		return nil, fmt.Errorf("list jobs: malformed cursor %q", c)
+		return nil, fmt.Errorf("list jobs: malformed cursor %q: %w", c, persistence.ErrBadCursor)
 	}
 	return b, nil
 }

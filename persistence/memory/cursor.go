@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // jobKey is a job's place in listing order: created_at, then id.
@@ -38,7 +40,7 @@ func encodeCursor(k jobKey) string {
 func decodeCursor(c string) (jobKey, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || len(b) < 9 {
-		return jobKey{}, fmt.Errorf("list jobs: malformed cursor %q", c)
+		return jobKey{}, fmt.Errorf("list jobs: malformed cursor %q: %w", c, persistence.ErrBadCursor)
 	}
 	return jobKey{created: int64(binary.BigEndian.Uint64(b)), id: string(b[8:])}, nil
 }

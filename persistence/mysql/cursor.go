@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // The list cursor has the layout of package memory's (which does not
@@ -21,7 +23,7 @@ func encodeCursor(createdAt time.Time, id string) string {
 func decodeCursor(c string) (time.Time, string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || len(b) < 9 {
-		return time.Time{}, "", fmt.Errorf("list jobs: malformed cursor %q", c)
+		return time.Time{}, "", fmt.Errorf("list jobs: malformed cursor %q: %w", c, persistence.ErrBadCursor)
 	}
 	return time.Unix(0, int64(binary.BigEndian.Uint64(b))).UTC(), string(b[8:]), nil
 }

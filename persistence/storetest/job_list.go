@@ -261,5 +261,5 @@ func testListLimit(t *testing.T, s persistence.JobStore) {
 func testListBadCursor(t *testing.T, s persistence.JobStore) {
 	createAt(t, s, time.Now().Add(-time.Hour), 2)
 	_, _, err := s.List(t.Context(), persistence.ListQuery{Cursor: "%%% not a cursor"})
-	require.Error(t, err)
+	require.ErrorIs(t, err, persistence.ErrBadCursor, "the API answers 400 for it, not 500")
 }

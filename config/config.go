@@ -282,6 +282,27 @@ type ClusterConfig struct {
 	// provider automanaged polls them for the member list. Required with
 	// provider automanaged. Default "".
 	AutomanagedHosts string `yaml:"automanaged_hosts"`
+	// TLSCA is the PEM file of the cluster CA (paprika certs ca): the
+	// cluster port accepts only peers presenting a certificate it signed,
+	// and this hub dials only peers whose certificate it signed. Set with
+	// TLSCert and TLSKey, or none of them. Default "" (no cluster TLS).
+	TLSCA string `yaml:"tls_ca"`
+	// TLSCert is the PEM file of this hub's certificate (paprika certs hub),
+	// signed by TLSCA, with this hub's Host among its names; it serves the
+	// cluster port and authenticates this hub to its peers. Default "".
+	TLSCert string `yaml:"tls_cert"`
+	// TLSKey is the PEM file of TLSCert's private key. Default "".
+	TLSKey string `yaml:"tls_key"`
+	// Insecure lets a hub whose Host is not a loopback address run its
+	// cluster port without TLS: anyone who reaches that port can then send
+	// any hub actor any message. For a private network that is trusted as
+	// a whole only. Default false (such a hub refuses to start).
+	Insecure bool `yaml:"insecure"`
+}
+
+// TLSEnabled reports whether cluster TLS is configured (all three files).
+func (c ClusterConfig) TLSEnabled() bool {
+	return c.TLSCA != "" && c.TLSCert != "" && c.TLSKey != ""
 }
 
 // EtcdEndpointList is EtcdEndpoints split at commas, blanks dropped.

@@ -40,6 +40,7 @@ Usage:
   paprika workers [ls | drain ID | activate ID | standby ID]
   paprika hubs
   paprika bench ...
+  paprika certs ca --dir D | certs hub --dir D --host H[,H2]
   paprika version
   paprika help [COMMAND]
 
@@ -107,6 +108,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		return c.hubs(ctx, rest)
 	case "bench":
 		return runBench(rest)
+	case "certs":
+		return c.certs(rest)
 	case "version", "--version", "-version":
 		fmt.Fprintf(c.stdout, "paprika %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return exitOK

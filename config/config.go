@@ -275,7 +275,7 @@ type ClusterConfig struct {
 	// etcd. Default "".
 	EtcdEndpoints string `yaml:"etcd_endpoints"`
 	// AutomanagedPort is the port provider automanaged serves this hub's
-	// health on, on all interfaces (protoactor binds 0.0.0.0). Default 6330.
+	// health on, on cluster.host (like the cluster port). Default 6330.
 	AutomanagedPort int `yaml:"automanaged_port"`
 	// AutomanagedHosts lists the health addresses of every hub of the
 	// cluster, this one included, comma separated (host:automanaged_port):

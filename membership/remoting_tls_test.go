@@ -7,6 +7,10 @@ package membership
 
 import (
 	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -90,4 +94,34 @@ func TestSecurityClusterRefusesPeerWithoutCert(t *testing.T) {
 		t.Fatalf("%q reached the TLS member", m)
 	case <-time.After(2 * time.Second):
 	}
+}
+
+// TestSecurityClusterAutomanagedHealthBindsHost: provider automanaged
+// serves its health on cluster.host, not on every interface, and still
+// describes this member there (the join waits for that).
+func TestSecurityClusterAutomanagedHealthBindsHost(t *testing.T) {
+	// Not parallel: it starts remoting (see remoting_test.go).
+	port := freePort(t)
+	self := fmt.Sprintf("127.0.0.1:%d", port)
+	m, err, _ := startTimed(t, Options{Provider: ProviderAutomanaged, Peers: []string{self}, AutomanagedPort: port, JoinTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Stop(false) })
+
+	res, err := http.Get("http://" + self + "/_health")
+	require.NoError(t, err)
+	var node struct {
+		ID   string `json:"id"`
+		Port int    `json:"port"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&node))
+	_ = res.Body.Close()
+	require.Equal(t, m.System.ID, node.ID)
+	_, mport, _ := m.System.GetHostPort()
+	require.Equal(t, mport, node.Port)
+
+	// Another loopback address of this machine is free on that port: a
+	// listener on 0.0.0.0 would hold it.
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", port))
+	require.NoError(t, err, "the health port is bound beyond cluster.host")
+	_ = l.Close()
 }

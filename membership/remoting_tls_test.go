@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 
 // tlsFixture makes a CA with one hub certificate for 127.0.0.1 in a fresh
 // directory and loads it.
-func tlsFixture(t *testing.T) *certs.Cluster {
+func tlsFixture(t testing.TB) *certs.Cluster {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, certs.MakeCA(dir, false, time.Now()))
@@ -37,9 +38,10 @@ func tlsFixture(t *testing.T) *certs.Cluster {
 
 // startRemote starts remoting on 127.0.0.1 with Start's own configuration
 // (remoteConfig), TLS when server and client are set.
-func startRemote(t *testing.T, server, client *tls.Config) *actor.ActorSystem {
+func startRemote(t testing.TB, server, client *tls.Config) *actor.ActorSystem {
 	t.Helper()
-	system := actor.NewActorSystem()
+	quiet := quietLogger()
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	r := remote.NewRemote(system, remoteConfig(Options{Host: "127.0.0.1", ServerTLS: server, ClientTLS: client}))
 	r.Start()
 	t.Cleanup(func() { r.Shutdown(false); system.Shutdown() })
@@ -124,4 +126,36 @@ func TestSecurityClusterAutomanagedHealthBindsHost(t *testing.T) {
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", port))
 	require.NoError(t, err, "the health port is bound beyond cluster.host")
 	_ = l.Close()
+}
+
+// BenchmarkRemotingTLSRoundTrip is the cost of cluster TLS on one
+// request/reply between two members (established connection), plain and
+// with mutual TLS.
+func BenchmarkRemotingTLSRoundTrip(b *testing.B) {
+	ca := tlsFixture(b)
+	for _, bc := range []struct {
+		name           string
+		server, client *tls.Config
+	}{{"plain", nil, nil}, {"tls", ca.Server, ca.Client}} {
+		b.Run(bc.name, func(b *testing.B) {
+			member := startRemote(b, bc.server, bc.client)
+			_, err := member.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+				if m, ok := c.Message().(*wrapperspb.StringValue); ok {
+					c.Respond(m)
+				}
+			}), "echo")
+			require.NoError(b, err)
+			peer := startRemote(b, bc.server, bc.client)
+			pid := actor.NewPID(member.Address(), "echo")
+			msg := wrapperspb.String("ping")
+			_, err = peer.Root.RequestFuture(pid, msg, 5*time.Second).Result()
+			require.NoError(b, err, "warm-up")
+			b.ResetTimer()
+			for range b.N {
+				if _, err := peer.Root.RequestFuture(pid, msg, 5*time.Second).Result(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

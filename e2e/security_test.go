@@ -11,11 +11,12 @@ import (
 	"github.com/paprika-hub/paprika/client"
 )
 
-// TestSecurityClusterTLSFleet: two hub processes on cluster TLS, with
+// TestSecurityFleetOnClusterTLS (not TestSecurityCluster*, which the
+// Makefile's second pass runs again): two hub processes on cluster TLS, with
 // certificates made by `paprika certs`, form one cluster: a job submitted
 // through either hub runs on a worker of the other (grain calls and the
 // worker link's messages cross remoting), and no answer carries a link.
-func TestSecurityClusterTLSFleet(t *testing.T) {
+func TestSecurityFleetOnClusterTLS(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{{"certs", "ca", "--dir", dir}, {"certs", "hub", "--dir", dir, "--host", "127.0.0.1,localhost"}} {
 		out, err := exec.Command(clusterBinary, args...).CombinedOutput()

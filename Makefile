@@ -4,7 +4,7 @@ BIN      ?= bin/paprika
 PKGS     ?= ./...
 PROTOC_GEN_GO_VERSION ?= v1.36.12
 
-.PHONY: help build run test test-short test-rolling bench chaos lint fuzz generate verify services clean
+.PHONY: help build run test test-short test-rolling bench chaos security lint fuzz generate verify services clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,7 +21,8 @@ test: services ## the full suite: services up, vet, race tests, then multi-membe
 	@# Several cluster members in one process trip an upstream data race in
 	@# protoactor (remote.Start swaps gRPC's global logger), so those tests
 	@# build without -race and run here; see membership/redis_multi_test.go.
-	$(GO) test -count=1 -timeout 10m -run '^(TestMultiMember|TestRemoting)' $(PKGS)
+	@# TestSecurityCluster* start several remotes too (membership/remoting_tls_test.go).
+	$(GO) test -count=1 -timeout 10m -run '^(TestMultiMember|TestRemoting|TestSecurityCluster)' $(PKGS)
 
 services: ## install (if missing) and start Redis, MariaDB, MinIO for the store tests
 	scripts/services.sh
@@ -40,6 +41,9 @@ test-rolling: services ## the multi-hub rolling-restart test alone (also part of
 
 fuzz: ## fuzz the worker-link frame decoder for 30 s
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 30s ./messages/
+
+security: ## the trust-boundary tests alone (TestSecurity*; without -race, since some start several remotes)
+	$(GO) test -count=1 -timeout 10m -run '^TestSecurity' $(PKGS)
 
 lint: ## go vet + gofmt check
 	$(GO) vet $(PKGS)

@@ -287,13 +287,34 @@ type ClusterConfig struct {
 	// etcd. Default "".
 	EtcdEndpoints string `yaml:"etcd_endpoints"`
 	// AutomanagedPort is the port provider automanaged serves this hub's
-	// health on, on all interfaces (protoactor binds 0.0.0.0). Default 6330.
+	// health on, on cluster.host (like the cluster port). Default 6330.
 	AutomanagedPort int `yaml:"automanaged_port"`
 	// AutomanagedHosts lists the health addresses of every hub of the
 	// cluster, this one included, comma separated (host:automanaged_port):
 	// provider automanaged polls them for the member list. Required with
 	// provider automanaged. Default "".
 	AutomanagedHosts string `yaml:"automanaged_hosts"`
+	// TLSCA is the PEM file of the cluster CA (paprika certs ca): the
+	// cluster port accepts only peers presenting a certificate it signed,
+	// and this hub dials only peers whose certificate it signed. Set with
+	// TLSCert and TLSKey, or none of them. Default "" (no cluster TLS).
+	TLSCA string `yaml:"tls_ca"`
+	// TLSCert is the PEM file of this hub's certificate (paprika certs hub),
+	// signed by TLSCA, with this hub's Host among its names; it serves the
+	// cluster port and authenticates this hub to its peers. Default "".
+	TLSCert string `yaml:"tls_cert"`
+	// TLSKey is the PEM file of TLSCert's private key. Default "".
+	TLSKey string `yaml:"tls_key"`
+	// Insecure lets a hub whose Host is not a loopback address run its
+	// cluster port without TLS: anyone who reaches that port can then send
+	// any hub actor any message. For a private network that is trusted as
+	// a whole only. Default false (such a hub refuses to start).
+	Insecure bool `yaml:"insecure"`
+}
+
+// TLSEnabled reports whether cluster TLS is configured (all three files).
+func (c ClusterConfig) TLSEnabled() bool {
+	return c.TLSCA != "" && c.TLSCert != "" && c.TLSKey != ""
 }
 
 // EtcdEndpointList is EtcdEndpoints split at commas, blanks dropped.

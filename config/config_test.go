@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/internal/certs"
 )
 
 // repoConfig is the config.yaml at the repository root.
@@ -95,8 +97,9 @@ func TestKeysAndEnvNames(t *testing.T) {
 	t.Parallel()
 	keys := Keys()
 	// API.md's 40 keys plus redis.prefix, cluster.member_timeout,
-	// debug.fault_injection, auth.worker_secret and auth.insecure
-	require.Len(t, keys, 45)
+	// debug.fault_injection, auth.worker_secret, auth.insecure and
+	// cluster.tls_ca, tls_cert, tls_key, insecure
+	require.Len(t, keys, 49)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -437,6 +440,7 @@ func TestValidateAcceptsProviderKeys(t *testing.T) {
 	c := Default()
 	c.Cluster.Provider = ProviderK8s
 	c.Cluster.Host = "10.244.1.7"
+	c.Cluster.Insecure = true // a pod IP is not loopback (TestSecurityConfig...)
 	require.NoError(t, c.Validate())
 
 	c = Default()
@@ -606,4 +610,74 @@ func TestSecurityWorkerSecretFromEnvOnly(t *testing.T) {
 	var out strings.Builder
 	require.NoError(t, c.WriteYAML(&out))
 	require.NotContains(t, out.String(), "from-the-env-0123456789", "--check-config masks it")
+}
+
+// TestSecurityConfigNonLoopbackNeedsClusterTLS: a cluster port other
+// machines can reach runs TLS, unless cluster.insecure says otherwise.
+func TestSecurityConfigNonLoopbackNeedsClusterTLS(t *testing.T) {
+	t.Parallel()
+	_, err := Load("", []string{"PAPRIKA_CLUSTER_HOST=10.1.2.3"})
+	require.EqualError(t, err, `cluster.host: "10.1.2.3" is not a loopback address and cluster TLS is off: set cluster.tls_ca, cluster.tls_cert and cluster.tls_key `+
+		`(paprika certs), or cluster.insecure: true to run the cluster port without TLS (from env PAPRIKA_CLUSTER_HOST)`)
+	for _, host := range []string{"0.0.0.0", "hub1.internal", "::"} {
+		c := Default()
+		c.Cluster.Host = host
+		require.ErrorContains(t, c.Validate(), "cluster.insecure: true", host)
+	}
+	for _, host := range []string{"127.0.0.1", "localhost", "::1", "127.0.0.2"} {
+		c := Default()
+		c.Cluster.Host = host
+		require.NoError(t, c.Validate(), host)
+	}
+	c, err := Load("", []string{"PAPRIKA_CLUSTER_HOST=10.1.2.3", "PAPRIKA_CLUSTER_INSECURE=true"})
+	require.NoError(t, err)
+	require.True(t, c.Cluster.Insecure)
+
+	dir := t.TempDir()
+	require.NoError(t, certs.MakeCA(dir, false, time.Now()))
+	require.NoError(t, certs.MakeHub(dir, []string{"10.1.2.3"}, false, time.Now()))
+	ca, crt, key := filepath.Join(dir, certs.CACert), filepath.Join(dir, certs.HubCert), filepath.Join(dir, certs.HubKey)
+	c, err = Load("", []string{"PAPRIKA_CLUSTER_HOST=10.1.2.3", "PAPRIKA_CLUSTER_TLS_CA=" + ca,
+		"PAPRIKA_CLUSTER_TLS_CERT=" + crt, "PAPRIKA_CLUSTER_TLS_KEY=" + key})
+	require.NoError(t, err)
+	require.True(t, c.Cluster.TLSEnabled())
+	require.Equal(t, ca, c.Cluster.TLSCA)
+}
+
+// TestSecurityConfigClusterTLSFiles: all three or none, each readable and
+// a matching PEM pair from a CA file; each problem names its key.
+func TestSecurityConfigClusterTLSFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, certs.MakeCA(dir, false, time.Now()))
+	require.NoError(t, certs.MakeHub(dir, []string{"127.0.0.1"}, false, time.Now()))
+	ca, crt, key := filepath.Join(dir, certs.CACert), filepath.Join(dir, certs.HubCert), filepath.Join(dir, certs.HubKey)
+	missing := filepath.Join(dir, "nope.pem")
+	junk := filepath.Join(dir, "junk.pem")
+	require.NoError(t, os.WriteFile(junk, []byte("junk"), 0o600))
+	cases := []struct {
+		name         string
+		ca, crt, key string
+		want         string
+	}{
+		{"only ca", ca, "", "", "cluster.tls_cert: required when any of cluster.tls_ca, cluster.tls_cert, cluster.tls_key is set (give all three; env PAPRIKA_CLUSTER_TLS_CERT)"},
+		{"no key", ca, crt, "", "cluster.tls_key: required when any of"},
+		{"no ca", "", crt, key, "cluster.tls_ca: required when any of"},
+		{"unreadable ca", missing, crt, key, "cluster.tls_ca: cannot read " + missing + ": no such file or directory"},
+		{"unreadable key", ca, crt, missing, "cluster.tls_key: cannot read " + missing},
+		{"ca not pem", junk, crt, key, "cluster.tls_ca: " + junk + " holds no PEM certificate"},
+		{"cert not pem", ca, junk, key, "cluster.tls_cert: " + junk + " with cluster.tls_key " + key + ": tls: failed to find any PEM data in certificate input"},
+		{"key of another cert", ca, crt, filepath.Join(dir, certs.CAKey), "cluster.tls_cert: " + crt + " with cluster.tls_key"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := Default()
+			c.Cluster.TLSCA, c.Cluster.TLSCert, c.Cluster.TLSKey = tc.ca, tc.crt, tc.key
+			err := c.Validate()
+			require.Error(t, err)
+			require.NotContains(t, err.Error(), "\n", "one problem, one line")
+			require.True(t, strings.HasPrefix(err.Error(), tc.want), "got  %s\nwant %s", err, tc.want)
+		})
+	}
 }

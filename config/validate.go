@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/paprika-hub/paprika/internal/certs"
 	"github.com/paprika-hub/paprika/internal/credential"
 )
 
@@ -143,6 +145,18 @@ var crossChecks = []func(c *Config) (string, string){
 		if c.Cluster.Provider == ProviderK8s && isLoopback(c.Cluster.Host) {
 			return "cluster.host", fmt.Sprintf("%q is a loopback address; with cluster.provider k8s give the pod IP "+
 				"(e.g. %s from the downward API's status.podIP)", c.Cluster.Host, EnvName("cluster.host"))
+		}
+		return "", ""
+	},
+	checkClusterTLS,
+	func(c *Config) (string, string) {
+		// Remoting without TLS lets anyone who reaches the port drive any
+		// actor (make a worker run a job that exists nowhere, cut its
+		// link); on loopback only this machine can.
+		cl := c.Cluster
+		if !isLoopback(cl.Host) && !cl.TLSEnabled() && !cl.Insecure && checkHost(cl.Host) == "" {
+			return "cluster.host", fmt.Sprintf("%q is not a loopback address and cluster TLS is off: set cluster.tls_ca, cluster.tls_cert and cluster.tls_key "+
+				"(paprika certs), or cluster.insecure: true to run the cluster port without TLS", cl.Host)
 		}
 		return "", ""
 	},
@@ -440,6 +454,41 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// checkClusterTLS: the three TLS files come together, and they load into
+// the configuration the hub will use, so a bad file stops start-up here
+// with its key named rather than in the middle of joining.
+func checkClusterTLS(c *Config) (string, string) {
+	cl := c.Cluster
+	files := []struct{ key, path string }{
+		{"cluster.tls_ca", cl.TLSCA}, {"cluster.tls_cert", cl.TLSCert}, {"cluster.tls_key", cl.TLSKey}}
+	set := 0
+	for _, f := range files {
+		if f.path != "" {
+			set++
+		}
+	}
+	if set == 0 {
+		return "", ""
+	}
+	for _, f := range files {
+		if f.path == "" {
+			return f.key, "required when any of cluster.tls_ca, cluster.tls_cert, cluster.tls_key is set (give all three; env " + EnvName(f.key) + ")"
+		}
+	}
+	for _, f := range files {
+		if _, err := os.ReadFile(f.path); err != nil {
+			return f.key, fmt.Sprintf("cannot read %s: %v", f.path, errors.Unwrap(err))
+		}
+	}
+	if _, err := certs.LoadPool(cl.TLSCA); err != nil {
+		return "cluster.tls_ca", err.Error()
+	}
+	if _, err := certs.Load(cl.TLSCA, cl.TLSCert, cl.TLSKey); err != nil {
+		return "cluster.tls_cert", fmt.Sprintf("%s with cluster.tls_key %s: %v", cl.TLSCert, cl.TLSKey, err)
+	}
+	return "", ""
 }
 
 // splitList splits a comma-separated value, trimming blanks and dropping

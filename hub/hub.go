@@ -20,6 +20,7 @@ import (
 	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/api"
 	"github.com/paprika-hub/paprika/config"
+	"github.com/paprika-hub/paprika/internal/certs"
 	"github.com/paprika-hub/paprika/membership"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/metrics"
@@ -167,6 +168,20 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		provider = membership.ProviderLocal // embedded: a one-member cluster
 	}
 	d := h.deps
+	var clusterTLS certs.Cluster
+	if h.cfg.Cluster.TLSEnabled() {
+		// Validate loaded these already; they may have changed since.
+		c, terr := certs.Load(h.cfg.Cluster.TLSCA, h.cfg.Cluster.TLSCert, h.cfg.Cluster.TLSKey)
+		if terr != nil {
+			_ = ln.Close()
+			_ = h.stores.Close()
+			return fmt.Errorf("cluster TLS (cluster.tls_ca, cluster.tls_cert, cluster.tls_key): %w", terr)
+		}
+		clusterTLS = *c
+	} else if h.cfg.Cluster.Insecure {
+		h.log.Warn("cluster TLS is off (cluster.insecure): whoever reaches the cluster port can send this hub's actors any message",
+			slog.String("cluster.host", h.cfg.Cluster.Host))
+	}
 	h.member, err = membership.Start(membership.Options{
 		Name:     "paprika-" + strings.TrimSuffix(h.cfg.Redis.Prefix, ":"),
 		Provider: provider, Host: h.cfg.Cluster.Host, Port: h.cfg.Cluster.Port, Logger: h.log,
@@ -181,6 +196,8 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		JoinTimeout:     h.cfg.Cluster.JoinTimeout,
 		Peers:           h.cfg.Cluster.AutomanagedHostList(),
 		AutomanagedPort: h.cfg.Cluster.AutomanagedPort,
+		ServerTLS:       clusterTLS.Server,
+		ClientTLS:       clusterTLS.Client,
 	})
 	if err != nil {
 		_ = ln.Close()

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -18,6 +20,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/k8s"
 	consulapi "github.com/hashicorp/consul/api"
+	"github.com/labstack/echo/v4"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,15 +123,54 @@ func newAutomanaged(o Options) (*external, error) {
 	}
 	e := &external{name: ProviderAutomanaged, addr: strings.Join(o.Peers, ","), waitSelf: true,
 		unlisted: "cluster.automanaged_hosts must hold this hub's own host:" + strconv.Itoa(port) + ", reachable from here"}
-	// protoactor serves the health endpoint from a goroutine and only logs
-	// a failed bind: check the port first for a clear error.
-	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	// protoactor binds the health endpoint on 0.0.0.0 from a goroutine and
+	// only logs a failed bind. Bind it here, on cluster.host like the
+	// cluster port (a hub on loopback exposes nothing), for a clear error;
+	// protoactor's echo server serves on the listener it is given.
+	l, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(port)))
 	if err != nil {
 		return nil, e.errorf("health port (cluster.automanaged_port): %w", err)
 	}
-	_ = l.Close()
-	e.provider = automanaged.NewWithConfig(automanagedRefresh, port, o.Peers...)
+	hp := &hostAutomanaged{port: port}
+	srv := echo.New()
+	srv.HideBanner, srv.HidePort = true, true
+	srv.Listener = l
+	srv.GET("/_health", hp.health)
+	// NewWithTesting is the constructor that takes the echo server; the
+	// provider is otherwise the one NewWithConfig builds.
+	hp.AutoManagedProvider = automanaged.NewWithTesting(automanagedRefresh, port, srv, o.Peers...)
+	e.provider = hp
+	// The server owns the listener once started; before that (a failed
+	// join) nothing else closes it.
+	e.release = sync.OnceFunc(func() { _ = l.Close() })
 	return e, nil
+}
+
+// hostAutomanaged is protoactor's automanaged provider serving its own
+// health endpoint (what protoactor serves on its own server: this member's
+// node model) from a listener on cluster.host.
+type hostAutomanaged struct {
+	*automanaged.AutoManagedProvider
+	port    int
+	cluster atomic.Pointer[cluster.Cluster]
+}
+
+// StartMember records the cluster the health endpoint describes.
+func (h *hostAutomanaged) StartMember(c *cluster.Cluster) error {
+	h.cluster.Store(c)
+	return h.AutoManagedProvider.StartMember(c)
+}
+
+func (h *hostAutomanaged) health(ctx echo.Context) error {
+	c := h.cluster.Load()
+	if c == nil {
+		return ctx.NoContent(http.StatusServiceUnavailable)
+	}
+	host, port, err := c.ActorSystem.GetHostPort()
+	if err != nil {
+		return ctx.NoContent(http.StatusServiceUnavailable)
+	}
+	return ctx.JSON(http.StatusOK, automanaged.NewNode(c.Config.Name, c.ActorSystem.ID, host, port, h.port, c.GetClusterKinds()))
 }
 
 func newConsul(ctx context.Context, o Options) (*external, error) {

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // Providers accepted by cluster.provider. This package implements them, so
@@ -69,6 +72,12 @@ type Options struct {
 	// "consul", "etcd" or "k8s", joining through it, and leaving it; 0
 	// means DefaultJoinTimeout.
 	JoinTimeout time.Duration
+	// ServerTLS and ClientTLS, both set or both nil, make remoting mutual
+	// TLS: ServerTLS serves the cluster port (it should demand a client
+	// certificate from the cluster CA), ClientTLS dials peers (this hub's
+	// certificate, the CA as root). Nil is plain gRPC, which anyone who can
+	// reach the port may talk to.
+	ServerTLS, ClientTLS *tls.Config
 }
 
 // Member is a started cluster member and its actor system.
@@ -152,7 +161,7 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 		_ = l.Close()
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-	cfg := cluster.Configure(o.Name, provider, NewLookup(), remote.Configure(o.Host, o.Port),
+	cfg := cluster.Configure(o.Name, provider, NewLookup(), remoteConfig(o),
 		cluster.WithKinds(o.Kinds...), cluster.WithRequestTimeout(o.RequestTimeout))
 	c := cluster.New(system, cfg)
 	// A topology change moves grains: the old activation is stopped, and a
@@ -180,6 +189,18 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 		return nil, err
 	}
 	return &Member{System: system, Cluster: c, provider: provider, log: o.Logger}, nil
+}
+
+// remoteConfig is remoting on o.Host:o.Port, with mutual TLS when o has
+// it. WithDialOptions replaces protoactor's default dial options (insecure
+// credentials), so the TLS credentials are the only ones a dial uses.
+func remoteConfig(o Options) *remote.Config {
+	if o.ServerTLS == nil || o.ClientTLS == nil {
+		return remote.Configure(o.Host, o.Port)
+	}
+	return remote.Configure(o.Host, o.Port,
+		remote.WithServerOptions(grpc.Creds(credentials.NewTLS(o.ServerTLS))),
+		remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(o.ClientTLS))))
 }
 
 // join starts the member. protoactor's StartMember panics on a provider

@@ -57,6 +57,15 @@ type WorkerInfo struct {
 	ReportedAt time.Time `json:"reported_at,omitzero"`
 }
 
+// Public is w as the API shows it: without Link and LinkStarted. The
+// registry needs the link's actor address, but handed out it tells anyone
+// who can reach a cluster port where to send a WorkerConn a job that exists
+// nowhere; the JSON tags cannot drop it, the registry stores this JSON.
+func (w WorkerInfo) Public() WorkerInfo {
+	w.Link, w.LinkStarted = "", 0
+	return w
+}
+
 // WorkerRegistry is the fleet-wide view of workers: every hub writes the
 // workers whose socket it holds; any hub reads all of them.
 type WorkerRegistry interface {

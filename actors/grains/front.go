@@ -84,6 +84,7 @@ func (f *Front) Workers(ctx context.Context) ([]persistence.WorkerInfo, error) {
 	now := time.Now()
 	for i := range ws {
 		ws[i].Alive = ws[i].Connected && now.Sub(ws[i].LastSeen) <= f.d.Timing.AliveWindow
+		ws[i] = ws[i].Public() // no actor address leaves the hub
 	}
 	return ws, nil
 }
@@ -104,7 +105,7 @@ func (f *Front) SetWorkerStatus(ctx context.Context, id, status string) (persist
 	if err := json.Unmarshal(r.Json, &w); err != nil {
 		return w, fmt.Errorf("decode worker %s: %w", id, err)
 	}
-	return w, nil
+	return w.Public(), nil
 }
 
 // Hubs lists the hub registry.

@@ -41,6 +41,7 @@ Usage:
   paprika hubs
   paprika bench ...
   paprika token worker --id ID      (prints the worker's credential; needs $PAPRIKA_AUTH_WORKER_SECRET)
+  paprika certs ca --dir D | certs hub --dir D --host H[,H2]
   paprika version
   paprika help [COMMAND]
 
@@ -110,6 +111,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		return runBench(rest)
 	case "token":
 		return c.token(rest)
+	case "certs":
+		return c.certs(rest)
 	case "version", "--version", "-version":
 		fmt.Fprintf(c.stdout, "paprika %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return exitOK

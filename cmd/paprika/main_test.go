@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +21,15 @@ import (
 	"github.com/paprika-hub/paprika/client"
 )
 
+// envRunMain makes the test binary run the paprika command instead of the
+// tests, so a test can watch a real process exit (runHub owns os.Exit's
+// status and os.Stderr).
+const envRunMain = "PAPRIKA_TEST_RUN_MAIN"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) == "1" {
+		main()
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -22,6 +22,8 @@ type Backend interface {
 	Assets() persistence.AssetStore
 	Workers(ctx context.Context) ([]persistence.WorkerInfo, error)
 	SetWorkerStatus(ctx context.Context, id, status string) (persistence.WorkerInfo, error)
+	// PatchWorker applies PATCH /workers/{id}: the status, the slot cap, or both.
+	PatchWorker(ctx context.Context, id string, p WorkerPatch) (persistence.WorkerInfo, error)
 	Hubs(ctx context.Context) ([]persistence.HubInfo, error)
 	// Sessions: each returns the session object (or a command's result) as
 	// JSON, whichever hub holds the session.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"encoding/json"
 	"github.com/paprika-hub/paprika/internal/credential"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -174,4 +175,44 @@ func TestSecuritySecondLinkForALiveWorkerIsRefused(t *testing.T) {
 	require.Equal(t, messages.TypeWelcome, f.Type)
 	dialRawLink(t, url, "w-mute", 1) // welcomed: the mute one failed its ping
 	require.GreaterOrEqual(t, h.Metrics().Get("paprika_links_refused_total"), int64(1))
+}
+
+// Operators cap a worker: PATCH /workers/{id} max_concurrent bounds the
+// slots placement uses (never above what the worker reports), and 0 lifts
+// the cap again.
+func TestSecurityOperatorCapsAWorker(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	url := h.URL()
+	l := dialRawLink(t, url, "w-cap", 4)
+	for _, bad := range []string{`{"max_concurrent": 5}`, `{"max_concurrent": -1}`, `{}`} {
+		st, b := do(t, "PATCH", url+"/workers/w-cap", bad)
+		require.Equal(t, http.StatusBadRequest, st, "%s: %s", bad, b)
+	}
+	st, b := do(t, "PATCH", url+"/workers/w-cap", `{"max_concurrent": 1}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	var w persistence.WorkerInfo
+	require.NoError(t, json.Unmarshal(b, &w))
+	require.Equal(t, 1, w.MaxConcurrent)
+	require.Equal(t, 4, w.ReportedMaxConcurrent)
+	require.Equal(t, 1, w.MaxConcurrentCap)
+
+	jobs := []persistence.Job{submit(t, url, `{"mode":"noop"}`), submit(t, url, `{"mode":"noop"}`), submit(t, url, `{"mode":"noop"}`)}
+	first := l.next(5 * time.Second)
+	require.Equal(t, messages.TypeAssignJob, first.Type)
+	require.Equal(t, "", l.next(500*time.Millisecond).Type, "one slot under the cap: the other jobs wait")
+
+	st, b = do(t, "PATCH", url+"/workers/w-cap", `{"max_concurrent": 0}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	assigned := map[string]messages.Frame{first.JobID: first}
+	for len(assigned) < len(jobs) {
+		f := l.next(5 * time.Second)
+		require.Equal(t, messages.TypeAssignJob, f.Type, "the cap lifted, the rest are placed")
+		assigned[f.JobID] = f
+	}
+	for _, f := range assigned {
+		l.send(messages.Frame{Type: messages.TypeJobDone, JobID: f.JobID, Attempt: f.Attempt, Result: []byte(`{}`)})
+	}
+	for _, j := range jobs {
+		require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, j.ID, 10*time.Second).Status)
+	}
 }

@@ -494,10 +494,15 @@ func (x *WorkerCancelJob) GetAttempt() int32 {
 
 // WorkerSetStatus changes active/drain/standby.
 type WorkerSetStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        string                 `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// status, when not empty: active, drain or standby.
+	Status string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	// max_concurrent, when set_max_concurrent: the operator's cap on the
+	// worker's slots (0 removes it); never above what the worker reports.
+	MaxConcurrent    int32 `protobuf:"varint,2,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	SetMaxConcurrent bool  `protobuf:"varint,3,opt,name=set_max_concurrent,json=setMaxConcurrent,proto3" json:"set_max_concurrent,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *WorkerSetStatus) Reset() {
@@ -535,6 +540,20 @@ func (x *WorkerSetStatus) GetStatus() string {
 		return x.Status
 	}
 	return ""
+}
+
+func (x *WorkerSetStatus) GetMaxConcurrent() int32 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+func (x *WorkerSetStatus) GetSetMaxConcurrent() bool {
+	if x != nil {
+		return x.SetMaxConcurrent
+	}
+	return false
 }
 
 // WorkerGetInfo asks for the worker object (Reply.json).
@@ -2063,9 +2082,11 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"B\n" +
 	"\x0fWorkerCancelJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
-	"\aattempt\x18\x02 \x01(\x05R\aattempt\")\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\"~\n" +
 	"\x0fWorkerSetStatus\x12\x16\n" +
-	"\x06status\x18\x01 \x01(\tR\x06status\"\x0f\n" +
+	"\x06status\x18\x01 \x01(\tR\x06status\x12%\n" +
+	"\x0emax_concurrent\x18\x02 \x01(\x05R\rmaxConcurrent\x12,\n" +
+	"\x12set_max_concurrent\x18\x03 \x01(\bR\x10setMaxConcurrent\"\x0f\n" +
 	"\rWorkerGetInfo\"\f\n" +
 	"\n" +
 	"WorkerSync\"\xc0\x02\n" +

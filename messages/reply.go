@@ -22,8 +22,9 @@ const (
 	CodeClosing       Code = "closing"       // the link is closing
 	CodeBadHello      Code = "bad_hello"     // the hello frame does not decode
 	CodeSuperseded    Code = "superseded"
-	CodeIDTaken       Code = "id_taken"       // the worker's link is alive: a second one is refused     // a newer link of the worker exists
-	CodeBadStatus     Code = "bad_status"     // not a worker status
+	CodeIDTaken       Code = "id_taken" // the worker's link is alive: a second one is refused     // a newer link of the worker exists
+	CodeBadStatus     Code = "bad_status"
+	CodeOutOfRange    Code = "out_of_range"   // a value outside what is allowed (a cap above the worker's lanes)     // not a worker status
 	CodeNoCapacity    Code = "no_capacity"    // no worker has a free lane
 	CodeClosed        Code = "closed"         // the session is closed
 	CodeTimeout       Code = "timeout"        // the worker did not answer in time

@@ -27,23 +27,27 @@ func ValidWorkerStatus(s string) bool { return slices.Contains(WorkerStatuses, s
 
 // WorkerInfo is one worker as the fleet sees it (API.md, GET /workers).
 type WorkerInfo struct {
-	ID            string    `json:"id"`
-	Hub           string    `json:"hub"`
-	Status        string    `json:"status"` // one of WorkerStatuses
-	Alive         bool      `json:"alive"`
-	Connected     bool      `json:"connected"`
-	InFlight      int       `json:"in_flight"`
-	MaxConcurrent int       `json:"max_concurrent"`
-	Lanes         []string  `json:"lanes"`
-	BrowserURL    string    `json:"browser_url,omitempty"`
-	Drivers       []string  `json:"drivers,omitempty"`
-	CPUPct        float64   `json:"cpu_pct"`
-	MemPct        float64   `json:"mem_pct"`
-	DiskPct       float64   `json:"disk_pct"`
-	LanIP         string    `json:"lan_ip,omitempty"`
-	Version       string    `json:"version,omitempty"`
-	Running       []string  `json:"running,omitempty"`
-	LastSeen      time.Time `json:"last_seen"`
+	ID            string `json:"id"`
+	Hub           string `json:"hub"`
+	Status        string `json:"status"` // one of WorkerStatuses
+	Alive         bool   `json:"alive"`
+	Connected     bool   `json:"connected"`
+	InFlight      int    `json:"in_flight"`
+	MaxConcurrent int    `json:"max_concurrent"` // the slots placement uses: what the worker reports, under the operator's cap
+	// ReportedMaxConcurrent is what the worker says it can run.
+	ReportedMaxConcurrent int `json:"reported_max_concurrent,omitempty"`
+	// MaxConcurrentCap is the operator's cap (PATCH /workers/{id}); 0 = none.
+	MaxConcurrentCap int       `json:"max_concurrent_cap,omitempty"`
+	Lanes            []string  `json:"lanes"`
+	BrowserURL       string    `json:"browser_url,omitempty"`
+	Drivers          []string  `json:"drivers,omitempty"`
+	CPUPct           float64   `json:"cpu_pct"`
+	MemPct           float64   `json:"mem_pct"`
+	DiskPct          float64   `json:"disk_pct"`
+	LanIP            string    `json:"lan_ip,omitempty"`
+	Version          string    `json:"version,omitempty"`
+	Running          []string  `json:"running,omitempty"`
+	LastSeen         time.Time `json:"last_seen"`
 	// Link is the actor address of the WorkerConn holding the socket
 	// ("address/id"), so a restarted worker grain finds it again.
 	Link string `json:"link,omitempty"`

@@ -89,15 +89,25 @@ func (f *Front) Workers(ctx context.Context) ([]persistence.WorkerInfo, error) {
 	return ws, nil
 }
 
-// SetWorkerStatus asks the worker grain.
+// SetWorkerStatus sets a worker's status (active, drain, standby).
 func (f *Front) SetWorkerStatus(ctx context.Context, id, status string) (persistence.WorkerInfo, error) {
+	return f.PatchWorker(ctx, id, api.WorkerPatch{Status: status})
+}
+
+// PatchWorker applies an operator's change to a worker — its status, the
+// cap on its slots — through the worker grain, which owns both.
+func (f *Front) PatchWorker(ctx context.Context, id string, p api.WorkerPatch) (persistence.WorkerInfo, error) {
 	var w persistence.WorkerInfo
-	r, err := CallContext(ctx, f.d.Cluster(), id, KindWorker, &messages.WorkerSetStatus{Status: status}, f.d.Timing.GrainTimeout)
+	msg := &messages.WorkerSetStatus{Status: p.Status}
+	if p.MaxConcurrent != nil {
+		msg.MaxConcurrent, msg.SetMaxConcurrent = int32(*p.MaxConcurrent), true
+	}
+	r, err := CallContext(ctx, f.d.Cluster(), id, KindWorker, msg, f.d.Timing.GrainTimeout)
 	if err != nil {
-		return w, fmt.Errorf("set worker %s status: %w: %w", id, persistence.ErrUnavailable, err)
+		return w, fmt.Errorf("set worker %s: %w: %w", id, persistence.ErrUnavailable, err)
 	}
 	if !r.Ok {
-		if r.Code == "not_found" {
+		if messages.CodeNotFound.Is(r) {
 			return w, fmt.Errorf("worker %s: %w", id, persistence.ErrNotFound)
 		}
 		return w, api.Errorf(http.StatusBadRequest, r.Code, "%s", r.Message)

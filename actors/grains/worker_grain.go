@@ -94,7 +94,7 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 	case *messages.WorkerCancelJob:
 		g.send(ctx, messages.Frame{Type: messages.TypeCancelJob, JobID: msg.JobId, Attempt: int(msg.Attempt)})
 	case *messages.WorkerSetStatus:
-		reply(ctx, g.setStatus(ctx, msg.Status))
+		reply(ctx, g.setStatus(ctx, msg))
 	case *messages.WorkerGetInfo:
 		reply(ctx, ok(g.infoJSON()))
 	case *messages.WorkerSync:
@@ -202,7 +202,8 @@ func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, h
 	g.info.LanIP = hello.LanIP
 	g.info.Version = hello.Version
 	caps := hello.Capabilities
-	g.info.MaxConcurrent = caps.MaxConcurrent
+	g.info.ReportedMaxConcurrent = caps.MaxConcurrent
+	g.info.MaxConcurrent = g.slots()
 	g.info.Lanes = caps.LaneURLs
 	g.info.BrowserURL = caps.BrowserURL
 	g.info.Drivers = caps.Drivers
@@ -427,19 +428,47 @@ func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, 
 	return ok(nil)
 }
 
-func (g *workerGrain) setStatus(ctx actor.Context, status string) *messages.Reply {
-	switch status {
-	case WorkerActive, WorkerDrain, WorkerStandby:
-	default:
-		return fail(messages.CodeBadStatus, "status %q is not one of %s", status, strings.Join(persistence.WorkerStatuses, ", "))
+// setStatus applies an operator's change: the status, the cap on the
+// worker's slots, or both.
+func (g *workerGrain) setStatus(ctx actor.Context, m *messages.WorkerSetStatus) *messages.Reply {
+	if m.Status != "" && !persistence.ValidWorkerStatus(m.Status) {
+		return fail(messages.CodeBadStatus, "status %q is not one of %s", m.Status, strings.Join(persistence.WorkerStatuses, ", "))
 	}
 	if g.info.MaxConcurrent == 0 && g.info.LastSeen.IsZero() {
 		return fail(messages.CodeNotFound, "worker %s is not known", g.id)
 	}
-	g.info.Status = status
-	g.log.Info("worker status set", slog.String("status", status))
+	if m.SetMaxConcurrent {
+		switch {
+		case m.MaxConcurrent < 0:
+			return fail(messages.CodeOutOfRange, "max_concurrent %d: must be 0 (no cap) or more", m.MaxConcurrent)
+		case int(m.MaxConcurrent) > g.info.ReportedMaxConcurrent:
+			return fail(messages.CodeOutOfRange, "max_concurrent %d: worker %s reports %d lanes; a cap cannot raise that",
+				m.MaxConcurrent, g.id, g.info.ReportedMaxConcurrent)
+		}
+		g.info.MaxConcurrentCap = int(m.MaxConcurrent)
+		g.info.MaxConcurrent = g.slots()
+		g.log.Info("worker slots capped", slog.Int("max_concurrent", g.info.MaxConcurrent))
+	}
+	if m.Status != "" {
+		g.info.Status = m.Status
+		g.log.Info("worker status set", slog.String("status", m.Status))
+	}
 	g.publish(ctx)
 	return ok(g.infoJSON())
+}
+
+// slots is what placement may use of the worker: what it reports, under
+// the operator's cap and the fleet-wide bound (limits.worker_max_lanes) —
+// a worker advertising 10,000 lanes gets no more than that.
+func (g *workerGrain) slots() int {
+	n := g.info.ReportedMaxConcurrent
+	if c := g.info.MaxConcurrentCap; c > 0 {
+		n = min(n, c)
+	}
+	if c := g.deps.Timing.WorkerMaxLanes; c > 0 {
+		n = min(n, c)
+	}
+	return n
 }
 
 func (g *workerGrain) send(ctx actor.Context, f messages.Frame) {

@@ -216,3 +216,46 @@ func TestSecurityOperatorCapsAWorker(t *testing.T) {
 		require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, j.ID, 10*time.Second).Status)
 	}
 }
+
+// A session_result counts only from the session's own worker: another
+// worker answering for a command of the session changes nothing.
+func TestSecuritySessionResultOnlyFromItsWorker(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	url := h.URL()
+	owner := dialRawLinkDrivers(t, url, "w-sess", 1, "chromium")
+	evil := dialRawLinkDrivers(t, url, "w-evil", 1, "simulated") // never picked for a session
+
+	// Open: the owner answers its open command.
+	opened := make(chan []byte, 1)
+	go func() {
+		_, b := do(t, "POST", url+"/sessions", `{"idle_timeout_s":60}`)
+		opened <- b
+	}()
+	open := owner.next(5 * time.Second)
+	require.Equal(t, messages.TypeSessionCommand, open.Type)
+	owner.send(messages.Frame{Type: messages.TypeSessionResult, SessionID: open.SessionID, CommandID: open.CommandID, OK: true,
+		Result: []byte(`{"lane":"chromium://w-sess/lane/0"}`)})
+	require.Contains(t, string(<-opened), open.SessionID)
+
+	answered := make(chan []byte, 1)
+	go func() {
+		_, b := do(t, "POST", url+"/sessions/"+open.SessionID+"/commands", `{"op":"eval","expression":"1+1"}`)
+		answered <- b
+	}()
+	cmd := owner.next(5 * time.Second)
+	require.Equal(t, messages.TypeSessionCommand, cmd.Type)
+	evil.send(messages.Frame{Type: messages.TypeSessionResult, SessionID: cmd.SessionID, CommandID: cmd.CommandID, OK: true,
+		Result: []byte(`"forged"`)})
+	require.Eventually(t, func() bool {
+		return h.Metrics().Get("paprika_fenced_reports_total", "kind=session_result") == 1
+	}, 5*time.Second, 10*time.Millisecond, "the stranger's result is refused and counted")
+	owner.send(messages.Frame{Type: messages.TypeSessionResult, SessionID: cmd.SessionID, CommandID: cmd.CommandID, OK: true,
+		Result: []byte(`2`)})
+	select {
+	case b := <-answered:
+		require.NotContains(t, string(b), "forged")
+		require.Contains(t, string(b), "2")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command never got its worker's answer")
+	}
+}

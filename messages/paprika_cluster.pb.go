@@ -1797,11 +1797,14 @@ func (*SessionGet) Descriptor() ([]byte, []int) {
 
 // SessionResult is a worker's answer to a session_command.
 type SessionResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CommandId     string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
-	Ok            bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
-	Result        []byte                 `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
-	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	Ok        bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
+	Result    []byte                 `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	Error     string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// worker_id is the worker whose link carried the result (empty when the
+	// hub itself answers): only the session's own worker's results count.
+	WorkerId      string `protobuf:"bytes,5,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1860,6 +1863,13 @@ func (x *SessionResult) GetResult() []byte {
 func (x *SessionResult) GetError() string {
 	if x != nil {
 		return x.Error
+	}
+	return ""
+}
+
+func (x *SessionResult) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
 	}
 	return ""
 }
@@ -2164,13 +2174,14 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\acommand\x18\x01 \x01(\fR\acommand\"\x0e\n" +
 	"\fSessionClose\"\f\n" +
 	"\n" +
-	"SessionGet\"l\n" +
+	"SessionGet\"\x89\x01\n" +
 	"\rSessionResult\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x16\n" +
 	"\x06result\x18\x03 \x01(\fR\x06result\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"0\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1b\n" +
+	"\tworker_id\x18\x05 \x01(\tR\bworkerId\"0\n" +
 	"\x11SessionWorkerGone\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\",\n" +
 	"\rSessionEnsure\x12\x1b\n" +

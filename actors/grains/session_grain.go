@@ -405,6 +405,13 @@ func (g *sessionGrain) command(ctx actor.Context, m *messages.SessionCommand) {
 }
 
 func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
+	if m.WorkerId != "" && m.WorkerId != g.s.WorkerID {
+		// Another worker's link: its word on this session counts for
+		// nothing (it could close the session, or answer for its lane).
+		g.deps.Metrics.FencedReports.WithLabelValues("session_result").Inc()
+		g.log.Warn("session result from a worker not holding the session; refused", slog.String("from", m.WorkerId))
+		return
+	}
 	if m.CommandId == g.closeCmd && g.closeCmd != "" {
 		g.release(ctx) // the worker's lane is free now
 		return

@@ -398,7 +398,7 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		}
 		grains.Send(ctx, cl, f.JobID, grains.KindJob, audit)
 	case messages.TypeSessionResult:
-		grains.Send(ctx, cl, f.SessionID, grains.KindSession, &messages.SessionResult{CommandId: f.CommandID, Ok: f.OK,
+		grains.Send(ctx, cl, f.SessionID, grains.KindSession, &messages.SessionResult{WorkerId: c.workerID, CommandId: f.CommandID, Ok: f.OK,
 			Result: f.Result, Error: f.Error})
 	default:
 		c.deps.Metrics.LinkBadFrames.Inc()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/exec"
 	"time"
@@ -80,6 +81,20 @@ type Config struct {
 	ExtraFlags []string
 	// Logger receives the driver's logs. Default slog.Default().
 	Logger *slog.Logger
+	// EgressDeny and EgressAllow add to the egress policy every request of
+	// a job's browser is checked against, by the addresses its host
+	// resolves to (egress.go): the top-level URL of fetch and macro, every
+	// navigation, redirect and subresource. The defaults deny link-local
+	// (169.254.0.0/16, fe80::/10) and the cloud metadata addresses, and
+	// allow the rest, loopback and private ranges included. The longest
+	// matching prefix decides; on a tie, allow. $PAPRIKA_BROWSER_EGRESS_DENY
+	// and $PAPRIKA_BROWSER_EGRESS_ALLOW (comma-separated CIDRs) add more.
+	EgressDeny, EgressAllow []netip.Prefix
+
+	// Test hooks: the environment and the resolver of the egress policy
+	// (nil: os.Getenv, net.DefaultResolver).
+	getenv func(string) string
+	lookup lookupFunc
 }
 
 // Validate reports every invalid field at once.

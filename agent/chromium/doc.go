@@ -62,6 +62,21 @@
 // than M pages at once, plus a popup for the few milliseconds before it is
 // closed (tested with a sampler).
 //
+// # Egress policy
+//
+// A job's URLs are whoever submitted it, and the browser runs inside the
+// worker's network, so every request of a job's page (its URL, each
+// navigation and redirect, every subresource and script fetch) is paused
+// with CDP Fetch.enable and let go only when none of the addresses its
+// host resolves to is denied (egress.go); else it fails with
+// BlockedByClient. Denied by default: link-local and the cloud metadata
+// addresses; Config.EgressDeny/EgressAllow and $PAPRIKA_BROWSER_EGRESS_DENY
+// /$PAPRIKA_BROWSER_EGRESS_ALLOW add rules. A denied top-level URL fails the
+// job at once with job_error "egress policy denies …". Residual risks: DNS
+// rebinding between the check and Chromium's own lookup, and requests the
+// page's Fetch domain does not pause (service and shared workers,
+// WebSocket, WebRTC); a firewall on the worker covers them.
+//
 // # Health and restarts
 //
 // Before each job or session the lane is checked: the browser process must

@@ -31,6 +31,7 @@ type Driver struct {
 	lanes    []*lane
 	closeErr error
 	changes  chan struct{} // LaneChanges; buffer of one, sent to without blocking
+	egress   *egressPolicy
 
 	closeOnce sync.Once
 }
@@ -48,11 +49,15 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("chromium config: %w", err)
 	}
 	cfg = cfg.withDefaults()
+	egress, err := newEgressPolicy(cfg.EgressDeny, cfg.EgressAllow, envOr(cfg.getenv), cfg.lookup)
+	if err != nil {
+		return nil, fmt.Errorf("chromium config: egress: %w", err)
+	}
 	path, err := LookPath(cfg.Path)
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, path: path, log: cfg.Logger.With("driver", agent.DriverChromium), changes: make(chan struct{}, 1)}
+	d := &Driver{cfg: cfg, path: path, log: cfg.Logger.With("driver", agent.DriverChromium), changes: make(chan struct{}, 1), egress: egress}
 	if cfg.WorkDir == "" {
 		if d.workDir, err = os.MkdirTemp("", "paprika-chromium-"); err != nil {
 			return nil, fmt.Errorf("chromium work dir: %w", err)

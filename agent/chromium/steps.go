@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/paprika-hub/paprika/agent"
 	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -298,8 +299,19 @@ func (t *tab) do(ctx context.Context, s step) (stepOutput, error) {
 // navigate loads u and reports the main document's status, the final URL
 // (after redirects) and the title.
 func (t *tab) navigate(ctx context.Context, u string) (navResult, error) {
+	// Checked here as well as in the egress guard: the job fails at once
+	// with the policy's reason rather than with Chromium's
+	// ERR_BLOCKED_BY_CLIENT.
+	if err := t.egressSeen.check(ctx, t.l.d.egress, u); err != nil {
+		return navResult{}, &agent.JobError{Reason: agent.ReasonJobError, Err: err}
+	}
+	t.docBlocked.Store(nil)
 	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(u))
 	if err != nil {
+		if ee := t.docBlocked.Load(); ee != nil {
+			// A redirect to a denied host.
+			return navResult{}, &agent.JobError{Reason: agent.ReasonJobError, Err: ee}
+		}
 		return navResult{}, err
 	}
 	var nav navResult

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
@@ -38,9 +40,12 @@ type tab struct {
 	id     target.ID
 	bcID   cdp.BrowserContextID
 
-	crashed   atomic.Bool
-	guardDone chan struct{} // closed when the popup guard's goroutine ends
-	closeOnce sync.Once
+	crashed    atomic.Bool
+	guardDone  chan struct{}               // closed when the popup guard's goroutine ends
+	egressDone chan struct{}               // closed when the egress guard's goroutine (and its checks) ended
+	egressSeen egressCache                 // the policy's decisions for this tab's hosts
+	docBlocked atomic.Pointer[EgressError] // the last main-frame document the egress guard failed
+	closeOnce  sync.Once
 }
 
 // openTab creates a BrowserContext and a page in it. ctx bounds the creation
@@ -48,7 +53,7 @@ type tab struct {
 func (l *lane) openTab(ctx context.Context, b *browserProc) (*tab, error) {
 	pctx, cancel := context.WithCancelCause(b.ctx)
 	tctx, _ := chromedp.NewContext(pctx, chromedp.WithNewBrowserContext()) // its cancel is chromedp.Cancel(tctx), in close
-	t := &tab{l: l, b: b, ctx: tctx, cancel: cancel, guardDone: make(chan struct{})}
+	t := &tab{l: l, b: b, ctx: tctx, cancel: cancel, guardDone: make(chan struct{}), egressDone: make(chan struct{})}
 
 	// The page's event loop lives as long as the context of the first call,
 	// so that call gets tctx itself, cut short from outside if ctx ends.
@@ -65,8 +70,23 @@ func (l *lane) openTab(ctx context.Context, b *browserProc) (*tab, error) {
 		t.id, t.bcID = c.Target.TargetID, c.BrowserContextID
 		err = chromedp.Listen(tctx, t.onEvent)
 	}
+	egressStarted := false
+	if err == nil {
+		// Every request of the page pauses until the egress guard let it
+		// go: subscribed before Fetch.enable, so none is missed.
+		paused := chromedp.Events(tctx, fetch.RequestPaused)
+		go t.guardEgress(paused)
+		egressStarted = true
+		_, err = chromedp.Call(tctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
+		if err != nil {
+			err = fmt.Errorf("enable the egress policy: %w", err)
+		}
+	}
 	if err != nil {
 		close(t.guardDone)
+		if !egressStarted {
+			close(t.egressDone)
+		}
 		t.close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -105,6 +125,64 @@ func (t *tab) guardPopups(events iter.Seq2[target.EventTargetCreated, error]) {
 			continue
 		}
 		t.l.d.log.Debug("closed popup", "lane", t.l.idx, "url", info.URL)
+	}
+}
+
+// maxEgressChecks bounds the requests of one tab checked at once (each may
+// wait for a DNS lookup); more wait paused in Chromium.
+const maxEgressChecks = 16
+
+// guardEgress lets each paused request of the page go on, or fails it
+// with BlockedByClient when the egress policy denies its host. It ends
+// with the tab (the iterator ends with t.ctx), after its checks.
+func (t *tab) guardEgress(paused iter.Seq2[fetch.EventRequestPaused, error]) {
+	var wg sync.WaitGroup
+	defer close(t.egressDone)
+	defer wg.Wait()
+	sem := make(chan struct{}, maxEgressChecks)
+	for ev, err := range paused {
+		if err != nil {
+			return
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-t.ctx.Done():
+			return
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			t.decideRequest(ev)
+		})
+	}
+}
+
+// decideRequest answers one paused request. The check is on the
+// addresses the worker resolves now; Chromium resolves the name again
+// when it connects, so a name whose DNS answer changes in between (DNS
+// rebinding, a TTL of 0) can still reach a denied address. That residual
+// risk is accepted here; a deny list that must hold against it belongs in
+// the worker's firewall as well. Requests Chromium does not pause through
+// the page's Fetch domain (service and shared workers, WebSocket and
+// WebRTC connections) are not checked either.
+func (t *tab) decideRequest(ev fetch.EventRequestPaused) {
+	var u string
+	if ev.Request != nil {
+		u = ev.Request.URL
+	}
+	err := t.egressSeen.check(t.ctx, t.l.d.egress, u)
+	if err == nil {
+		if _, err := chromedp.Call(t.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); err != nil && t.ctx.Err() == nil {
+			t.l.d.log.Debug("continue request", "lane", t.l.idx, "url", u, "err", err)
+		}
+		return
+	}
+	var ee *EgressError
+	if errors.As(err, &ee) && ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == cdp.FrameID(t.id) {
+		t.docBlocked.Store(ee) // navigate reports it instead of Chromium's ERR_BLOCKED_BY_CLIENT
+	}
+	t.l.d.log.Info("egress policy blocked a request", "lane", t.l.idx, "url", u, "type", ev.ResourceType, "err", err)
+	if _, err := chromedp.Call(t.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}); err != nil && t.ctx.Err() == nil {
+		t.l.d.log.Debug("fail request", "lane", t.l.idx, "url", u, "err", err)
 	}
 }
 
@@ -148,6 +226,7 @@ func (t *tab) close() {
 		err := chromedp.Cancel(t.ctx)
 		t.cancel(errTabClosed)
 		<-t.guardDone
+		<-t.egressDone
 		if err != nil && t.b.ctx.Err() == nil && !t.crashed.Load() {
 			t.l.markSuspect(fmt.Sprintf("closing the previous page failed: %v", err))
 		}

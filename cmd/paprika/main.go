@@ -87,6 +87,9 @@ func newCLI() *cli {
 
 // run dispatches a client command and returns its exit status.
 func (c *cli) run(ctx context.Context, args []string) int {
+	// The output boundary: what the hub sent (job fields, errors, logs) is
+	// printed through termSafe, so it cannot drive the operator's terminal.
+	c.stdout, c.stderr = terminalSafe(c.stdout), terminalSafe(c.stderr)
 	if len(args) == 0 {
 		fmt.Fprint(c.stderr, usage)
 		return exitUsage

@@ -123,8 +123,9 @@ func (t table) row(cells ...string) {
 		if s == "" {
 			cells[i] = "-"
 		} else {
-			// A tab or newline inside a cell would break the columns.
-			cells[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s)
+			// A tab or newline inside a cell would break the columns;
+			// escaping here (the writer would too) keeps the widths right.
+			cells[i] = termSafe(strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s))
 		}
 	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))

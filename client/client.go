@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +52,7 @@ type Client struct {
 	retry         backoff.Policy // pauses between the tries of one request
 	maxRetryAfter time.Duration
 	poll          backoff.Policy // Wait's pauses between polls
+	tlsConf       *tls.Config    // WithTLSConfig/WithRootCAs, applied to hc's transport by New
 
 	cur atomic.Uint32 // index into bases of the hub in use
 }
@@ -69,6 +72,26 @@ func WithHTTPClient(hc *http.Client) Option {
 			c.hc = hc
 		}
 	}
+}
+
+// WithTLSConfig uses tc for HTTPS to the hubs: RootCAs for a hub whose
+// certificate a private CA signed (hub.tls_cert), or a client certificate.
+// New applies it after every other option to a clone of the HTTP client's
+// transport, so a client given with WithHTTPClient is left untouched; that
+// client's Transport must then be nil or an *http.Transport. A nil tc
+// changes nothing.
+func WithTLSConfig(tc *tls.Config) Option {
+	return func(c *Client) {
+		if tc != nil {
+			c.tlsConf = tc.Clone()
+		}
+	}
+}
+
+// WithRootCAs trusts the CAs in pool (and only those) for the hubs'
+// certificates: WithTLSConfig with RootCAs set, TLS 1.2 or later.
+func WithRootCAs(pool *x509.CertPool) Option {
+	return WithTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
 }
 
 // WithMaxAttempts bounds the tries of one request; n < 1 means 1.
@@ -126,8 +149,37 @@ func New(baseURLs []string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.tlsConf != nil {
+		if err := c.applyTLS(); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
+
+// applyTLS gives c a copy of its HTTP client whose transport is a clone
+// with c.tlsConf: the caller's client and http.DefaultTransport stay as
+// they were.
+func (c *Client) applyTLS() error {
+	var tr *http.Transport
+	switch t := c.hc.Transport.(type) {
+	case nil:
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	case *http.Transport:
+		tr = t.Clone()
+	default:
+		return fmt.Errorf("client: WithTLSConfig needs the HTTP client's Transport to be an *http.Transport, not %T", t)
+	}
+	tr.TLSClientConfig = c.tlsConf
+	hc := *c.hc
+	hc.Transport = tr
+	c.hc = &hc
+	return nil
+}
+
+// CloseIdleConnections closes the idle keep-alive connections of the
+// client's HTTP transport, e.g. before a program or a test ends.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
 // BaseURLs returns the hub URLs in use, normalised.
 func (c *Client) BaseURLs() []string { return append([]string(nil), c.bases...) }

@@ -207,6 +207,9 @@ func (c *Client) do(ctx context.Context, req *request) (*http.Response, error) {
 	var lastErr error
 	var delay time.Duration
 	connFails := 0 // consecutive connection failures since the last pause
+	// Hubs whose certificate did not verify: trying them again cannot
+	// help, so once every hub is in here the request fails at once.
+	var badCert map[int]bool
 	for attempt := 0; attempt < c.maxAttempts; attempt++ {
 		if attempt > 0 {
 			if err := backoff.Sleep(ctx, delay); err != nil {
@@ -221,6 +224,14 @@ func (c *Client) do(ctx context.Context, req *request) (*http.Response, error) {
 				return nil, fmt.Errorf("%s: %w", what, ctx.Err())
 			}
 			lastErr = err
+			if certErr := new(tls.CertificateVerificationError); errors.As(err, &certErr) {
+				if badCert == nil {
+					badCert = map[int]bool{}
+				}
+				if badCert[idx] = true; len(badCert) == len(c.bases) {
+					return nil, fmt.Errorf("%s: %w", what, err)
+				}
+			}
 			if !req.idempotent && !neverSent(err) {
 				return nil, fmt.Errorf("%s: %w (not retried: the hub may have acted on it)", what, err)
 			}

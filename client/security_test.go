@@ -1,19 +1,21 @@
 package client
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
 // TestSecurityClientTrustsAPrivateCA: with the CA of the hub's certificate
 // (WithRootCAs or WithTLSConfig) the client lists jobs over https; without
-// it the handshake fails; a client passed with WithHTTPClient is not
+// it the handshake fails, at once; a client passed with WithHTTPClient is not
 // changed, and a transport the client cannot clone is an error from New.
 func TestSecurityClientTrustsAPrivateCA(t *testing.T) {
 	t.Parallel()
@@ -44,11 +46,16 @@ func TestSecurityClientTrustsAPrivateCA(t *testing.T) {
 		require.Nil(t, tc.RootCAs, "the caller's transport is cloned, not given the CA")
 	}
 
-	c, err := New([]string{srv.URL}, WithMaxAttempts(1))
+	// A certificate that does not verify is not retried: an hour's backoff
+	// would outlast the context.
+	c, err := New([]string{srv.URL}, WithBackoff(time.Hour, time.Hour))
 	require.NoError(t, err)
-	_, err = c.List(t.Context(), ListOptions{})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, err = c.List(ctx, ListOptions{})
 	var unknown x509.UnknownAuthorityError
 	require.True(t, errors.As(err, &unknown), "%v", err)
+	require.NoError(t, ctx.Err(), "not retried")
 
 	_, err = New([]string{srv.URL}, WithHTTPClient(&http.Client{Transport: roundTrip(nil)}), WithRootCAs(pool))
 	require.ErrorContains(t, err, "WithTLSConfig needs the HTTP client's Transport to be an *http.Transport")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -115,4 +118,44 @@ func TestSecurityWorkerRefusesTokenOverPlainHTTP(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the worker with --insecure never dialled the hub")
 	}
+}
+
+// TestSecurityUpServesHTTPSToItsLocalWorkers: `paprika up` with
+// hub.tls_cert serves https://, and its local workers, trusting that
+// certificate with no --ca, link and run a job.
+func TestSecurityUpServesHTTPSToItsLocalWorkers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, certs.MakeCA(dir, false, time.Now()))
+	require.NoError(t, certs.MakeHub(dir, []string{"127.0.0.1"}, false, time.Now()))
+	cmd := exec.Command(os.Args[0], "up", "--listen", "127.0.0.1:0", "--workers", "1", "--lanes", "1", "--log-level", "error")
+	cmd.Dir = t.TempDir() // no config.yaml; the embedded stores live here
+	cmd.Env = append(os.Environ(), envRunMain+"=1",
+		"PAPRIKA_HUB_TLS_CERT="+filepath.Join(dir, certs.HubCert), "PAPRIKA_HUB_TLS_KEY="+filepath.Join(dir, certs.HubKey))
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "stderr: %s", stderr.String())
+	m := regexp.MustCompile(`API (https://127\.0\.0\.1:\d+) `).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+
+	pool, err := certs.LoadPool(filepath.Join(dir, certs.CACert))
+	require.NoError(t, err)
+	c, err := client.New([]string{m[1]}, client.WithRootCAs(pool))
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	j, err := c.Submit(ctx, client.SubmitRequest{Mode: "noop"}, "")
+	require.NoError(t, err)
+	j, err = c.Wait(ctx, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, client.StatusSucceeded, j.Status, "%s %s; stderr: %s", j.Reason, j.Error, stderr.String())
+	require.Equal(t, "local-1", j.WorkerID)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	require.NoError(t, cmd.Wait())
 }

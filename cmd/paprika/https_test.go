@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,8 +135,8 @@ func TestSecurityUpServesHTTPSToItsLocalWorkers(t *testing.T) {
 		"PAPRIKA_HUB_TLS_CERT="+filepath.Join(dir, certs.HubCert), "PAPRIKA_HUB_TLS_KEY="+filepath.Join(dir, certs.HubKey))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
@@ -158,4 +159,22 @@ func TestSecurityUpServesHTTPSToItsLocalWorkers(t *testing.T) {
 	require.Equal(t, "local-1", j.WorkerID)
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	require.NoError(t, cmd.Wait())
+}
+
+// syncBuffer is a child's stderr the test may read while the child writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,6 +76,9 @@ type Agent struct {
 
 	hubURL atomic.Pointer[string] // base URL of the hub linked last (upload.go)
 	upload *http.Client           // for UploadAsset; idle connections closed when Run ends
+	// tlsConf is the link's and the uploads' client TLS (Config.CAFile,
+	// RootCAs); nil means Go's defaults.
+	tlsConf *tls.Config
 }
 
 // New checks cfg, fills in its defaults and builds an Agent. It derives the
@@ -84,6 +88,10 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("worker config: %w", err)
 	}
 	cfg = cfg.withDefaults()
+	tlsConf, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, fmt.Errorf("worker config: %w", err)
+	}
 	drv, err := newDriver(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("worker config: %w", err)
@@ -106,7 +114,8 @@ func New(cfg Config) (*Agent, error) {
 		jobs:       make(map[string]*runningJob),
 		sessions:   make(map[string]*sessionRunner),
 		hbInterval: cfg.HeartbeatInterval,
-		upload:     newUploadClient(),
+		upload:     newUploadClient(tlsConf),
+		tlsConf:    tlsConf,
 	}
 	a.lanes = newLanePool(make([]string, cfg.Lanes))
 	a.setIDLocked(id)

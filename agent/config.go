@@ -2,11 +2,15 @@ package agent
 
 import (
 	"cmp"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
+	"strings"
 	"time"
 )
 
@@ -61,6 +65,19 @@ type Config struct {
 	// Token is sent as "Authorization: Bearer <token>" on the WebSocket
 	// upgrade. Default: no header.
 	Token string
+	// CAFile is a PEM file of CA certificates that sign the hubs' HTTPS
+	// certificates (hub.tls_cert), for a private CA such as `paprika certs
+	// ca`; both the link and asset uploads trust it. Added to RootCAs when
+	// both are set. Default "" (RootCAs, else the system roots).
+	CAFile string
+	// RootCAs is the pool of CAs the link and asset uploads trust for a
+	// hub's certificate. Default nil (the system roots, plus CAFile).
+	RootCAs *x509.CertPool
+	// Insecure lets the agent send Token to a hub over plain http:// or
+	// ws:// on an address other than loopback, where anyone on the path can
+	// read it and link as this worker. Default false: New refuses such a
+	// hub URL (ErrInsecureHub) unless Token is empty.
+	Insecure bool
 	// Version is reported in hello. Default DefaultVersion ("dev").
 	Version string
 	// HeartbeatInterval is the heartbeat period until the hub's welcome
@@ -105,10 +122,18 @@ func (c Config) Validate() error {
 	if len(c.HubURLs) == 0 {
 		errs = append(errs, errors.New("hub: at least one hub URL is required"))
 	}
+	var clear []string
 	for _, u := range c.HubURLs {
 		if _, err := linkURL(u, "x"); err != nil {
 			errs = append(errs, fmt.Errorf("hub: %w", err))
+		} else if plainRemote(u) {
+			clear = append(clear, u)
 		}
+	}
+	if len(clear) > 0 && c.Token != "" && !c.Insecure {
+		// One error for every such URL: a refusal is one line.
+		errs = append(errs, fmt.Errorf("hub: %w: %s (use https://, the hub's hub.tls_cert, or --insecure on a trusted network)",
+			ErrInsecureHub, strings.Join(clear, ", ")))
 	}
 	if c.LanIP != "" {
 		if ip := net.ParseIP(c.LanIP); ip == nil || ip.To4() == nil {
@@ -133,6 +158,51 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ErrInsecureHub is what Validate and New return when a worker with a token
+// is pointed at a non-loopback hub over plain HTTP and Config.Insecure is
+// off: the token would cross the network in clear text.
+var ErrInsecureHub = errors.New("refusing to send the worker token in clear text to a non-loopback hub")
+
+// plainRemote reports whether base is http:// or ws:// to a host other than
+// loopback (127.0.0.0/8, ::1, localhost). Names are not resolved: only
+// these spellings are known to stay on the machine.
+func plainRemote(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "ws") {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
+}
+
+// tlsConfig is the client TLS configuration of the link and the uploads:
+// nil (Go's defaults, the system roots) unless a CA is given.
+func (c Config) tlsConfig() (*tls.Config, error) {
+	if c.CAFile == "" && c.RootCAs == nil {
+		return nil, nil
+	}
+	pool := c.RootCAs
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("ca: %w", err)
+		}
+		if pool == nil {
+			pool = x509.NewCertPool()
+		} else {
+			pool = pool.Clone()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("ca: %s holds no PEM certificate", c.CAFile)
+		}
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 // withDefaults returns c with every zero field set to its default.

@@ -71,7 +71,7 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 	if a.cfg.Token != "" {
 		hdr.Set("Authorization", "Bearer "+a.cfg.Token)
 	}
-	dialer := websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: dialTimeout}
+	dialer := websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: dialTimeout, TLSClientConfig: a.tlsConf}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	conn, resp, err := dialer.DialContext(dctx, u, hdr)
 	cancel()

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,9 +62,13 @@ func (e *UploadError) Temporary() bool {
 }
 
 // newUploadClient is the agent's HTTP client for assets. It has a transport
-// of its own, so that Run can close its idle connections when it ends.
-func newUploadClient() *http.Client {
+// of its own, so that Run can close its idle connections when it ends, and
+// trusts the link's CAs (tlsConf; nil keeps Go's defaults).
+func newUploadClient(tlsConf *tls.Config) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if tlsConf != nil {
+		tr.TLSClientConfig = tlsConf.Clone()
+	}
 	return &http.Client{Transport: tr}
 }
 

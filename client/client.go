@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +52,7 @@ type Client struct {
 	retry         backoff.Policy // pauses between the tries of one request
 	maxRetryAfter time.Duration
 	poll          backoff.Policy // Wait's pauses between polls
+	tlsConf       *tls.Config    // WithTLSConfig/WithRootCAs, applied to hc's transport by New
 
 	cur atomic.Uint32 // index into bases of the hub in use
 }
@@ -69,6 +72,26 @@ func WithHTTPClient(hc *http.Client) Option {
 			c.hc = hc
 		}
 	}
+}
+
+// WithTLSConfig uses tc for HTTPS to the hubs: RootCAs for a hub whose
+// certificate a private CA signed (hub.tls_cert), or a client certificate.
+// New applies it after every other option to a clone of the HTTP client's
+// transport, so a client given with WithHTTPClient is left untouched; that
+// client's Transport must then be nil or an *http.Transport. A nil tc
+// changes nothing.
+func WithTLSConfig(tc *tls.Config) Option {
+	return func(c *Client) {
+		if tc != nil {
+			c.tlsConf = tc.Clone()
+		}
+	}
+}
+
+// WithRootCAs trusts the CAs in pool (and only those) for the hubs'
+// certificates: WithTLSConfig with RootCAs set, TLS 1.2 or later.
+func WithRootCAs(pool *x509.CertPool) Option {
+	return WithTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
 }
 
 // WithMaxAttempts bounds the tries of one request; n < 1 means 1.
@@ -126,8 +149,37 @@ func New(baseURLs []string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.tlsConf != nil {
+		if err := c.applyTLS(); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
+
+// applyTLS gives c a copy of its HTTP client whose transport is a clone
+// with c.tlsConf: the caller's client and http.DefaultTransport stay as
+// they were.
+func (c *Client) applyTLS() error {
+	var tr *http.Transport
+	switch t := c.hc.Transport.(type) {
+	case nil:
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	case *http.Transport:
+		tr = t.Clone()
+	default:
+		return fmt.Errorf("client: WithTLSConfig needs the HTTP client's Transport to be an *http.Transport, not %T", t)
+	}
+	tr.TLSClientConfig = c.tlsConf
+	hc := *c.hc
+	hc.Transport = tr
+	c.hc = &hc
+	return nil
+}
+
+// CloseIdleConnections closes the idle keep-alive connections of the
+// client's HTTP transport, e.g. before a program or a test ends.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
 // BaseURLs returns the hub URLs in use, normalised.
 func (c *Client) BaseURLs() []string { return append([]string(nil), c.bases...) }
@@ -155,6 +207,9 @@ func (c *Client) do(ctx context.Context, req *request) (*http.Response, error) {
 	var lastErr error
 	var delay time.Duration
 	connFails := 0 // consecutive connection failures since the last pause
+	// Hubs whose certificate did not verify: trying them again cannot
+	// help, so once every hub is in here the request fails at once.
+	var badCert map[int]bool
 	for attempt := 0; attempt < c.maxAttempts; attempt++ {
 		if attempt > 0 {
 			if err := backoff.Sleep(ctx, delay); err != nil {
@@ -169,6 +224,14 @@ func (c *Client) do(ctx context.Context, req *request) (*http.Response, error) {
 				return nil, fmt.Errorf("%s: %w", what, ctx.Err())
 			}
 			lastErr = err
+			if certErr := new(tls.CertificateVerificationError); errors.As(err, &certErr) {
+				if badCert == nil {
+					badCert = map[int]bool{}
+				}
+				if badCert[idx] = true; len(badCert) == len(c.bases) {
+					return nil, fmt.Errorf("%s: %w", what, err)
+				}
+			}
 			if !req.idempotent && !neverSent(err) {
 				return nil, fmt.Errorf("%s: %w (not retried: the hub may have acted on it)", what, err)
 			}

@@ -148,7 +148,17 @@ type HubConfig struct {
 	// AdvertiseURL is the URL other hubs and workers use to reach this hub.
 	// Default "" (derived from Listen).
 	AdvertiseURL string `yaml:"advertise_url"`
+	// TLSCert is the PEM file of the certificate the hub serves its HTTP
+	// API, admin UI and worker links with (HTTPS and WSS); it may hold the
+	// chain after the leaf. Give it with TLSKey or not at all. Default ""
+	// (plain HTTP).
+	TLSCert string `yaml:"tls_cert"`
+	// TLSKey is the PEM file of TLSCert's private key. Default "".
+	TLSKey string `yaml:"tls_key"`
 }
+
+// TLSEnabled reports whether the hub serves HTTPS (both files given).
+func (c HubConfig) TLSEnabled() bool { return c.TLSCert != "" && c.TLSKey != "" }
 
 // AuthConfig is the "auth" section. Both values are secrets: set them from
 // the environment in production, never in a committed config.yaml.

@@ -98,8 +98,8 @@ func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
 	// API.md's 40 keys plus redis.prefix, cluster.member_timeout,
 	// debug.fault_injection, auth.worker_secret, auth.insecure and
-	// cluster.tls_ca, tls_cert, tls_key, insecure
-	require.Len(t, keys, 49)
+	// cluster.tls_ca, tls_cert, tls_key, insecure and hub.tls_cert, tls_key
+	require.Len(t, keys, 51)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -270,7 +270,7 @@ func TestFileErrors(t *testing.T) {
 		want []string // each a line of the error, after "PATH:"
 	}{
 		{"unknown leaf", "hub:\n  lisen: 1.2.3.4:80\n",
-			[]string{`2: hub.lisen: unknown key (hub has: listen, id, advertise_url)`}},
+			[]string{`2: hub.lisen: unknown key (hub has: listen, id, advertise_url, tls_cert, tls_key)`}},
 		{"unknown section", "hubs:\n  listen: x\n",
 			[]string{`1: hubs: unknown key (sections: hub, auth, worker, scheduler, redrive, reconciler, jobs, logs, cluster, redis, mysql, minio, assets, debug)`}},
 		{"duplicate", "hub:\n  id: a\n  id: b\n",
@@ -278,7 +278,7 @@ func TestFileErrors(t *testing.T) {
 		{"list value", "hub:\n  listen: [a, b]\n",
 			[]string{`2: hub.listen: must be a single value, not a list or mapping`}},
 		{"scalar section", "hub: 127.0.0.1:80\n",
-			[]string{`1: hub: must be a mapping of keys (hub has: listen, id, advertise_url)`}},
+			[]string{`1: hub: must be a mapping of keys (hub has: listen, id, advertise_url, tls_cert, tls_key)`}},
 		{"bad values, all reported", "scheduler:\n  disk_exclude_pct: 140\nlogs:\n  batch_lines: lots\n  batch_wait: -1s\n",
 			[]string{
 				`2: scheduler.disk_exclude_pct: 140 is out of range 1..100`,
@@ -515,7 +515,7 @@ func TestSet(t *testing.T) {
 	require.NoError(t, c.Set("reconciler.fleet_read_timeout", "2.5s"))
 	require.Equal(t, 2500*time.Millisecond, c.Reconciler.FleetReadTimeout)
 
-	require.EqualError(t, c.Set("hub.lisen", "x"), "hub.lisen: unknown key (hub has: listen, id, advertise_url)")
+	require.EqualError(t, c.Set("hub.lisen", "x"), "hub.lisen: unknown key (hub has: listen, id, advertise_url, tls_cert, tls_key)")
 	require.EqualError(t, c.Set("listen", "x"), "listen: unknown key (sections: hub, auth, worker, scheduler, redrive, reconciler, jobs, logs, cluster, redis, mysql, minio, assets, debug)")
 	require.EqualError(t, c.Set("hub.listen", "nope"), `hub.listen: "nope" is not host:port (e.g. 127.0.0.1:8080, :8080)`)
 	require.EqualError(t, c.Set("jobs.max_attempts", "x"), `jobs.max_attempts: "x" is not an integer`)
@@ -674,6 +674,50 @@ func TestSecurityConfigClusterTLSFiles(t *testing.T) {
 			t.Parallel()
 			c := Default()
 			c.Cluster.TLSCA, c.Cluster.TLSCert, c.Cluster.TLSKey = tc.ca, tc.crt, tc.key
+			err := c.Validate()
+			require.Error(t, err)
+			require.NotContains(t, err.Error(), "\n", "one problem, one line")
+			require.True(t, strings.HasPrefix(err.Error(), tc.want), "got  %s\nwant %s", err, tc.want)
+		})
+	}
+}
+
+// TestSecurityConfigHubTLSFiles: hub.tls_cert and hub.tls_key come
+// together, from the environment too, each readable and a matching PEM
+// pair; each problem names its key on one line.
+func TestSecurityConfigHubTLSFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, certs.MakeCA(dir, false, time.Now()))
+	require.NoError(t, certs.MakeHub(dir, []string{"127.0.0.1"}, false, time.Now()))
+	crt, key := filepath.Join(dir, certs.HubCert), filepath.Join(dir, certs.HubKey)
+	missing := filepath.Join(dir, "nope.pem")
+	junk := filepath.Join(dir, "junk.pem")
+	require.NoError(t, os.WriteFile(junk, []byte("junk"), 0o600))
+
+	c, err := Load("", []string{"PAPRIKA_HUB_TLS_CERT=" + crt, "PAPRIKA_HUB_TLS_KEY=" + key})
+	require.NoError(t, err)
+	require.True(t, c.Hub.TLSEnabled())
+	require.Equal(t, "env PAPRIKA_HUB_TLS_CERT", c.Origin("hub.tls_cert"))
+	require.False(t, Default().Hub.TLSEnabled())
+
+	cases := []struct {
+		name     string
+		crt, key string
+		want     string
+	}{
+		{"only cert", crt, "", "hub.tls_key: required when either of hub.tls_cert, hub.tls_key is set (give both; env PAPRIKA_HUB_TLS_KEY)"},
+		{"only key", "", key, "hub.tls_cert: required when either of"},
+		{"unreadable cert", missing, key, "hub.tls_cert: cannot read " + missing + ": no such file or directory"},
+		{"unreadable key", crt, missing, "hub.tls_key: cannot read " + missing},
+		{"cert not pem", junk, key, "hub.tls_cert: " + junk + " with hub.tls_key " + key + ": tls: failed to find any PEM data in certificate input"},
+		{"key of another cert", crt, filepath.Join(dir, certs.CAKey), "hub.tls_cert: " + crt + " with hub.tls_key"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := Default()
+			c.Hub.TLSCert, c.Hub.TLSKey = tc.crt, tc.key
 			err := c.Validate()
 			require.Error(t, err)
 			require.NotContains(t, err.Error(), "\n", "one problem, one line")

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -149,6 +150,7 @@ var crossChecks = []func(c *Config) (string, string){
 		return "", ""
 	},
 	checkClusterTLS,
+	checkHubTLS,
 	func(c *Config) (string, string) {
 		// Remoting without TLS lets anyone who reaches the port drive any
 		// actor (make a worker run a job that exists nowhere, cut its
@@ -487,6 +489,31 @@ func checkClusterTLS(c *Config) (string, string) {
 	}
 	if _, err := certs.Load(cl.TLSCA, cl.TLSCert, cl.TLSKey); err != nil {
 		return "cluster.tls_cert", fmt.Sprintf("%s with cluster.tls_key %s: %v", cl.TLSCert, cl.TLSKey, err)
+	}
+	return "", ""
+}
+
+// checkHubTLS: the hub's certificate and key come together and load as a
+// pair, so a bad file stops start-up with its key named instead of every
+// TLS handshake failing later.
+func checkHubTLS(c *Config) (string, string) {
+	h := c.Hub
+	if h.TLSCert == "" && h.TLSKey == "" {
+		return "", ""
+	}
+	files := []struct{ key, path string }{{"hub.tls_cert", h.TLSCert}, {"hub.tls_key", h.TLSKey}}
+	for _, f := range files {
+		if f.path == "" {
+			return f.key, "required when either of hub.tls_cert, hub.tls_key is set (give both; env " + EnvName(f.key) + ")"
+		}
+	}
+	for _, f := range files {
+		if _, err := os.ReadFile(f.path); err != nil {
+			return f.key, fmt.Sprintf("cannot read %s: %v", f.path, errors.Unwrap(err))
+		}
+	}
+	if _, err := tls.LoadX509KeyPair(h.TLSCert, h.TLSKey); err != nil {
+		return "hub.tls_cert", fmt.Sprintf("%s with hub.tls_key %s: %v", h.TLSCert, h.TLSKey, err)
 	}
 	return "", ""
 }

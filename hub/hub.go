@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -150,13 +151,37 @@ func (h *Hub) URL() string {
 	if h.cfg.Hub.AdvertiseURL != "" {
 		return h.cfg.Hub.AdvertiseURL
 	}
-	return "http://" + h.listener.Addr().String()
+	scheme := "http://"
+	if h.cfg.Hub.TLSEnabled() {
+		scheme = "https://"
+	}
+	return scheme + h.listener.Addr().String()
+}
+
+// loadHTTPTLS is the server side of hub.tls_cert/hub.tls_key, or nil when
+// the hub serves plain HTTP. TLS 1.2 stays allowed: the port also serves
+// browsers, curl and proxies, unlike the cluster port (1.3 only).
+func (h *Hub) loadHTTPTLS() (*tls.Config, error) {
+	if !h.cfg.Hub.TLSEnabled() {
+		return nil, nil
+	}
+	// Validate loaded the pair already; it may have changed since.
+	pair, err := tls.LoadX509KeyPair(h.cfg.Hub.TLSCert, h.cfg.Hub.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("hub TLS (hub.tls_cert %s, hub.tls_key %s): %w", h.cfg.Hub.TLSCert, h.cfg.Hub.TLSKey, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // Start joins the cluster, starts the actors, re-arms stored jobs and
 // serves HTTP. On error everything started is stopped again.
 func (h *Hub) Start(ctx context.Context) (err error) {
 	h.started = time.Now()
+	httpTLS, err := h.loadHTTPTLS()
+	if err != nil {
+		_ = h.stores.Close()
+		return err
+	}
 	ln, err := net.Listen("tcp", h.cfg.Hub.Listen)
 	if err != nil {
 		_ = h.stores.Close()
@@ -236,11 +261,19 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		TLSConfig:         httpTLS,
 	}
 	h.serveDone = make(chan struct{})
 	go func() {
 		defer close(h.serveDone)
-		if err := h.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := h.server.Serve
+		if httpTLS != nil {
+			// ServeTLS rather than a tls.Listener: it also offers HTTP/2 to
+			// clients that ask for it. Worker links stay HTTP/1.1 (the
+			// WebSocket dialer does not offer h2), so their upgrade works.
+			serve = func(ln net.Listener) error { return h.server.ServeTLS(ln, "", "") }
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.log.Error("http server stopped", slog.Any("err", err))
 		}
 	}()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/paprika-hub/paprika/client"
 	"github.com/paprika-hub/paprika/config"
+	"github.com/paprika-hub/paprika/internal/certs"
 )
 
 // Environment variables the client commands read.
@@ -21,6 +23,7 @@ const (
 	envHub      = "PAPRIKA_HUB"            // default --hub (a comma list)
 	envToken    = "PAPRIKA_API_TOKEN"      // default --token
 	envTokenAlt = "PAPRIKA_AUTH_API_TOKEN" // the hub's own name for the same secret
+	envCA       = "PAPRIKA_CA"             // default --ca of the client commands and of paprika worker
 )
 
 // defaultHubURL is where `paprika up` and `paprika hub` listen by default.
@@ -115,14 +118,16 @@ func (c *cli) usageError(name, msg string) int {
 type clientFlags struct {
 	hubs  listFlag
 	token string
+	ca    string
 	json  bool
 }
 
-// addClientFlags registers --hub, --token and --json on fs.
+// addClientFlags registers --hub, --token, --ca and --json on fs.
 func (c *cli) addClientFlags(fs *flag.FlagSet) *clientFlags {
 	cf := &clientFlags{}
 	fs.Var(&cf.hubs, "hub", "hub `URL`; a comma list or repeated to fail over (default $"+envHub+" or "+defaultHubURL+")")
 	fs.StringVar(&cf.token, "token", "", "API bearer `token` (default $"+envToken+")")
+	fs.StringVar(&cf.ca, "ca", "", "PEM `file` of the CA that signed the hubs' HTTPS certificates, e.g. from paprika certs ca (default $"+envCA+"; else the system roots)")
 	fs.BoolVar(&cf.json, "json", false, "print JSON instead of text")
 	return cf
 }
@@ -149,14 +154,32 @@ func (c *cli) newClient(cf *clientFlags) (*client.Client, error) {
 	if c.httpClient != nil {
 		opts = append(opts, client.WithHTTPClient(c.httpClient))
 	}
+	if ca := cmp.Or(cf.ca, c.getenv(envCA)); ca != "" {
+		pool, err := certs.LoadPool(ca)
+		if err != nil {
+			return nil, &caError{err}
+		}
+		opts = append(opts, client.WithRootCAs(pool))
+	}
 	return client.New(hubs, opts...)
 }
 
-// hubClient is newClient for a command: a bad --hub is a usage error of
-// fs, returned as code (-1 otherwise).
+// caError marks a --ca file that does not load, so that hubClient names
+// the right flag.
+type caError struct{ err error }
+
+func (e *caError) Error() string { return e.err.Error() }
+func (e *caError) Unwrap() error { return e.err }
+
+// hubClient is newClient for a command: a bad --hub or --ca is a usage
+// error of fs, returned as code (-1 otherwise).
 func (c *cli) hubClient(fs *flag.FlagSet, cf *clientFlags) (*client.Client, int) {
 	cl, err := c.newClient(cf)
 	if err != nil {
+		var ce *caError
+		if errors.As(err, &ce) {
+			return nil, c.usageError(fs.Name(), "flag -ca: "+err.Error())
+		}
 		return nil, c.usageError(fs.Name(), "flag -hub: "+err.Error())
 	}
 	return cl, -1

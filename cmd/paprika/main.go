@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +35,7 @@ const usage = `paprika — a clustered job hub for browser automation
 Usage:
   paprika up [--config F] [--listen ADDR] [--workers N] [--lanes M] [--driver D]
   paprika hub [--config F] [--listen ADDR]
-  paprika worker --hub URL [--id ID] [--lanes M] [--driver chromium|simulated] [--token T]
+  paprika worker --hub URL [--id ID] [--lanes M] [--driver chromium|simulated] [--token T] [--ca F] [--insecure]
   paprika submit --mode MODE [--param k=v ...] [--label k=v ...] [--wait] [--follow]
   paprika jobs [ls [--status S] [--limit N] [--cursor C] | get ID | logs ID [-f] | cancel ID]
   paprika workers [ls | drain ID | activate ID | standby ID]
@@ -47,7 +48,8 @@ Usage:
 
 Client commands (submit, jobs, workers, hubs) take --hub URL (default
 $PAPRIKA_HUB or http://127.0.0.1:8080; a comma list fails over), --token T
-(default $PAPRIKA_API_TOKEN) and --json. "paprika COMMAND -h" lists a
+(default $PAPRIKA_API_TOKEN), --ca F (the CA of an https:// hub's
+certificate; default $PAPRIKA_CA) and --json. "paprika COMMAND -h" lists a
 command's flags.
 
 Exit status: 0 success, 1 failure (job failed, hub error), 2 bad usage or
@@ -162,6 +164,8 @@ func hintFor(err error) string {
 	switch {
 	case client.IsStatus(err, http.StatusUnauthorized), client.IsStatus(err, http.StatusForbidden):
 		return "pass the hub's API token with --token or $" + envToken
+	case errors.As(err, new(x509.UnknownAuthorityError)):
+		return "the hub's certificate is from a CA this machine does not trust: pass it with --ca or $" + envCA
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "is a hub running there? start one with `paprika up`, or point --hub or $" + envHub + " at it"
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,7 +14,28 @@ import (
 	"time"
 
 	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/config"
 )
+
+// localRoots is what up's local workers trust for the hub's HTTPS
+// certificate: the certificates of hub.tls_cert itself (leaf and chain).
+// Go accepts a leaf found in the root pool, so this works for a
+// certificate from a private CA and a self-signed one alike, with no CA
+// file to pass; nil when the hub serves plain HTTP.
+func localRoots(cfg *config.Config) (*x509.CertPool, error) {
+	if !cfg.Hub.TLSEnabled() {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(cfg.Hub.TLSCert)
+	if err != nil {
+		return nil, fmt.Errorf("hub.tls_cert: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("hub.tls_cert: %s holds no PEM certificate", cfg.Hub.TLSCert)
+	}
+	return pool, nil
+}
 
 // runUp is `paprika up`: a hub plus N local workers in one process, on
 // embedded defaults unless a config says otherwise. Ctrl-C stops the
@@ -54,11 +76,21 @@ func runUp(args []string) int {
 		stopHub(h, log)
 		return 2
 	}
+	roots, err := localRoots(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "paprika up:", err)
+		stopHub(h, log)
+		return 2
+	}
 	built := make([]*builtWorker, 0, *workers)
 	for i := 1; i <= *workers; i++ {
 		id := fmt.Sprintf("local-%d", i)
+		// Insecure: the local workers dial this process's own listener
+		// (h.URL() may spell it 0.0.0.0 or advertise_url's name), so the
+		// token does not leave the machine even over plain http.
 		w, err := workerSpec{driver: *driver, cfg: agent.Config{HubURLs: []string{h.URL()}, ID: id, Lanes: *lanes,
-			Token: cfg.Auth.WorkerToken, Logger: log}, driverLog: log.With(slog.String("worker_id", id))}.build()
+			Token: cfg.Auth.WorkerToken, RootCAs: roots, Insecure: !cfg.Hub.TLSEnabled(), Logger: log},
+			driverLog: log.With(slog.String("worker_id", id))}.build()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "paprika up:", err)
 			for _, b := range built {

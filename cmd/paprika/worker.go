@@ -59,6 +59,11 @@ var errNoChromium = errors.New("chromium not found")
 // the agent made after it), then the agent.
 func (s workerSpec) build() (*builtWorker, error) {
 	s.cfg.Driver = s.driver
+	// Checked before any driver starts: a refused configuration (a token
+	// for a plain-http remote hub) must not launch a browser first.
+	if err := s.cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("worker config: %w", err)
+	}
 	closeDrv := func() error { return nil }
 	if s.driver == agent.DriverChromium {
 		var a *agent.Agent
@@ -103,6 +108,8 @@ func runWorker(args []string) int {
 	driver := fs.String("driver", agent.DefaultDriver, "lane driver: simulated or chromium")
 	chromiumPath := fs.String("chromium", "", "path to Chromium (default: chromium, chromium-browser or google-chrome on PATH)")
 	token := fs.String("token", os.Getenv("PAPRIKA_AUTH_WORKER_TOKEN"), "worker token (default $PAPRIKA_AUTH_WORKER_TOKEN)")
+	ca := fs.String("ca", os.Getenv(envCA), "PEM file of the CA that signed the hubs' HTTPS certificates (hub.tls_cert), e.g. from paprika certs ca (default $"+envCA+"; else the system roots)")
+	insecure := fs.Bool("insecure", false, "send the token to a non-loopback hub over plain http:// (only on a network you trust: anyone on the path can read it)")
 	execLog := fs.String("exec-log", "", "append one line per job execution start and end to this file (tests)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	restartAfter := fs.Duration("restart-after", 0, "drain and exit 0 after this uptime, for the supervisor to restart (0 = never)")
@@ -130,7 +137,7 @@ func runWorker(args []string) int {
 		return 2
 	}
 	w, err := workerSpec{driver: *driver, chromium: *chromiumPath, cfg: agent.Config{HubURLs: hubs, ID: *id,
-		Lanes: *lanes, Token: *token, ExecLog: *execLog, Logger: log,
+		Lanes: *lanes, Token: *token, CAFile: *ca, Insecure: *insecure, ExecLog: *execLog, Logger: log,
 		RestartAfter: *restartAfter, RestartAfterJobs: *restartJobs, RestartAboveRSS: *restartRSS << 20,
 		RestartJitter: max(*restartJitter, time.Nanosecond)}}.build()
 	if err != nil {

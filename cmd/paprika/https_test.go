@@ -20,9 +20,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"fmt"
 	"github.com/paprika-hub/paprika/agent"
 	"github.com/paprika-hub/paprika/client"
 	"github.com/paprika-hub/paprika/internal/certs"
+	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 
 // TestSecurityCLIWithCAListsJobsOverHTTPS: against a hub serving a
@@ -70,7 +72,7 @@ func TestSecurityWorkerRefusesTokenOverPlainHTTP(t *testing.T) {
 	t.Parallel()
 	ip := agent.LanIP()
 	if ip == nil || ip.IsLoopback() {
-		t.Skip("no non-loopback address to listen on")
+		storetest.Unavailable(t, "a non-loopback address to listen on", fmt.Errorf("LAN IP %v", ip))
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 	require.NoError(t, err)

@@ -57,6 +57,8 @@ type Options struct {
 	Logger         *slog.Logger
 	// FaultInjection routes POST /debug/panic (config debug.fault_injection).
 	FaultInjection bool
+	// Limits are config's limits section; zero fields take its defaults.
+	Limits Limits
 }
 
 // Server routes the HTTP API to a Backend.
@@ -66,6 +68,7 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler // mux behind guardHost
 	log     *slog.Logger
+	limits  Limits // opts.Limits with the defaults filled in
 }
 
 // maxBodyBytes bounds a request body (a job's params included).
@@ -76,7 +79,7 @@ func New(b Backend, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Server{b: b, opts: o, mux: http.NewServeMux(), log: o.Logger}
+	s := &Server{b: b, opts: o, mux: http.NewServeMux(), log: o.Logger, limits: o.Limits.withDefaults()}
 	api := func(pattern string, h http.HandlerFunc) {
 		var next http.Handler = h
 		if stateChanging(pattern) {

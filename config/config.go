@@ -75,6 +75,14 @@ const (
 	DefaultMinIOBucket = "paprika"
 	// DefaultAssetsDir is assets.dir.
 	DefaultAssetsDir = "./data/assets"
+	// DefaultLimitsMaxParamsBytes is limits.max_params_bytes (64 KiB).
+	DefaultLimitsMaxParamsBytes = 64 << 10
+	// DefaultLimitsMaxLabels is limits.max_labels.
+	DefaultLimitsMaxLabels = 32
+	// DefaultLimitsMaxLabelKeyBytes is limits.max_label_key_bytes.
+	DefaultLimitsMaxLabelKeyBytes = 128
+	// DefaultLimitsMaxLabelValueBytes is limits.max_label_value_bytes.
+	DefaultLimitsMaxLabelValueBytes = 1024
 )
 
 // Cluster providers accepted by cluster.provider: short names for package
@@ -129,6 +137,8 @@ type Config struct {
 	MinIO MinIOConfig `yaml:"minio"`
 	// Assets configures the local asset store used without MinIO.
 	Assets AssetsConfig `yaml:"assets"`
+	// Limits bounds what one client, request or job may take of a hub.
+	Limits LimitsConfig `yaml:"limits"`
 	// Debug holds switches for tests and drills; all off by default.
 	Debug DebugConfig `yaml:"debug"`
 
@@ -371,6 +381,24 @@ type AssetsConfig struct {
 	Dir string `yaml:"dir"`
 }
 
+// LimitsConfig is the "limits" section: every bound a client can reach,
+// each answered with a 4xx naming its key rather than by the hub running out
+// of memory, disk or patience.
+type LimitsConfig struct {
+	// MaxParamsBytes bounds a job's params (POST /jobs) as sent, in bytes;
+	// more is answered 413. Default 65536 (64 KiB).
+	MaxParamsBytes int `yaml:"max_params_bytes"`
+	// MaxLabels bounds the number of labels of a job or session; more is
+	// answered 400. Default 32.
+	MaxLabels int `yaml:"max_labels"`
+	// MaxLabelKeyBytes bounds one label's key, in bytes; longer is
+	// answered 400. Default 128.
+	MaxLabelKeyBytes int `yaml:"max_label_key_bytes"`
+	// MaxLabelValueBytes bounds one label's value, in bytes; longer is
+	// answered 400. Default 1024.
+	MaxLabelValueBytes int `yaml:"max_label_value_bytes"`
+}
+
 // DebugConfig is the "debug" section.
 type DebugConfig struct {
 	// FaultInjection enables POST /debug/panic, which makes one actor of the
@@ -429,5 +457,11 @@ func Default() *Config {
 		Redis:  RedisConfig{Prefix: DefaultRedisPrefix},
 		MinIO:  MinIOConfig{Bucket: DefaultMinIOBucket},
 		Assets: AssetsConfig{Dir: DefaultAssetsDir},
+		Limits: LimitsConfig{
+			MaxParamsBytes:     DefaultLimitsMaxParamsBytes,
+			MaxLabels:          DefaultLimitsMaxLabels,
+			MaxLabelKeyBytes:   DefaultLimitsMaxLabelKeyBytes,
+			MaxLabelValueBytes: DefaultLimitsMaxLabelValueBytes,
+		},
 	}
 }

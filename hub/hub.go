@@ -233,6 +233,10 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			AdvertiseURL:   h.cfg.Hub.AdvertiseURL,
 			DefaultTimeout: h.cfg.Jobs.DefaultTimeout, MaxAttempts: h.cfg.Jobs.MaxAttempts, Logger: h.log,
 			FaultInjection: h.cfg.Debug.FaultInjection,
+			Limits: api.Limits{
+				MaxParamsBytes: h.cfg.Limits.MaxParamsBytes, MaxLabels: h.cfg.Limits.MaxLabels,
+				MaxLabelKeyBytes: h.cfg.Limits.MaxLabelKeyBytes, MaxLabelValueBytes: h.cfg.Limits.MaxLabelValueBytes,
+			},
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),

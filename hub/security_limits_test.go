@@ -1,0 +1,85 @@
+package hub
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// limitBody decodes an error answer to a bound: its code and the limit
+// (config key) and label it names.
+func limitBody(t *testing.T, b []byte) (code, limit, label string) {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Code, Message, Limit, Label string
+			Max                         int
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &e), string(b))
+	require.Contains(t, e.Error.Message, e.Error.Limit, "the message names the key too")
+	require.Positive(t, e.Error.Max, string(b))
+	return e.Error.Code, e.Error.Limit, e.Error.Label
+}
+
+// labelsJSON builds a labels object of n labels, keys k0.., each value v.
+func labelsJSON(n int, v string) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("%q:%q", fmt.Sprintf("k%d", i), v)
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// TestSecurityLimitsParamsAndLabels: params over limits.max_params_bytes are
+// a 413, too many or too long labels a 400, on POST /jobs and POST
+// /sessions, each naming the config key (and the label); requests at the
+// bounds still go through.
+func TestSecurityLimitsParamsAndLabels(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("limits.max_params_bytes", "2048"))
+	require.NoError(t, cfg.Set("limits.max_labels", "4"))
+	require.NoError(t, cfg.Set("limits.max_label_key_bytes", "16"))
+	require.NoError(t, cfg.Set("limits.max_label_value_bytes", "32"))
+	h := startTestHub(t, cfg)
+	fetch := func(n int) string { // params of about n bytes
+		return `{"url":"https://example.com/?q=` + strings.Repeat("a", n-32) + `"}`
+	}
+
+	st, b := do(t, "POST", h.URL()+"/jobs", `{"mode":"fetch","params":`+fetch(4096)+`}`)
+	require.Equal(t, http.StatusRequestEntityTooLarge, st, string(b))
+	code, limit, _ := limitBody(t, b)
+	require.Equal(t, "params_too_large", code)
+	require.Equal(t, "limits.max_params_bytes", limit)
+	st, b = do(t, "POST", h.URL()+"/jobs", `{"mode":"fetch","params":`+fetch(2000)+`}`)
+	require.Equal(t, http.StatusCreated, st, "params under the bound: %s", b)
+
+	for _, tc := range []struct{ name, labels, limit, label string }{
+		{"count", labelsJSON(5, "v"), "limits.max_labels", ""},
+		{"key", `{"` + strings.Repeat("k", 17) + `":"v"}`, "limits.max_label_key_bytes", strings.Repeat("k", 17)},
+		{"value", `{"team":"` + strings.Repeat("v", 33) + `"}`, "limits.max_label_value_bytes", "team"},
+	} {
+		for _, path := range []string{"/jobs", "/sessions"} {
+			st, b := do(t, "POST", h.URL()+path, `{"mode":"noop","labels":`+tc.labels+`}`)
+			if path == "/sessions" {
+				st, b = do(t, "POST", h.URL()+path, `{"labels":`+tc.labels+`}`)
+			}
+			require.Equal(t, http.StatusBadRequest, st, "%s %s: %s", tc.name, path, b)
+			code, limit, label := limitBody(t, b)
+			require.Equal(t, "bad_labels", code)
+			require.Equal(t, tc.limit, limit, tc.name)
+			require.Equal(t, tc.label, label, tc.name)
+		}
+	}
+	// At the bounds: accepted (a session finds no worker: 503, not 400).
+	ok := labelsJSON(3, strings.Repeat("v", 32)) // keys k0..k2
+	ok = strings.TrimSuffix(ok, "}") + `,"` + strings.Repeat("k", 16) + `":"v"}`
+	st, b = do(t, "POST", h.URL()+"/jobs", `{"mode":"noop","labels":`+ok+`}`)
+	require.Equal(t, http.StatusCreated, st, string(b))
+	st, b = do(t, "POST", h.URL()+"/sessions", `{"labels":`+ok+`}`)
+	require.Equal(t, http.StatusServiceUnavailable, st, string(b))
+}

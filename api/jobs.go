@@ -43,6 +43,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_idempotency_key", "Idempotency-Key is longer than %d bytes", maxIdemKeyLen))
 		return
 	}
+	if err := s.checkQueue(r.Context()); err != nil {
+		writeError(w, err)
+		return
+	}
 	timeout := req.TimeoutS
 	if timeout == 0 {
 		timeout = int(s.opts.DefaultTimeout / time.Second)
@@ -60,7 +64,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status := http.StatusCreated
-	if !created {
+	if created {
+		s.queue.added()
+	} else {
 		status = http.StatusOK
 		if key != "" && !sameSubmission(job, req) {
 			// Answering with the stored job would tell the client its new

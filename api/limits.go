@@ -1,9 +1,13 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"sync"
+	"time"
 )
 
 // Limits are the bounds of config's limits section the API enforces. A zero
@@ -14,6 +18,9 @@ type Limits struct {
 	MaxLabels          int // limits.max_labels
 	MaxLabelKeyBytes   int // limits.max_label_key_bytes
 	MaxLabelValueBytes int // limits.max_label_value_bytes
+	// MaxQueued is limits.max_queued. Unlike the others, 0 means no cap
+	// (config's own meaning), not the default.
+	MaxQueued int
 }
 
 // Built-in defaults of Limits, the same as config's.
@@ -84,4 +91,69 @@ func (l Limits) checkLabels(labels map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// queueGate caches the fleet's queue depth for limits.max_queued. The depth
+// lives in the scheduler grain, which may be on another hub, and the job
+// store has no count, so asking on every POST /jobs would put a cluster
+// round trip (or a table scan) on the submit path. Instead one request a
+// second refreshes it and the others use the cached value plus this hub's
+// own submits since, which keeps a burst on one hub exact.
+type queueGate struct {
+	mu         sync.Mutex
+	depth      int       // the scheduler's last answer
+	since      int       // jobs this hub created after that answer
+	at         time.Time // when depth was last asked for (zero: never)
+	refreshing bool
+}
+
+// queueRefresh is how old the cached depth may get.
+const queueRefresh = time.Second
+
+// queueRetryAfter is the Retry-After of a 429 queue_full, in seconds: a
+// full queue drains at the fleet's pace, not in an instant.
+const queueRetryAfter = 5
+
+// added counts a job this hub created since the last refresh.
+func (g *queueGate) added() {
+	g.mu.Lock()
+	g.since++
+	g.mu.Unlock()
+}
+
+// checkQueue refuses a submission with 429 while the fleet already holds
+// limits.max_queued queued jobs. When the depth cannot be read it lets the
+// job through: the store, not this gate, is what must stay reachable, and
+// the next refresh is at most a second away.
+func (s *Server) checkQueue(ctx context.Context) error {
+	limit := s.limits.MaxQueued
+	if limit <= 0 {
+		return nil
+	}
+	g := &s.queue
+	g.mu.Lock()
+	if time.Since(g.at) >= queueRefresh && !g.refreshing {
+		g.refreshing, g.at = true, time.Now() // others meanwhile use the old value
+		g.mu.Unlock()
+		cctx, cancel := context.WithTimeout(ctx, queueRefresh)
+		d, err := s.b.QueueDepth(cctx)
+		cancel()
+		g.mu.Lock()
+		g.refreshing = false
+		if err == nil {
+			g.depth, g.since = d, 0
+		} else {
+			s.log.Debug("queue depth unavailable; limits.max_queued not applied until the next read", "err", err)
+		}
+	}
+	depth := g.depth + g.since
+	g.mu.Unlock()
+	if depth < limit {
+		return nil
+	}
+	e := limitError(http.StatusTooManyRequests, "queue_full", "limits.max_queued", limit,
+		"%d jobs are queued in the fleet; retry after %ds", depth, queueRetryAfter)
+	e.Extra["queued"] = depth
+	e.RetryAfter = strconv.Itoa(queueRetryAfter)
+	return e
 }

@@ -36,6 +36,9 @@ type Backend interface {
 	Link(w http.ResponseWriter, r *http.Request, workerID string)
 	// Ready reports each store's reachability (nil = reachable).
 	Ready(ctx context.Context) map[string]error
+	// QueueDepth counts the fleet's queued jobs (limits.max_queued). It may
+	// cross hubs: the API calls it at most once a second (queueGate).
+	QueueDepth(ctx context.Context) (int, error)
 	// MetricsHandler serves /metrics: the metrics library negotiates the
 	// exposition format and sets the content type, so the API adds only
 	// its token check.
@@ -69,6 +72,7 @@ type Server struct {
 	handler http.Handler // mux behind guardHost
 	log     *slog.Logger
 	limits  Limits // opts.Limits with the defaults filled in
+	queue   queueGate
 }
 
 // maxBodyBytes bounds a request body (a job's params included).

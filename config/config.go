@@ -83,6 +83,8 @@ const (
 	DefaultLimitsMaxLabelKeyBytes = 128
 	// DefaultLimitsMaxLabelValueBytes is limits.max_label_value_bytes.
 	DefaultLimitsMaxLabelValueBytes = 1024
+	// DefaultLimitsMaxQueued is limits.max_queued.
+	DefaultLimitsMaxQueued = 100000
 )
 
 // Cluster providers accepted by cluster.provider: short names for package
@@ -397,6 +399,12 @@ type LimitsConfig struct {
 	// MaxLabelValueBytes bounds one label's value, in bytes; longer is
 	// answered 400. Default 1024.
 	MaxLabelValueBytes int `yaml:"max_label_value_bytes"`
+	// MaxQueued bounds the fleet's queued jobs: POST /jobs answers 429,
+	// with Retry-After and the queue depth, while that many wait. Each hub
+	// reads the depth from the scheduler at most once a second and adds its
+	// own submits since, so a burst across several hubs may overshoot by
+	// about a second of submits. Default 100000. 0 = no cap.
+	MaxQueued int `yaml:"max_queued"`
 }
 
 // DebugConfig is the "debug" section.
@@ -462,6 +470,7 @@ func Default() *Config {
 			MaxLabels:          DefaultLimitsMaxLabels,
 			MaxLabelKeyBytes:   DefaultLimitsMaxLabelKeyBytes,
 			MaxLabelValueBytes: DefaultLimitsMaxLabelValueBytes,
+			MaxQueued:          DefaultLimitsMaxQueued,
 		},
 	}
 }

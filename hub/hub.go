@@ -236,6 +236,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			Limits: api.Limits{
 				MaxParamsBytes: h.cfg.Limits.MaxParamsBytes, MaxLabels: h.cfg.Limits.MaxLabels,
 				MaxLabelKeyBytes: h.cfg.Limits.MaxLabelKeyBytes, MaxLabelValueBytes: h.cfg.Limits.MaxLabelValueBytes,
+				MaxQueued: h.cfg.Limits.MaxQueued,
 			},
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

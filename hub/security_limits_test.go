@@ -3,9 +3,11 @@ package hub
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -82,4 +84,43 @@ func TestSecurityLimitsParamsAndLabels(t *testing.T) {
 	require.Equal(t, http.StatusCreated, st, string(b))
 	st, b = do(t, "POST", h.URL()+"/sessions", `{"labels":`+ok+`}`)
 	require.Equal(t, http.StatusServiceUnavailable, st, string(b))
+}
+
+// TestSecurityLimitsQueueFull: with limits.max_queued jobs queued (no
+// worker takes them), POST /jobs answers 429 queue_full with Retry-After
+// and the depth; reads still answer, and once a job leaves the queue a
+// submission is taken again.
+func TestSecurityLimitsQueueFull(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("limits.max_queued", "3"))
+	h := startTestHub(t, cfg)
+	var ids []string
+	for range 3 {
+		ids = append(ids, submit(t, h.URL(), `{"mode":"noop"}`).ID)
+	}
+	req, err := http.NewRequest("POST", h.URL()+"/jobs", strings.NewReader(`{"mode":"noop"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, string(b))
+	require.Equal(t, "5", res.Header.Get("Retry-After"))
+	code, limit, _ := limitBody(t, b)
+	require.Equal(t, "queue_full", code)
+	require.Equal(t, "limits.max_queued", limit)
+	var e struct{ Error struct{ Queued int } }
+	require.NoError(t, json.Unmarshal(b, &e))
+	require.Equal(t, 3, e.Error.Queued)
+
+	st, b := do(t, "GET", h.URL()+"/jobs/"+ids[0], "")
+	require.Equal(t, http.StatusOK, st, "reads are not gated: %s", b)
+	st, b = do(t, "POST", h.URL()+"/jobs/"+ids[0]+"/cancel", "")
+	require.Equal(t, http.StatusOK, st, string(b))
+	// The scheduler's count is re-read within a second.
+	require.Eventually(t, func() bool {
+		st, _ := do(t, "POST", h.URL()+"/jobs", `{"mode":"noop"}`)
+		return st == http.StatusCreated
+	}, 10*time.Second, 200*time.Millisecond)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -78,7 +79,33 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, next 
 		writeError(w, Errorf(http.StatusInternalServerError, "no_streaming", "this connection cannot stream"))
 		return
 	}
-	ctx := r.Context()
+	// A follower that stops reading would hold this goroutine, its
+	// subscription and the connection for the job's whole life: every
+	// event gets a write deadline, and a missed one ends the follow (the
+	// connection is dropped; a client resumes with Last-Event-ID).
+	ctx, stop := context.WithCancelCause(r.Context())
+	defer stop(nil)
+	rc := http.NewResponseController(w)
+	// net/http resets a write deadline only when it has a WriteTimeout of
+	// its own: lift it, or the connection's next request inherits it.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	writeTimeout := s.opts.FollowWriteTimeout
+	if writeTimeout <= 0 {
+		writeTimeout = defaultFollowWriteTimeout
+	}
+	stalled := func(err error) {
+		if err != nil && ctx.Err() == nil {
+			s.log.Debug("log follow dropped", "job", id, "err", err)
+			stop(errWriteStalled)
+		}
+	}
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) }
+	flusher = flushFunc(func() {
+		if ctx.Err() == nil {
+			deadline()
+			stalled(rc.Flush())
+		}
+	})
 	store := s.b.Logs()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -89,14 +116,18 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, next 
 	send := func(lines []string, from int64) {
 		for i, l := range lines {
 			idx := from + int64(i)
-			if idx < next {
+			if idx < next || ctx.Err() != nil {
 				continue
 			}
-			fmt.Fprintf(w, "id: %d\n", idx)
+			deadline()
+			var ev strings.Builder
+			fmt.Fprintf(&ev, "id: %d\n", idx)
 			for _, part := range strings.Split(l, "\n") {
-				fmt.Fprintf(w, "data: %s\n", part)
+				fmt.Fprintf(&ev, "data: %s\n", part)
 			}
-			fmt.Fprint(w, "\n")
+			ev.WriteString("\n")
+			_, err := io.WriteString(w, ev.String())
+			stalled(err)
 			next = idx + 1
 		}
 	}
@@ -119,11 +150,13 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, next 
 		done, err := catchUp()
 		if err == nil && done {
 			_ = sub.Close()
+			deadline()
 			fmt.Fprint(w, "event: done\ndata: \n\n")
 			flusher.Flush()
 			return
 		}
 		if s.stream(ctx, sub, send, catchUp, flusher) {
+			deadline()
 			fmt.Fprint(w, "event: done\ndata: \n\n")
 			flusher.Flush()
 			return
@@ -159,6 +192,11 @@ func (s *Server) stream(ctx context.Context, sub persistence.LogSubscription, se
 		}
 	}
 }
+
+// flushFunc is an http.Flusher made of a function.
+type flushFunc func()
+
+func (f flushFunc) Flush() { f() }
 
 // maxAssetBytes bounds one uploaded asset.
 const maxAssetBytes = 512 << 20

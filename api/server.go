@@ -62,6 +62,11 @@ type Options struct {
 	FaultInjection bool
 	// Limits are config's limits section; zero fields take its defaults.
 	Limits Limits
+	// BodyReadTimeout bounds reading a JSON request body; 0 = 30s.
+	BodyReadTimeout time.Duration
+	// FollowWriteTimeout bounds writing one event of a log follow; a
+	// follower that does not take it in time is dropped. 0 = 10s.
+	FollowWriteTimeout time.Duration
 }
 
 // Server routes the HTTP API to a Backend.
@@ -87,7 +92,7 @@ func New(b Backend, o Options) *Server {
 	api := func(pattern string, h http.HandlerFunc) {
 		var next http.Handler = h
 		if stateChanging(pattern) {
-			next = requireJSON(next)
+			next = requireJSON(s.boundBodyRead(next))
 		}
 		s.mux.Handle(pattern, s.auth(o.APIToken, next))
 	}

@@ -85,6 +85,8 @@ const (
 	DefaultLimitsMaxLabelValueBytes = 1024
 	// DefaultLimitsMaxQueued is limits.max_queued.
 	DefaultLimitsMaxQueued = 100000
+	// DefaultLimitsMaxConnsPerIP is limits.max_conns_per_ip.
+	DefaultLimitsMaxConnsPerIP = 256
 )
 
 // Cluster providers accepted by cluster.provider: short names for package
@@ -405,6 +407,11 @@ type LimitsConfig struct {
 	// own submits since, so a burst across several hubs may overshoot by
 	// about a second of submits. Default 100000. 0 = no cap.
 	MaxQueued int `yaml:"max_queued"`
+	// MaxConnsPerIP bounds the open connections of one client address to
+	// hub.listen (API, worker links and uploads together); one beyond it is
+	// closed on accept. Loopback counts too: a local fleet of workers and
+	// followers stays far below the default. Default 256. 0 = no cap.
+	MaxConnsPerIP int `yaml:"max_conns_per_ip"`
 }
 
 // DebugConfig is the "debug" section.
@@ -471,6 +478,7 @@ func Default() *Config {
 			MaxLabelKeyBytes:   DefaultLimitsMaxLabelKeyBytes,
 			MaxLabelValueBytes: DefaultLimitsMaxLabelValueBytes,
 			MaxQueued:          DefaultLimitsMaxQueued,
+			MaxConnsPerIP:      DefaultLimitsMaxConnsPerIP,
 		},
 	}
 }

@@ -101,6 +101,7 @@ var fieldChecks = map[string]func(c *Config) string{
 	"limits.max_label_key_bytes":   func(c *Config) string { return inRange(c.Limits.MaxLabelKeyBytes, 1, 64<<10) },
 	"limits.max_label_value_bytes": func(c *Config) string { return inRange(c.Limits.MaxLabelValueBytes, 1, 64<<10) },
 	"limits.max_queued":            func(c *Config) string { return inRange(c.Limits.MaxQueued, 0, 1<<30) },
+	"limits.max_conns_per_ip":      func(c *Config) string { return inRange(c.Limits.MaxConnsPerIP, 0, 1<<20) },
 }
 
 // crossChecks are the rules between keys; each returns the key to blame

@@ -163,6 +163,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("listen on hub.listen %s: %w", h.cfg.Hub.Listen, err)
 	}
 	h.listener = ln
+	// Counted before net/http sees a connection: a client opening sockets
+	// without end is refused at accept, not after a goroutine each.
+	ln = api.LimitConnsPerIP(ln, h.cfg.Limits.MaxConnsPerIP)
 	provider := h.cfg.Cluster.Provider
 	if provider == membership.ProviderRedis && h.stores.Redis == nil {
 		provider = membership.ProviderLocal // embedded: a one-member cluster
@@ -240,7 +243,11 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			},
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		// No ReadTimeout or WriteTimeout: they would cut worker links, big
+		// asset uploads and log follows; the API bounds JSON bodies and
+		// each follow event itself (api/conns.go).
+		IdleTimeout: api.IdleTimeout,
+		ErrorLog:    slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
 	}
 	h.serveDone = make(chan struct{})
 	go func() {

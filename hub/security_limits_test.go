@@ -1,9 +1,11 @@
 package hub
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -123,4 +125,46 @@ func TestSecurityLimitsQueueFull(t *testing.T) {
 		st, _ := do(t, "POST", h.URL()+"/jobs", `{"mode":"noop"}`)
 		return st == http.StatusCreated
 	}, 10*time.Second, 200*time.Millisecond)
+}
+
+// TestSecurityLimitsConnsPerIP: a client address holding
+// limits.max_conns_per_ip connections has the next one closed on accept;
+// once it lets one go, it is served again.
+func TestSecurityLimitsConnsPerIP(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("limits.max_conns_per_ip", "3"))
+	h := startTestHub(t, cfg)
+	addr := strings.TrimPrefix(h.URL(), "http://")
+	var held []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		held = append(held, c)
+	}
+	// The held ones are accepted: each answers a request.
+	for _, c := range held[:1] {
+		_, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		require.NoError(t, err)
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
+	}
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	res, err := fresh.Get(h.URL() + "/healthz")
+	if err == nil {
+		res.Body.Close()
+	}
+	require.Error(t, err, "a fourth connection is closed before any answer")
+
+	require.NoError(t, held[2].Close())
+	require.Eventually(t, func() bool {
+		res, err := fresh.Get(h.URL() + "/healthz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}, 5*time.Second, 50*time.Millisecond)
 }

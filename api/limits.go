@@ -21,6 +21,13 @@ type Limits struct {
 	// MaxQueued is limits.max_queued. Unlike the others, 0 means no cap
 	// (config's own meaning), not the default.
 	MaxQueued int
+	// APIRate (limits.api_rate, requests per second per client address;
+	// 0 = no cap, like MaxQueued) and APIBurst (limits.api_burst).
+	APIRate  int
+	APIBurst int
+	// MaxAssetBytes is limits.max_asset_bytes, the total of one job's
+	// assets.
+	MaxAssetBytes int64
 }
 
 // Built-in defaults of Limits, the same as config's.
@@ -29,6 +36,7 @@ const (
 	defaultMaxLabels          = 32
 	defaultMaxLabelKeyBytes   = 128
 	defaultMaxLabelValueBytes = 1024
+	defaultMaxAssetBytes      = 1 << 30
 )
 
 // withDefaults fills the zero fields.
@@ -42,6 +50,9 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxLabels, defaultMaxLabels)
 	def(&l.MaxLabelKeyBytes, defaultMaxLabelKeyBytes)
 	def(&l.MaxLabelValueBytes, defaultMaxLabelValueBytes)
+	if l.MaxAssetBytes <= 0 {
+		l.MaxAssetBytes = defaultMaxAssetBytes
+	}
 	return l
 }
 

@@ -193,6 +193,31 @@ func (s *Server) stream(ctx context.Context, sub persistence.LogSubscription, se
 	}
 }
 
+// assetRoom is how many bytes job id may still store under name within
+// limits.max_asset_bytes: the bound less its other assets (an asset
+// uploaded again replaces itself, so its old size does not count).
+func (s *Server) assetRoom(ctx context.Context, id, name string) (int64, error) {
+	infos, err := s.b.Assets().List(ctx, id)
+	if err != nil && !errors.Is(err, persistence.ErrNotFound) {
+		return 0, fmt.Errorf("list assets of job %s: %w", id, err)
+	}
+	used := int64(0)
+	for _, a := range infos {
+		if a.Name != name {
+			used += max(a.Size, 0)
+		}
+	}
+	return max(s.limits.MaxAssetBytes-used, 0), nil
+}
+
+// assetsFull is the 413 of an upload past limits.max_asset_bytes.
+func (s *Server) assetsFull(room int64) *Error {
+	e := Errorf(http.StatusRequestEntityTooLarge, "job_assets_too_large",
+		"the job's assets may take %d bytes more (limits.max_asset_bytes is %d)", room, s.limits.MaxAssetBytes)
+	e.Extra = map[string]any{"limit": "limits.max_asset_bytes", "max": s.limits.MaxAssetBytes, "room": room}
+	return e
+}
+
 // flushFunc is an http.Flusher made of a function.
 type flushFunc func()
 
@@ -226,11 +251,25 @@ func (s *Server) putAsset(w http.ResponseWriter, r *http.Request, workerID strin
 		writeError(w, Errorf(http.StatusForbidden, "not_holder", "worker %s does not hold job %s", workerID, id))
 		return
 	}
+	room, err := s.assetRoom(r.Context(), id, name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if r.ContentLength > room {
+		writeError(w, s.assetsFull(room))
+		return
+	}
 	ct := r.Header.Get("Content-Type")
-	body := http.MaxBytesReader(w, r.Body, maxAssetBytes)
+	// An upload of unknown length is cut at whichever bound comes first.
+	body := http.MaxBytesReader(w, r.Body, min(maxAssetBytes, room))
 	if err := s.b.Assets().Put(r.Context(), id, name, ct, body, r.ContentLength); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
+			if room < maxAssetBytes {
+				writeError(w, s.assetsFull(room))
+				return
+			}
 			writeError(w, Errorf(http.StatusRequestEntityTooLarge, "asset_too_large", "an asset may have at most %d bytes", maxAssetBytes))
 			return
 		}

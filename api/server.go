@@ -78,6 +78,7 @@ type Server struct {
 	log     *slog.Logger
 	limits  Limits // opts.Limits with the defaults filled in
 	queue   queueGate
+	rates   *rateLimiter // nil: limits.api_rate is off
 }
 
 // maxBodyBytes bounds a request body (a job's params included).
@@ -89,12 +90,16 @@ func New(b Backend, o Options) *Server {
 		o.Logger = slog.Default()
 	}
 	s := &Server{b: b, opts: o, mux: http.NewServeMux(), log: o.Logger, limits: o.Limits.withDefaults()}
+	if s.limits.APIRate > 0 {
+		s.rates = newRateLimiter(s.limits.APIRate, s.limits.APIBurst)
+	}
 	api := func(pattern string, h http.HandlerFunc) {
 		var next http.Handler = h
 		if stateChanging(pattern) {
 			next = requireJSON(s.boundBodyRead(next))
 		}
-		s.mux.Handle(pattern, s.auth(o.APIToken, next))
+		// Rate before auth: guessing tokens costs requests too.
+		s.mux.Handle(pattern, s.limitRate(s.auth(o.APIToken, next)))
 	}
 	api("POST /jobs", s.submit)
 	api("GET /jobs", s.list)

@@ -87,6 +87,16 @@ const (
 	DefaultLimitsMaxQueued = 100000
 	// DefaultLimitsMaxConnsPerIP is limits.max_conns_per_ip.
 	DefaultLimitsMaxConnsPerIP = 256
+	// DefaultLimitsAPIRate is limits.api_rate, requests per second.
+	DefaultLimitsAPIRate = 200
+	// DefaultLimitsAPIBurst is limits.api_burst.
+	DefaultLimitsAPIBurst = 400
+	// DefaultLimitsMaxLogLines is limits.max_log_lines.
+	DefaultLimitsMaxLogLines = 100000
+	// DefaultLimitsMaxLogBytes is limits.max_log_bytes (64 MiB).
+	DefaultLimitsMaxLogBytes = 64 << 20
+	// DefaultLimitsMaxAssetBytes is limits.max_asset_bytes (1 GiB).
+	DefaultLimitsMaxAssetBytes = 1 << 30
 )
 
 // Cluster providers accepted by cluster.provider: short names for package
@@ -412,6 +422,30 @@ type LimitsConfig struct {
 	// closed on accept. Loopback counts too: a local fleet of workers and
 	// followers stays far below the default. Default 256. 0 = no cap.
 	MaxConnsPerIP int `yaml:"max_conns_per_ip"`
+	// APIRate bounds the API requests of one client address, per second
+	// and per hub (a token bucket refilled at this rate); beyond it the
+	// API answers 429 with Retry-After. It is per address and not per
+	// token because a hub has a single API token, which names no client.
+	// Worker links, uploads and the probes are not counted. Default 200.
+	// 0 = no cap.
+	APIRate int `yaml:"api_rate"`
+	// APIBurst is the bucket's size: how many requests a client may send
+	// at once before APIRate paces it. Default 400.
+	APIBurst int `yaml:"api_burst"`
+	// MaxLogLines bounds one job's stored log, over all its attempts: the
+	// line past it is replaced by one "[log truncated: limit of N lines
+	// reached]" line and later ones are refused (counted in
+	// paprika_log_lines_refused_total); the job itself runs on. Default
+	// 100000. 0 = no bound.
+	MaxLogLines int `yaml:"max_log_lines"`
+	// MaxLogBytes bounds the text of one job's stored log the same way, in
+	// bytes. A log taken over by another hub is counted from there (the
+	// store keeps no byte count). Default 67108864 (64 MiB). 0 = no bound.
+	MaxLogBytes int `yaml:"max_log_bytes"`
+	// MaxAssetBytes bounds the total size of one job's assets (the files
+	// its worker uploads); an upload past it is answered 413, besides the
+	// bound of 512 MiB on one asset. Default 1073741824 (1 GiB).
+	MaxAssetBytes int `yaml:"max_asset_bytes"`
 }
 
 // DebugConfig is the "debug" section.
@@ -479,6 +513,11 @@ func Default() *Config {
 			MaxLabelValueBytes: DefaultLimitsMaxLabelValueBytes,
 			MaxQueued:          DefaultLimitsMaxQueued,
 			MaxConnsPerIP:      DefaultLimitsMaxConnsPerIP,
+			APIRate:            DefaultLimitsAPIRate,
+			APIBurst:           DefaultLimitsAPIBurst,
+			MaxLogLines:        DefaultLimitsMaxLogLines,
+			MaxLogBytes:        DefaultLimitsMaxLogBytes,
+			MaxAssetBytes:      DefaultLimitsMaxAssetBytes,
 		},
 	}
 }

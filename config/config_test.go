@@ -100,8 +100,9 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// debug.fault_injection, auth.worker_secret, auth.insecure and
 	// cluster.tls_ca, tls_cert, tls_key, insecure, and the limits section
 	// (max_params_bytes, max_labels, max_label_key_bytes,
-	// max_label_value_bytes, max_queued, max_conns_per_ip)
-	require.Len(t, keys, 55)
+	// max_label_value_bytes, max_queued, max_conns_per_ip, api_rate,
+	// api_burst, max_log_lines, max_log_bytes, max_asset_bytes)
+	require.Len(t, keys, 60)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))

@@ -102,6 +102,11 @@ var fieldChecks = map[string]func(c *Config) string{
 	"limits.max_label_value_bytes": func(c *Config) string { return inRange(c.Limits.MaxLabelValueBytes, 1, 64<<10) },
 	"limits.max_queued":            func(c *Config) string { return inRange(c.Limits.MaxQueued, 0, 1<<30) },
 	"limits.max_conns_per_ip":      func(c *Config) string { return inRange(c.Limits.MaxConnsPerIP, 0, 1<<20) },
+	"limits.api_rate":              func(c *Config) string { return inRange(c.Limits.APIRate, 0, 1<<20) },
+	"limits.api_burst":             func(c *Config) string { return inRange(c.Limits.APIBurst, 1, 1<<20) },
+	"limits.max_log_lines":         func(c *Config) string { return inRange(c.Limits.MaxLogLines, 0, 1<<40) },
+	"limits.max_log_bytes":         func(c *Config) string { return inRange(c.Limits.MaxLogBytes, 0, 1<<40) },
+	"limits.max_asset_bytes":       func(c *Config) string { return inRange(c.Limits.MaxAssetBytes, 1, 1<<50) },
 }
 
 // crossChecks are the rules between keys; each returns the key to blame

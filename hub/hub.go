@@ -121,11 +121,12 @@ func TimingFrom(cfg *config.Config) grains.Timing {
 }
 
 // logDeps is what the log pipe takes of the grains' deps.
-func logDeps(d *grains.Deps) *logpipe.Deps {
+func logDeps(d *grains.Deps, l config.LimitsConfig) *logpipe.Deps {
 	t := d.Timing
 	return &logpipe.Deps{Logs: d.Logs, Log: d.Log, Metrics: d.Metrics, Now: d.Now,
 		Timing: logpipe.Timing{LogBatchLines: t.LogBatchLines, LogBatchWait: t.LogBatchWait,
-			LogBudgetLines: t.LogBudgetLines, GrainTimeout: t.GrainTimeout, IdlePassivate: t.IdlePassivate}}
+			LogBudgetLines: t.LogBudgetLines, GrainTimeout: t.GrainTimeout, IdlePassivate: t.IdlePassivate,
+			MaxLines: int64(l.MaxLogLines), MaxBytes: int64(l.MaxLogBytes)}}
 }
 
 // Lost is closed when this hub lost its cluster membership (it was frozen
@@ -213,7 +214,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	spawn := spawner(system, h.sup)
 	var errs []error
 	var serr error
-	if h.logs, serr = logpipe.Start(system, logDeps(d), spawn); serr == nil {
+	if h.logs, serr = logpipe.Start(system, logDeps(d, h.cfg.Limits), spawn); serr == nil {
 		h.links, serr = link.Start(system, d, h.logs, spawn)
 	}
 	errs = append(errs, serr)
@@ -239,7 +240,8 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			Limits: api.Limits{
 				MaxParamsBytes: h.cfg.Limits.MaxParamsBytes, MaxLabels: h.cfg.Limits.MaxLabels,
 				MaxLabelKeyBytes: h.cfg.Limits.MaxLabelKeyBytes, MaxLabelValueBytes: h.cfg.Limits.MaxLabelValueBytes,
-				MaxQueued: h.cfg.Limits.MaxQueued,
+				MaxQueued: h.cfg.Limits.MaxQueued, APIRate: h.cfg.Limits.APIRate, APIBurst: h.cfg.Limits.APIBurst,
+				MaxAssetBytes: int64(h.cfg.Limits.MaxAssetBytes),
 			},
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -168,3 +168,126 @@ func TestSecurityLimitsConnsPerIP(t *testing.T) {
 		return res.StatusCode == http.StatusOK
 	}, 5*time.Second, 50*time.Millisecond)
 }
+
+// TestSecurityLimitsAPIRate: a client over limits.api_rate (past its
+// burst) is answered 429 rate_limited with Retry-After; probes are not
+// counted, and after the wait the client is served again.
+func TestSecurityLimitsAPIRate(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("limits.api_rate", "1"))
+	require.NoError(t, cfg.Set("limits.api_burst", "5"))
+	h := startTestHub(t, cfg)
+	for i := range 5 {
+		st, b := do(t, "GET", h.URL()+"/jobs", "")
+		require.Equal(t, http.StatusOK, st, "request %d within the burst: %s", i, b)
+	}
+	req, err := http.NewRequest("GET", h.URL()+"/jobs", nil)
+	require.NoError(t, err)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, string(b))
+	require.Equal(t, "1", res.Header.Get("Retry-After"))
+	code, limit, _ := limitBody(t, b)
+	require.Equal(t, "rate_limited", code)
+	require.Equal(t, "limits.api_rate", limit)
+
+	st, _ := do(t, "GET", h.URL()+"/healthz", "")
+	require.Equal(t, http.StatusOK, st, "probes are not rate limited")
+	time.Sleep(1100 * time.Millisecond)
+	st, b = do(t, "GET", h.URL()+"/jobs", "")
+	require.Equal(t, http.StatusOK, st, "after Retry-After: %s", b)
+}
+
+// TestSecurityLimitsLogBounds: a job logging past limits.max_log_lines or
+// limits.max_log_bytes has its log cut there with one marker line; the
+// lines past it are refused and counted, the job still succeeds, a
+// follower still gets the end, and a job within the bounds keeps its log.
+func TestSecurityLimitsLogBounds(t *testing.T) {
+	for _, tc := range []struct {
+		key, value, bound string
+		kept              int // lines before the marker
+	}{
+		{"limits.max_log_lines", "10", "lines", 10},
+		// "noop line 1 of 50" is 17 bytes: five fit in 100, not six.
+		{"limits.max_log_bytes", "100", "bytes", 5},
+	} {
+		t.Run(tc.bound, func(t *testing.T) {
+			cfg := testConfig(t)
+			require.NoError(t, cfg.Set(tc.key, tc.value))
+			h := startTestHub(t, cfg)
+			startAgent(t, h.URL(), "w-logs", 1)
+			j := submit(t, h.URL(), `{"mode":"noop","params":{"lines":50}}`)
+			res, err := http.Get(h.URL() + "/jobs/" + j.ID + "/logs?follow=1")
+			require.NoError(t, err)
+			defer res.Body.Close()
+			sc := bufio.NewScanner(res.Body)
+			var events []string
+			for sc.Scan() && sc.Text() != "event: done" {
+				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+					events = append(events, d)
+				}
+			}
+			require.Equal(t, "event: done", sc.Text(), "the follower ends")
+			require.Equal(t, "succeeded", string(waitFinal(t, h.URL(), j.ID, 10*time.Second).Status))
+
+			st, b := do(t, "GET", h.URL()+"/jobs/"+j.ID+"/logs", "")
+			require.Equal(t, http.StatusOK, st)
+			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			require.Len(t, lines, tc.kept+1, string(b))
+			require.Equal(t, "noop line 1 of 50", lines[0])
+			require.Equal(t, fmt.Sprintf("[log truncated: limit of %s %s reached]", tc.value, tc.bound), lines[tc.kept])
+			require.Equal(t, lines, events, "the follower saw the stored log")
+			require.Equal(t, int64(50-tc.kept), h.Metrics().Get("paprika_log_lines_refused_total", "limit="+tc.bound))
+
+			// A job within the bound keeps its whole log.
+			ok := submit(t, h.URL(), `{"mode":"noop","params":{"lines":3}}`)
+			waitFinal(t, h.URL(), ok.ID, 10*time.Second)
+			st, b = do(t, "GET", h.URL()+"/jobs/"+ok.ID+"/logs", "")
+			require.Equal(t, http.StatusOK, st)
+			require.Equal(t, "noop line 1 of 3\nnoop line 2 of 3\nnoop line 3 of 3\n", string(b))
+		})
+	}
+}
+
+// TestSecurityLimitsJobAssets: a job's assets together stay within
+// limits.max_asset_bytes: an upload past it is a 413 naming the key,
+// whether its length is declared or not; an upload that fits, and one
+// replacing an asset of the same name, still succeed.
+func TestSecurityLimitsJobAssets(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("auth.worker_token", "wt"))
+	require.NoError(t, cfg.Set("limits.max_asset_bytes", "100"))
+	h := startTestHub(t, cfg)
+	j := submit(t, h.URL(), `{"mode":"noop"}`)
+	put := func(name string, n int, chunked bool) (int, []byte) {
+		t.Helper()
+		var body io.Reader = strings.NewReader(strings.Repeat("a", n))
+		if chunked {
+			body = io.MultiReader(body) // hides the length: sent chunked
+		}
+		req, err := http.NewRequest("PUT", h.URL()+"/jobs/"+j.ID+"/assets/"+name, body)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer wt")
+		req.Header.Set("Content-Type", "text/plain")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, b
+	}
+	st, b := put("a.txt", 60, false)
+	require.Equal(t, http.StatusNoContent, st, string(b))
+	for _, chunked := range []bool{false, true} {
+		st, b = put("b.txt", 50, chunked)
+		require.Equal(t, http.StatusRequestEntityTooLarge, st, "chunked=%v: %s", chunked, b)
+		code, limit, _ := limitBody(t, b)
+		require.Equal(t, "job_assets_too_large", code)
+		require.Equal(t, "limits.max_asset_bytes", limit)
+	}
+	st, b = put("b.txt", 40, true)
+	require.Equal(t, http.StatusNoContent, st, "fits the room left: %s", b)
+	st, b = put("a.txt", 60, false)
+	require.Equal(t, http.StatusNoContent, st, "a replaced asset's old size does not count: %s", b)
+}

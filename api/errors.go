@@ -15,6 +15,12 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// Extra adds fields to the error object beside code and message (a
+	// limit's key and value, a queue depth); nil adds none.
+	Extra map[string]any
+	// RetryAfter, when set, is sent as the Retry-After header in seconds
+	// (a 503 without it gets retryAfterSeconds).
+	RetryAfter string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
@@ -41,10 +47,18 @@ func writeError(w http.ResponseWriter, err error) {
 	default:
 		e = Errorf(http.StatusInternalServerError, "internal", "%v", err)
 	}
-	if e.Status == http.StatusServiceUnavailable {
+	switch {
+	case e.RetryAfter != "":
+		w.Header().Set("Retry-After", e.RetryAfter)
+	case e.Status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
-	writeJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
+	body := map[string]any{}
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	body["code"], body["message"] = e.Code, e.Message // never overridden by Extra
+	writeJSON(w, e.Status, map[string]any{"error": body})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -28,13 +28,12 @@ const (
 	maxTimeoutS     = 7 * 24 * 3600
 	maxAttemptsCap  = 10
 	maxIdemKeyLen   = 200
-	maxLabels       = 32
 	maxListLimit    = 1000
 	defaultListSize = 50
 )
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeSubmit(w, r)
+	req, err := s.decodeSubmit(w, r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -42,6 +41,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get("Idempotency-Key")
 	if len(key) > maxIdemKeyLen {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_idempotency_key", "Idempotency-Key is longer than %d bytes", maxIdemKeyLen))
+		return
+	}
+	if err := s.checkQueue(r.Context()); err != nil {
+		writeError(w, err)
 		return
 	}
 	timeout := req.TimeoutS
@@ -61,7 +64,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status := http.StatusCreated
-	if !created {
+	if created {
+		s.queue.added()
+	} else {
 		status = http.StatusOK
 		if key != "" && !sameSubmission(job, req) {
 			// Answering with the stored job would tell the client its new
@@ -76,7 +81,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 }
 
 // decodeSubmit reads and validates a submission, with a 4xx for each fault.
-func decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitRequest, error) {
+func (s *Server) decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitRequest, error) {
 	var req SubmitRequest
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
@@ -97,8 +102,11 @@ func decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitRequest, error)
 	if req.MaxAttempts < 0 || req.MaxAttempts > maxAttemptsCap {
 		return req, Errorf(http.StatusBadRequest, "bad_max_attempts", "max_attempts %d is out of range 1..%d", req.MaxAttempts, maxAttemptsCap)
 	}
-	if len(req.Labels) > maxLabels {
-		return req, Errorf(http.StatusBadRequest, "bad_labels", "at most %d labels", maxLabels)
+	if err := s.limits.checkLabels(req.Labels); err != nil {
+		return req, err
+	}
+	if err := s.limits.checkParams(req.Params); err != nil {
+		return req, err
 	}
 	if len(req.Params) == 0 || string(req.Params) == "null" {
 		req.Params = json.RawMessage("{}")

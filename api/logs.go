@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -78,7 +79,33 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, next 
 		writeError(w, Errorf(http.StatusInternalServerError, "no_streaming", "this connection cannot stream"))
 		return
 	}
-	ctx := r.Context()
+	// A follower that stops reading would hold this goroutine, its
+	// subscription and the connection for the job's whole life: every
+	// event gets a write deadline, and a missed one ends the follow (the
+	// connection is dropped; a client resumes with Last-Event-ID).
+	ctx, stop := context.WithCancelCause(r.Context())
+	defer stop(nil)
+	rc := http.NewResponseController(w)
+	// net/http resets a write deadline only when it has a WriteTimeout of
+	// its own: lift it, or the connection's next request inherits it.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	writeTimeout := s.opts.FollowWriteTimeout
+	if writeTimeout <= 0 {
+		writeTimeout = defaultFollowWriteTimeout
+	}
+	stalled := func(err error) {
+		if err != nil && ctx.Err() == nil {
+			s.log.Debug("log follow dropped", "job", id, "err", err)
+			stop(errWriteStalled)
+		}
+	}
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) }
+	flusher = flushFunc(func() {
+		if ctx.Err() == nil {
+			deadline()
+			stalled(rc.Flush())
+		}
+	})
 	store := s.b.Logs()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -89,14 +116,18 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, next 
 	send := func(lines []string, from int64) {
 		for i, l := range lines {
 			idx := from + int64(i)
-			if idx < next {
+			if idx < next || ctx.Err() != nil {
 				continue
 			}
-			fmt.Fprintf(w, "id: %d\n", idx)
+			deadline()
+			var ev strings.Builder
+			fmt.Fprintf(&ev, "id: %d\n", idx)
 			for _, part := range strings.Split(l, "\n") {
-				fmt.Fprintf(w, "data: %s\n", part)
+				fmt.Fprintf(&ev, "data: %s\n", part)
 			}
-			fmt.Fprint(w, "\n")
+			ev.WriteString("\n")
+			_, err := io.WriteString(w, ev.String())
+			stalled(err)
 			next = idx + 1
 		}
 	}
@@ -119,11 +150,13 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, next 
 		done, err := catchUp()
 		if err == nil && done {
 			_ = sub.Close()
+			deadline()
 			fmt.Fprint(w, "event: done\ndata: \n\n")
 			flusher.Flush()
 			return
 		}
 		if s.stream(ctx, sub, send, catchUp, flusher) {
+			deadline()
 			fmt.Fprint(w, "event: done\ndata: \n\n")
 			flusher.Flush()
 			return
@@ -160,6 +193,36 @@ func (s *Server) stream(ctx context.Context, sub persistence.LogSubscription, se
 	}
 }
 
+// assetRoom is how many bytes job id may still store under name within
+// limits.max_asset_bytes: the bound less its other assets (an asset
+// uploaded again replaces itself, so its old size does not count).
+func (s *Server) assetRoom(ctx context.Context, id, name string) (int64, error) {
+	infos, err := s.b.Assets().List(ctx, id)
+	if err != nil && !errors.Is(err, persistence.ErrNotFound) {
+		return 0, fmt.Errorf("list assets of job %s: %w", id, err)
+	}
+	used := int64(0)
+	for _, a := range infos {
+		if a.Name != name {
+			used += max(a.Size, 0)
+		}
+	}
+	return max(s.limits.MaxAssetBytes-used, 0), nil
+}
+
+// assetsFull is the 413 of an upload past limits.max_asset_bytes.
+func (s *Server) assetsFull(room int64) *Error {
+	e := Errorf(http.StatusRequestEntityTooLarge, "job_assets_too_large",
+		"the job's assets may take %d bytes more (limits.max_asset_bytes is %d)", room, s.limits.MaxAssetBytes)
+	e.Extra = map[string]any{"limit": "limits.max_asset_bytes", "max": s.limits.MaxAssetBytes, "room": room}
+	return e
+}
+
+// flushFunc is an http.Flusher made of a function.
+type flushFunc func()
+
+func (f flushFunc) Flush() { f() }
+
 // maxAssetBytes bounds one uploaded asset.
 const maxAssetBytes = 512 << 20
 
@@ -188,11 +251,25 @@ func (s *Server) putAsset(w http.ResponseWriter, r *http.Request, workerID strin
 		writeError(w, Errorf(http.StatusForbidden, "not_holder", "worker %s does not hold job %s", workerID, id))
 		return
 	}
+	room, err := s.assetRoom(r.Context(), id, name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if r.ContentLength > room {
+		writeError(w, s.assetsFull(room))
+		return
+	}
 	ct := r.Header.Get("Content-Type")
-	body := http.MaxBytesReader(w, r.Body, maxAssetBytes)
+	// An upload of unknown length is cut at whichever bound comes first.
+	body := http.MaxBytesReader(w, r.Body, min(maxAssetBytes, room))
 	if err := s.b.Assets().Put(r.Context(), id, name, ct, body, r.ContentLength); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
+			if room < maxAssetBytes {
+				writeError(w, s.assetsFull(room))
+				return
+			}
 			writeError(w, Errorf(http.StatusRequestEntityTooLarge, "asset_too_large", "an asset may have at most %d bytes", maxAssetBytes))
 			return
 		}

@@ -38,6 +38,9 @@ type Backend interface {
 	Link(w http.ResponseWriter, r *http.Request, workerID string)
 	// Ready reports each store's reachability (nil = reachable).
 	Ready(ctx context.Context) map[string]error
+	// QueueDepth counts the fleet's queued jobs (limits.max_queued). It may
+	// cross hubs: the API calls it at most once a second (queueGate).
+	QueueDepth(ctx context.Context) (int, error)
 	// MetricsHandler serves /metrics: the metrics library negotiates the
 	// exposition format and sets the content type, so the API adds only
 	// its token check.
@@ -59,6 +62,13 @@ type Options struct {
 	Logger         *slog.Logger
 	// FaultInjection routes POST /debug/panic (config debug.fault_injection).
 	FaultInjection bool
+	// Limits are config's limits section; zero fields take its defaults.
+	Limits Limits
+	// BodyReadTimeout bounds reading a JSON request body; 0 = 30s.
+	BodyReadTimeout time.Duration
+	// FollowWriteTimeout bounds writing one event of a log follow; a
+	// follower that does not take it in time is dropped. 0 = 10s.
+	FollowWriteTimeout time.Duration
 }
 
 // Server routes the HTTP API to a Backend.
@@ -68,6 +78,9 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler // mux behind guardHost
 	log     *slog.Logger
+	limits  Limits // opts.Limits with the defaults filled in
+	queue   queueGate
+	rates   *rateLimiter // nil: limits.api_rate is off
 }
 
 // maxBodyBytes bounds a request body (a job's params included).
@@ -78,13 +91,17 @@ func New(b Backend, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Server{b: b, opts: o, mux: http.NewServeMux(), log: o.Logger}
+	s := &Server{b: b, opts: o, mux: http.NewServeMux(), log: o.Logger, limits: o.Limits.withDefaults()}
+	if s.limits.APIRate > 0 {
+		s.rates = newRateLimiter(s.limits.APIRate, s.limits.APIBurst)
+	}
 	api := func(pattern string, h http.HandlerFunc) {
 		var next http.Handler = h
 		if stateChanging(pattern) {
-			next = requireJSON(next)
+			next = requireJSON(s.boundBodyRead(next))
 		}
-		s.mux.Handle(pattern, s.auth(o.APIToken, next))
+		// Rate before auth: guessing tokens costs requests too.
+		s.mux.Handle(pattern, s.limitRate(s.auth(o.APIToken, next)))
 	}
 	api("POST /jobs", s.submit)
 	api("GET /jobs", s.list)

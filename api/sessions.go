@@ -28,6 +28,10 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_json", "body must be {\"labels\": {...}, \"idle_timeout_s\": N}: %v", err))
 		return
 	}
+	if err := s.limits.checkLabels(body.Labels); err != nil {
+		writeError(w, err)
+		return
+	}
 	idle := defaultIdleTimeoutS
 	if body.IdleTimeoutS != nil {
 		idle = *body.IdleTimeoutS

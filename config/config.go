@@ -75,6 +75,32 @@ const (
 	DefaultMinIOBucket = "paprika"
 	// DefaultAssetsDir is assets.dir.
 	DefaultAssetsDir = "./data/assets"
+	// DefaultLimitsMaxParamsBytes is limits.max_params_bytes (64 KiB).
+	DefaultLimitsMaxParamsBytes = 64 << 10
+	// DefaultLimitsMaxLabels is limits.max_labels.
+	DefaultLimitsMaxLabels = 32
+	// DefaultLimitsMaxLabelKeyBytes is limits.max_label_key_bytes.
+	DefaultLimitsMaxLabelKeyBytes = 128
+	// DefaultLimitsMaxLabelValueBytes is limits.max_label_value_bytes.
+	DefaultLimitsMaxLabelValueBytes = 1024
+	// DefaultLimitsMaxQueued is limits.max_queued.
+	DefaultLimitsMaxQueued = 100000
+	// DefaultLimitsMaxConnsPerIP is limits.max_conns_per_ip.
+	DefaultLimitsMaxConnsPerIP = 256
+	// DefaultLimitsAPIRate is limits.api_rate, requests per second: far
+	// above what one honest client of a job hub sends (a producer at
+	// thousands of jobs a second is one), far below a flood.
+	DefaultLimitsAPIRate = 5000
+	// DefaultLimitsAPIBurst is limits.api_burst.
+	DefaultLimitsAPIBurst = 10000
+	// DefaultLimitsMaxLogLines is limits.max_log_lines.
+	DefaultLimitsMaxLogLines = 100000
+	// DefaultLimitsMaxLogBytes is limits.max_log_bytes (64 MiB).
+	DefaultLimitsMaxLogBytes = 64 << 20
+	// DefaultLimitsMaxAssetBytes is limits.max_asset_bytes (1 GiB).
+	DefaultLimitsMaxAssetBytes = 1 << 30
+	// DefaultLimitsWorkerMaxLanes is limits.worker_max_lanes.
+	DefaultLimitsWorkerMaxLanes = 256
 )
 
 // Cluster providers accepted by cluster.provider: short names for package
@@ -129,6 +155,8 @@ type Config struct {
 	MinIO MinIOConfig `yaml:"minio"`
 	// Assets configures the local asset store used without MinIO.
 	Assets AssetsConfig `yaml:"assets"`
+	// Limits bounds what one client, request or job may take of a hub.
+	Limits LimitsConfig `yaml:"limits"`
 	// Debug holds switches for tests and drills; all off by default.
 	Debug DebugConfig `yaml:"debug"`
 
@@ -381,6 +409,63 @@ type AssetsConfig struct {
 	Dir string `yaml:"dir"`
 }
 
+// LimitsConfig is the "limits" section: every bound a client can reach,
+// each answered with a 4xx naming its key rather than by the hub running out
+// of memory, disk or patience.
+type LimitsConfig struct {
+	// MaxParamsBytes bounds a job's params (POST /jobs) as sent, in bytes;
+	// more is answered 413. Default 65536 (64 KiB).
+	MaxParamsBytes int `yaml:"max_params_bytes"`
+	// MaxLabels bounds the number of labels of a job or session; more is
+	// answered 400. Default 32.
+	MaxLabels int `yaml:"max_labels"`
+	// MaxLabelKeyBytes bounds one label's key, in bytes; longer is
+	// answered 400. Default 128.
+	MaxLabelKeyBytes int `yaml:"max_label_key_bytes"`
+	// MaxLabelValueBytes bounds one label's value, in bytes; longer is
+	// answered 400. Default 1024.
+	MaxLabelValueBytes int `yaml:"max_label_value_bytes"`
+	// MaxQueued bounds the fleet's queued jobs: POST /jobs answers 429,
+	// with Retry-After and the queue depth, while that many wait. Each hub
+	// reads the depth from the scheduler at most once a second and adds its
+	// own submits since, so a burst across several hubs may overshoot by
+	// about a second of submits. Default 100000. 0 = no cap.
+	MaxQueued int `yaml:"max_queued"`
+	// MaxConnsPerIP bounds the open connections of one client address to
+	// hub.listen (API, worker links and uploads together); one beyond it is
+	// closed on accept. Loopback counts too: a local fleet of workers and
+	// followers stays far below the default. Default 256. 0 = no cap.
+	MaxConnsPerIP int `yaml:"max_conns_per_ip"`
+	// APIRate bounds the API requests of one client address, per second
+	// and per hub (a token bucket refilled at this rate); beyond it the
+	// API answers 429 with Retry-After. It is per address and not per
+	// token because a hub has a single API token, which names no client.
+	// Worker links, uploads and the probes are not counted. Default 5000.
+	// 0 = no cap.
+	APIRate int `yaml:"api_rate"`
+	// APIBurst is the bucket's size: how many requests a client may send
+	// at once before APIRate paces it. Default 10000.
+	APIBurst int `yaml:"api_burst"`
+	// MaxLogLines bounds one job's stored log, over all its attempts: the
+	// line past it is replaced by one "[log truncated: limit of N lines
+	// reached]" line and later ones are refused (counted in
+	// paprika_log_lines_refused_total); the job itself runs on. Default
+	// 100000. 0 = no bound.
+	MaxLogLines int `yaml:"max_log_lines"`
+	// MaxLogBytes bounds the text of one job's stored log the same way, in
+	// bytes. A log taken over by another hub is counted from there (the
+	// store keeps no byte count). Default 67108864 (64 MiB). 0 = no bound.
+	MaxLogBytes int `yaml:"max_log_bytes"`
+	// MaxAssetBytes bounds the total size of one job's assets (the files
+	// its worker uploads); an upload past it is answered 413, besides the
+	// bound of 512 MiB on one asset. Default 1073741824 (1 GiB).
+	MaxAssetBytes int `yaml:"max_asset_bytes"`
+	// WorkerMaxLanes bounds the slots any one worker may claim: a worker
+	// advertising more lanes gets this many placed on it (the operator's
+	// PATCH cap may lower it further). Default 256. 0 = no bound.
+	WorkerMaxLanes int `yaml:"worker_max_lanes"`
+}
+
 // DebugConfig is the "debug" section.
 type DebugConfig struct {
 	// FaultInjection enables POST /debug/panic, which makes one actor of the
@@ -439,5 +524,19 @@ func Default() *Config {
 		Redis:  RedisConfig{Prefix: DefaultRedisPrefix},
 		MinIO:  MinIOConfig{Bucket: DefaultMinIOBucket},
 		Assets: AssetsConfig{Dir: DefaultAssetsDir},
+		Limits: LimitsConfig{
+			MaxParamsBytes:     DefaultLimitsMaxParamsBytes,
+			MaxLabels:          DefaultLimitsMaxLabels,
+			MaxLabelKeyBytes:   DefaultLimitsMaxLabelKeyBytes,
+			MaxLabelValueBytes: DefaultLimitsMaxLabelValueBytes,
+			MaxQueued:          DefaultLimitsMaxQueued,
+			MaxConnsPerIP:      DefaultLimitsMaxConnsPerIP,
+			APIRate:            DefaultLimitsAPIRate,
+			APIBurst:           DefaultLimitsAPIBurst,
+			MaxLogLines:        DefaultLimitsMaxLogLines,
+			MaxLogBytes:        DefaultLimitsMaxLogBytes,
+			MaxAssetBytes:      DefaultLimitsMaxAssetBytes,
+			WorkerMaxLanes:     DefaultLimitsWorkerMaxLanes,
+		},
 	}
 }

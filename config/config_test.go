@@ -98,8 +98,12 @@ func TestKeysAndEnvNames(t *testing.T) {
 	keys := Keys()
 	// API.md's 40 keys plus redis.prefix, cluster.member_timeout,
 	// debug.fault_injection, auth.worker_secret, auth.insecure and
-	// cluster.tls_ca, tls_cert, tls_key, insecure and hub.tls_cert, tls_key
-	require.Len(t, keys, 51)
+	// cluster.tls_ca, tls_cert, tls_key, insecure, hub.tls_cert, tls_key,
+	// and the limits section (max_params_bytes, max_labels,
+	// max_label_key_bytes, max_label_value_bytes, max_queued,
+	// max_conns_per_ip, api_rate, api_burst, max_log_lines, max_log_bytes,
+	// max_asset_bytes, worker_max_lanes)
+	require.Len(t, keys, 63)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -272,7 +276,7 @@ func TestFileErrors(t *testing.T) {
 		{"unknown leaf", "hub:\n  lisen: 1.2.3.4:80\n",
 			[]string{`2: hub.lisen: unknown key (hub has: listen, id, advertise_url, tls_cert, tls_key)`}},
 		{"unknown section", "hubs:\n  listen: x\n",
-			[]string{`1: hubs: unknown key (sections: hub, auth, worker, scheduler, redrive, reconciler, jobs, logs, cluster, redis, mysql, minio, assets, debug)`}},
+			[]string{`1: hubs: unknown key (sections: hub, auth, worker, scheduler, redrive, reconciler, jobs, logs, cluster, redis, mysql, minio, assets, limits, debug)`}},
 		{"duplicate", "hub:\n  id: a\n  id: b\n",
 			[]string{`3: hub.id: given twice (first on line 2)`}},
 		{"list value", "hub:\n  listen: [a, b]\n",
@@ -516,7 +520,7 @@ func TestSet(t *testing.T) {
 	require.Equal(t, 2500*time.Millisecond, c.Reconciler.FleetReadTimeout)
 
 	require.EqualError(t, c.Set("hub.lisen", "x"), "hub.lisen: unknown key (hub has: listen, id, advertise_url, tls_cert, tls_key)")
-	require.EqualError(t, c.Set("listen", "x"), "listen: unknown key (sections: hub, auth, worker, scheduler, redrive, reconciler, jobs, logs, cluster, redis, mysql, minio, assets, debug)")
+	require.EqualError(t, c.Set("listen", "x"), "listen: unknown key (sections: hub, auth, worker, scheduler, redrive, reconciler, jobs, logs, cluster, redis, mysql, minio, assets, limits, debug)")
 	require.EqualError(t, c.Set("hub.listen", "nope"), `hub.listen: "nope" is not host:port (e.g. 127.0.0.1:8080, :8080)`)
 	require.EqualError(t, c.Set("jobs.max_attempts", "x"), `jobs.max_attempts: "x" is not an integer`)
 

@@ -118,15 +118,17 @@ func TimingFrom(cfg *config.Config) grains.Timing {
 		ForwardTimeout:    cfg.Cluster.ForwardTimeout,
 		MemberTimeout:     cfg.Cluster.MemberTimeout,
 		HubTTL:            cfg.Cluster.HubTTL,
+		WorkerMaxLanes:    cfg.Limits.WorkerMaxLanes,
 	}
 }
 
 // logDeps is what the log pipe takes of the grains' deps.
-func logDeps(d *grains.Deps) *logpipe.Deps {
+func logDeps(d *grains.Deps, l config.LimitsConfig) *logpipe.Deps {
 	t := d.Timing
 	return &logpipe.Deps{Logs: d.Logs, Log: d.Log, Metrics: d.Metrics, Now: d.Now,
 		Timing: logpipe.Timing{LogBatchLines: t.LogBatchLines, LogBatchWait: t.LogBatchWait,
-			LogBudgetLines: t.LogBudgetLines, GrainTimeout: t.GrainTimeout, IdlePassivate: t.IdlePassivate}}
+			LogBudgetLines: t.LogBudgetLines, GrainTimeout: t.GrainTimeout, IdlePassivate: t.IdlePassivate,
+			MaxLines: int64(l.MaxLogLines), MaxBytes: int64(l.MaxLogBytes)}}
 }
 
 // Lost is closed when this hub lost its cluster membership (it was frozen
@@ -188,6 +190,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("listen on hub.listen %s: %w", h.cfg.Hub.Listen, err)
 	}
 	h.listener = ln
+	// Counted before net/http sees a connection: a client opening sockets
+	// without end is refused at accept, not after a goroutine each.
+	ln = api.LimitConnsPerIP(ln, h.cfg.Limits.MaxConnsPerIP)
 	provider := h.cfg.Cluster.Provider
 	if provider == membership.ProviderRedis && h.stores.Redis == nil {
 		provider = membership.ProviderLocal // embedded: a one-member cluster
@@ -235,7 +240,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	spawn := spawner(system, h.sup)
 	var errs []error
 	var serr error
-	if h.logs, serr = logpipe.Start(system, logDeps(d), spawn); serr == nil {
+	if h.logs, serr = logpipe.Start(system, logDeps(d, h.cfg.Limits), spawn); serr == nil {
 		h.links, serr = link.Start(system, d, h.logs, spawn)
 	}
 	errs = append(errs, serr)
@@ -258,10 +263,20 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			AdvertiseURL:   h.cfg.Hub.AdvertiseURL,
 			DefaultTimeout: h.cfg.Jobs.DefaultTimeout, MaxAttempts: h.cfg.Jobs.MaxAttempts, Logger: h.log,
 			FaultInjection: h.cfg.Debug.FaultInjection,
+			Limits: api.Limits{
+				MaxParamsBytes: h.cfg.Limits.MaxParamsBytes, MaxLabels: h.cfg.Limits.MaxLabels,
+				MaxLabelKeyBytes: h.cfg.Limits.MaxLabelKeyBytes, MaxLabelValueBytes: h.cfg.Limits.MaxLabelValueBytes,
+				MaxQueued: h.cfg.Limits.MaxQueued, APIRate: h.cfg.Limits.APIRate, APIBurst: h.cfg.Limits.APIBurst,
+				MaxAssetBytes: int64(h.cfg.Limits.MaxAssetBytes),
+			},
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
-		TLSConfig:         httpTLS,
+		// No ReadTimeout or WriteTimeout: they would cut worker links, big
+		// asset uploads and log follows; the API bounds JSON bodies and
+		// each follow event itself (api/conns.go).
+		IdleTimeout: api.IdleTimeout,
+		ErrorLog:    slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		TLSConfig:   httpTLS,
 	}
 	h.serveDone = make(chan struct{})
 	go func() {

@@ -259,3 +259,25 @@ func TestSecuritySessionResultOnlyFromItsWorker(t *testing.T) {
 		t.Fatal("the command never got its worker's answer")
 	}
 }
+
+// limits.worker_max_lanes bounds what any worker may claim: a worker
+// advertising more lanes gets that many slots placed on it.
+func TestSecurityWorkerMaxLanesBoundsAClaim(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("limits.worker_max_lanes", "2"))
+	h := startTestHub(t, cfg)
+	url := h.URL()
+	l := dialRawLink(t, url, "w-greedy", 1000)
+	for i := 0; i < 4; i++ {
+		submit(t, url, `{"mode":"noop"}`)
+	}
+	for i := 0; i < 2; i++ {
+		require.Equal(t, messages.TypeAssignJob, l.next(5*time.Second).Type)
+	}
+	require.Equal(t, "", l.next(500*time.Millisecond).Type, "two slots, whatever the worker advertises")
+	ws, err := h.Workers(t.Context())
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	require.Equal(t, 2, ws[0].MaxConcurrent)
+	require.Equal(t, 1000, ws[0].ReportedMaxConcurrent)
+}

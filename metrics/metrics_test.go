@@ -54,6 +54,7 @@ func TestMetricsEveryFamilyHasHelp(t *testing.T) {
 	m.JobsSubmitted.WithLabelValues("pool").Inc()
 	m.JobsFinished.WithLabelValues("succeeded", "").Inc()
 	m.FencedReports.WithLabelValues("log").Inc()
+	m.LogLinesRefused.WithLabelValues("lines").Inc()
 	m.ActorPanics.WithLabelValues("job").Inc()
 	m.ActorSupervision.WithLabelValues("RestartDirective").Inc()
 

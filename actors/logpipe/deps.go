@@ -16,6 +16,11 @@ type Timing struct {
 	LogBudgetLines int64         // log lines in memory before the socket readers block
 	GrainTimeout   time.Duration // bounds one store call
 	IdlePassivate  time.Duration // an idle stream stops after this
+	// MaxLines and MaxBytes bound one job's stored log (limits.max_log_lines,
+	// limits.max_log_bytes); past either the log is marked truncated and
+	// further lines are refused. 0 = no bound.
+	MaxLines int64
+	MaxBytes int64
 }
 
 // Deps is what the log actors of a hub share: fixed after the hub starts.

@@ -2,6 +2,7 @@ package logpipe
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -35,8 +36,15 @@ type logStream struct {
 	from     int64 // index of pending[0]
 	done     bool  // no line is accepted any more
 	doneSent bool  // the done sentinel went to the flusher
-	armed    bool
-	timers   *supervise.Timers
+	// bytes is the text stored for the job so far, as far as this stream
+	// saw it: a stream resumed from the store (another hub, a passivated
+	// stream) starts at 0, since the store has no byte count; the line
+	// count is exact. truncated: the marker is stored, lines are refused.
+	bytes       int64
+	truncated   bool
+	truncatedBy string // "lines" or "bytes"
+	armed       bool
+	timers      *supervise.Timers
 }
 
 // Line is one job_log frame, sent by a socket reader straight to the job's
@@ -80,6 +88,9 @@ type streamCarry struct {
 	next, base     int64
 	attempt        int
 	done, doneSent bool
+	bytes          int64
+	truncated      bool
+	truncatedBy    string
 }
 
 func (s *logStream) Receive(ctx actor.Context) {
@@ -91,7 +102,8 @@ func (s *logStream) Receive(ctx actor.Context) {
 	case *actor.Restarting:
 		s.timers.StopAll()
 		s.flush(ctx, nil, nil) // hand pending lines on before this instance goes
-		*s.carry = streamCarry{valid: true, next: s.next, base: s.base, attempt: s.attempt, done: s.done, doneSent: s.doneSent}
+		*s.carry = streamCarry{valid: true, next: s.next, base: s.base, attempt: s.attempt, done: s.done, doneSent: s.doneSent,
+			bytes: s.bytes, truncated: s.truncated, truncatedBy: s.truncatedBy}
 	case *supervise.InjectPanic:
 		panic("injected panic in log stream " + s.jobID)
 	case *Line:
@@ -130,6 +142,7 @@ func (s *logStream) start(ctx actor.Context) {
 	ctx.SetReceiveTimeout(s.deps.Timing.IdlePassivate)
 	if c := s.carry; c.valid {
 		s.next, s.from, s.base, s.attempt, s.done, s.doneSent = c.next, c.next, c.base, c.attempt, c.done, c.doneSent
+		s.bytes, s.truncated, s.truncatedBy = c.bytes, c.truncated, c.truncatedBy
 		return
 	}
 	// Resume where the store is: this may be a new hub for a job whose
@@ -142,6 +155,10 @@ func (s *logStream) start(ctx actor.Context) {
 		n = -1
 	}
 	s.next, s.from = n, n
+	if t := s.deps.Timing; t.MaxLines > 0 && n > t.MaxLines {
+		// The marker is stored past the last line the bound allowed.
+		s.truncated, s.truncatedBy = true, "lines"
+	}
 	if n >= 0 {
 		if _, done, err := s.deps.Logs.Read(rctx, s.jobID, n, 1); err == nil {
 			s.done = done
@@ -182,11 +199,35 @@ func (s *logStream) add(ctx actor.Context, m *Line) {
 		s.deps.Metrics.LogGaps.Inc()
 		s.log.Warn("log line sequence gap", slog.Int64("want", s.next), slog.Int64("got", idx))
 	}
+	if s.truncated {
+		s.refuse(ctx, "")
+		return
+	}
+	t := s.deps.Timing
+	switch {
+	case t.MaxLines > 0 && s.next >= t.MaxLines:
+		s.refuse(ctx, "lines")
+		return
+	case t.MaxBytes > 0 && s.bytes+int64(len(m.Text)) > t.MaxBytes:
+		s.refuse(ctx, "bytes")
+		return
+	}
+	s.append(m.Text)
+	s.bytes += int64(len(m.Text))
+	s.flushSoon(ctx)
+}
+
+// append adds text as the next line of the log.
+func (s *logStream) append(text string) {
 	if len(s.pending) == 0 {
 		s.from = s.next
 	}
-	s.pending = append(s.pending, m.Text)
+	s.pending = append(s.pending, text)
 	s.next++
+}
+
+// flushSoon hands a full batch on now, else arms the batch timer.
+func (s *logStream) flushSoon(ctx actor.Context) {
 	if len(s.pending) >= s.deps.Timing.LogBatchLines {
 		s.flush(ctx, nil, nil)
 		return
@@ -195,6 +236,29 @@ func (s *logStream) add(ctx actor.Context, m *Line) {
 		s.armed = true
 		s.timers.After(untilTick(s.deps.now(), s.deps.Timing.LogBatchWait), &logFlushTick{})
 	}
+}
+
+// refuse drops a line past the job's log bound (its budget token goes
+// back). The first refusal, bound names the limit hit, stores one marker
+// line so a reader sees the log was cut and where; the done sentinel still
+// comes with the job's end, so followers end as usual.
+func (s *logStream) refuse(ctx actor.Context, bound string) {
+	s.budget.Release(1)
+	if bound == "" {
+		bound = s.truncatedBy
+	}
+	s.deps.Metrics.LogLinesRefused.WithLabelValues(bound).Inc()
+	if s.truncated {
+		return
+	}
+	s.truncated, s.truncatedBy = true, bound
+	n := s.deps.Timing.MaxLines
+	if bound == "bytes" {
+		n = s.deps.Timing.MaxBytes
+	}
+	s.log.Warn("job log truncated", slog.String("limit", "limits.max_log_"+bound), slog.Int64("max", n))
+	s.append(fmt.Sprintf("[log truncated: limit of %d %s reached]", n, bound))
+	s.flushSoon(ctx)
 }
 
 func (s *logStream) flush(ctx actor.Context, notify *actor.PID, payload interface{}) {

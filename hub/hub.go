@@ -125,7 +125,11 @@ func TimingFrom(cfg *config.Config) grains.Timing {
 // logDeps is what the log pipe takes of the grains' deps.
 func logDeps(d *grains.Deps, l config.LimitsConfig) *logpipe.Deps {
 	t := d.Timing
-	return &logpipe.Deps{Logs: d.Logs, Log: d.Log, Metrics: d.Metrics, Now: d.Now,
+	holder := func(ctx context.Context, jobID string) (string, int, error) {
+		j, err := d.Jobs.Get(ctx, jobID)
+		return j.WorkerID, j.Attempts, err
+	}
+	return &logpipe.Deps{Logs: d.Logs, Log: d.Log, Metrics: d.Metrics, Now: d.Now, Holder: holder,
 		Timing: logpipe.Timing{LogBatchLines: t.LogBatchLines, LogBatchWait: t.LogBatchWait,
 			LogBudgetLines: t.LogBudgetLines, GrainTimeout: t.GrainTimeout, IdlePassivate: t.IdlePassivate,
 			MaxLines: int64(l.MaxLogLines), MaxBytes: int64(l.MaxLogBytes)}}

@@ -281,3 +281,40 @@ func TestSecurityWorkerMaxLanesBoundsAClaim(t *testing.T) {
 	require.Equal(t, 2, ws[0].MaxConcurrent)
 	require.Equal(t, 1000, ws[0].ReportedMaxConcurrent)
 }
+
+// A log counts only from the worker holding the job's attempt: another
+// worker can neither append lines to it nor close it, while the holder's
+// lines and end are stored.
+func TestSecurityLogOnlyFromTheHolder(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	url := h.URL()
+	a := dialRawLink(t, url, "w-log-a", 1)
+	b := dialRawLink(t, url, "w-log-b", 1)
+	first, second := submit(t, url, `{"mode":"noop"}`), submit(t, url, `{"mode":"noop"}`)
+	onA, onB := a.next(5*time.Second), b.next(5*time.Second)
+	require.Equal(t, messages.TypeAssignJob, onA.Type)
+	require.Equal(t, messages.TypeAssignJob, onB.Type)
+	require.ElementsMatch(t, []string{first.ID, second.ID}, []string{onA.JobID, onB.JobID})
+	a.send(messages.Frame{Type: messages.TypeJobStarted, JobID: onA.JobID, Attempt: onA.Attempt, Lane: "sim://w-log-a/lane/0"})
+
+	// B floods A's log and tries to close it.
+	for i := 0; i < 50; i++ {
+		b.send(messages.Frame{Type: messages.TypeJobLog, JobID: onA.JobID, Attempt: onA.Attempt, Seq: int64(i), Line: "forged"})
+	}
+	b.send(messages.Frame{Type: messages.TypeJobDone, JobID: onA.JobID, Attempt: onA.Attempt, Result: []byte(`{}`)})
+	require.Eventually(t, func() bool {
+		return h.Metrics().Get("paprika_fenced_reports_total", "kind=log") >= 51
+	}, 5*time.Second, 10*time.Millisecond, "every forged line and the forged end refused and counted")
+
+	for i := 0; i < 3; i++ {
+		a.send(messages.Frame{Type: messages.TypeJobLog, JobID: onA.JobID, Attempt: onA.Attempt, Seq: int64(i), Line: "honest"})
+	}
+	a.send(messages.Frame{Type: messages.TypeJobDone, JobID: onA.JobID, Attempt: onA.Attempt, Result: []byte(`{}`)})
+	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, onA.JobID, 10*time.Second).Status)
+	lines, done, err := h.stores.Logs.Read(t.Context(), onA.JobID, 0, 0)
+	require.NoError(t, err)
+	require.True(t, done)
+	require.Equal(t, []string{"honest", "honest", "honest"}, lines, "only the holder's lines, from the start")
+	b.send(messages.Frame{Type: messages.TypeJobDone, JobID: onB.JobID, Attempt: onB.Attempt, Result: []byte(`{}`)})
+	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, onB.JobID, 10*time.Second).Status)
+}

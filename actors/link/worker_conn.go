@@ -229,7 +229,7 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 				root.Send(self, &connClosed{err: err})
 				return
 			}
-			root.Send(pid, &logpipe.Line{Attempt: f.Attempt, Seq: f.Seq, Text: f.Line})
+			root.Send(pid, &logpipe.Line{Worker: c.workerID, Attempt: f.Attempt, Seq: f.Seq, Text: f.Line})
 			continue
 		}
 		if f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed {
@@ -390,7 +390,7 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		}
 		// The result is reported only once the log, done sentinel included,
 		// is stored: a follower never sees "done" before the last line.
-		c.logs.Route(ctx, f.JobID, &logpipe.End{Notify: ctx.Self(), Payload: in})
+		c.logs.Route(ctx, f.JobID, &logpipe.End{Worker: c.workerID, Attempt: f.Attempt, Notify: ctx.Self(), Payload: in})
 	case messages.TypeJobStatus:
 		audit := &messages.JobAudit{WorkerId: c.workerID, Attempt: int32(f.Attempt), State: f.State}
 		if f.UptimeMS > 0 {

@@ -1,6 +1,7 @@
 package logpipe
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -30,6 +31,10 @@ type Deps struct {
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
 	Now     func() time.Time
+	// Holder names the worker and attempt holding a job now (the job
+	// store's claim of record): only that worker's lines and end count.
+	// nil trusts every sender (tests of the pipe alone).
+	Holder func(ctx context.Context, jobID string) (workerID string, attempt int, err error)
 }
 
 func (d *Deps) now() time.Time {

@@ -28,14 +28,19 @@ type logStream struct {
 	carry *streamCarry
 
 	// actor-confined state
-	log      *slog.Logger
-	next     int64 // index of the next line to store
-	attempt  int   // the attempt whose lines are being stored
-	base     int64 // index of that attempt's line 0
-	pending  []string
-	from     int64 // index of pending[0]
-	done     bool  // no line is accepted any more
-	doneSent bool  // the done sentinel went to the flusher
+	log *slog.Logger
+	// the job's holder by the store: its lines alone are stored
+	holder        string
+	holderAttempt int
+	holderKnown   bool
+	holderRetryAt time.Time
+	next          int64 // index of the next line to store
+	attempt       int   // the attempt whose lines are being stored
+	base          int64 // index of that attempt's line 0
+	pending       []string
+	from          int64 // index of pending[0]
+	done          bool  // no line is accepted any more
+	doneSent      bool  // the done sentinel went to the flusher
 	// bytes is the text stored for the job so far, as far as this stream
 	// saw it: a stream resumed from the store (another hub, a passivated
 	// stream) starts at 0, since the store has no byte count; the line
@@ -50,6 +55,7 @@ type logStream struct {
 // Line is one job_log frame, sent by a socket reader straight to the job's
 // stream; the reader took one budget token for it (Router.Acquire).
 type Line struct {
+	Worker  string // the worker whose link carried it
 	Attempt int
 	Seq     int64
 	Text    string
@@ -59,6 +65,8 @@ type Line struct {
 // flusher sends Notify a Persisted with Payload: the WorkerConn then
 // reports the result.
 type End struct {
+	Worker  string // the worker whose link carried it
+	Attempt int
 	Notify  *actor.PID
 	Payload interface{}
 }
@@ -112,6 +120,13 @@ func (s *logStream) Receive(ctx actor.Context) {
 		s.armed = false
 		s.flush(ctx, nil, nil)
 	case *End:
+		if !s.holds(ctx, msg.Worker, msg.Attempt) {
+			// Not the holder's: the log stays open, and the report goes on
+			// to the job grain, which refuses it as stale.
+			s.deps.Metrics.FencedReports.WithLabelValues("log").Inc()
+			ctx.Send(s.flusher, &flushReq{notify: msg.Notify, payload: msg.Payload})
+			return
+		}
 		if s.done {
 			// Already stored (a re-sent final frame): confirm at once.
 			ctx.Send(s.flusher, &flushReq{notify: msg.Notify, payload: msg.Payload})
@@ -167,6 +182,13 @@ func (s *logStream) start(ctx actor.Context) {
 }
 
 func (s *logStream) add(ctx actor.Context, m *Line) {
+	if !s.holds(ctx, m.Worker, m.Attempt) {
+		// A line for a job the sender does not hold (another worker, or
+		// an attempt that is not the current one) is refused, not stored.
+		s.deps.Metrics.FencedReports.WithLabelValues("log").Inc()
+		s.budget.Release(1)
+		return
+	}
 	if s.next < 0 { // length unknown: the first line sets it
 		s.next, s.from = m.Seq, m.Seq
 	}
@@ -277,3 +299,37 @@ func (s *logStream) flush(ctx actor.Context, notify *actor.PID, payload interfac
 	s.from = s.next
 	ctx.Send(s.flusher, &flushReq{batch: b, notify: notify, payload: payload, hasBatch: true, urgent: urgent})
 }
+
+// holds reports whether worker holds the job under attempt, by the job
+// store's claim of record. The stream asks the store once, and again when
+// a later attempt speaks (the job was placed anew); while the store cannot
+// answer it trusts the sender for holderRetry rather than lose honest
+// lines — the job grain still fences the job's end.
+func (s *logStream) holds(ctx actor.Context, worker string, attempt int) bool {
+	if s.deps.Holder == nil || worker == "" {
+		return true
+	}
+	now := s.deps.now()
+	if !s.holderKnown || attempt > s.holderAttempt {
+		if now.Before(s.holderRetryAt) {
+			return true
+		}
+		rctx, cancel := context.WithTimeout(context.Background(), holderReadTimeout)
+		w, a, err := s.deps.Holder(rctx, s.jobID)
+		cancel()
+		if err != nil {
+			s.holderRetryAt = now.Add(holderRetry)
+			s.log.Warn("log stream: job holder unknown; taking lines on trust", slog.Any("err", err))
+			return true
+		}
+		s.holder, s.holderAttempt, s.holderKnown = w, a, true
+	}
+	return worker == s.holder && attempt == s.holderAttempt
+}
+
+// holderRetry spaces the store reads of a stream whose store is away;
+// holderReadTimeout bounds one (the stream's other lines wait behind it).
+const (
+	holderRetry       = time.Second
+	holderReadTimeout = 1500 * time.Millisecond
+)

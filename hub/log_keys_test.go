@@ -2,41 +2,22 @@ package hub
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/internal/syncbuf"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
-
-// syncBuffer is a bytes.Buffer that several goroutines may write.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // repeatedKeys lists the keys that occur more than once in one JSON object
 // of line, at any depth (slog groups are nested objects).
@@ -102,7 +83,7 @@ func TestRepeatedKeys(t *testing.T) {
 // Every line a hub and its actors log carries each key once: the hub's
 // logger has hub_id, so no actor adds it again; the agent's has worker_id.
 func TestLogLinesHaveEachKeyOnce(t *testing.T) {
-	var hubOut, agentOut syncBuffer
+	var hubOut, agentOut syncbuf.Buffer
 	jsonLog := func(w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

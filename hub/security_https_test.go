@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,26 +19,10 @@ import (
 	"github.com/paprika-hub/paprika/client"
 	"github.com/paprika-hub/paprika/config"
 	"github.com/paprika-hub/paprika/internal/certs"
+	"github.com/paprika-hub/paprika/internal/syncbuf"
 	"github.com/paprika-hub/paprika/persistence"
+	"sync"
 )
-
-// lockedBuffer is a log sink safe for the agent's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // httpsHub starts a hub serving HTTPS with a certificate for 127.0.0.1
 // from a fresh test CA, a worker token required; it returns the hub and
@@ -110,7 +92,7 @@ func TestSecurityHTTPSWorkerWithCA(t *testing.T) {
 // http:// request to the TLS port gets no API answer.
 func TestSecurityHTTPSWithoutCAFailsTheHandshake(t *testing.T) {
 	h, _ := httpsHub(t)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	a, err := agent.New(agent.Config{HubURLs: []string{h.URL()}, ID: "wnoca", Lanes: 1, Token: "worker-secret",
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.NoError(t, err)

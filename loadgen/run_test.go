@@ -1,13 +1,11 @@
 package loadgen_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/paprika-hub/paprika/config"
 	"github.com/paprika-hub/paprika/hub"
+	"github.com/paprika-hub/paprika/internal/syncbuf"
 	"github.com/paprika-hub/paprika/loadgen"
 )
 
@@ -24,6 +23,10 @@ func startHub(t *testing.T) *hub.Hub {
 	cfg := config.Default()
 	require.NoError(t, cfg.Set("hub.listen", "127.0.0.1:0"))
 	require.NoError(t, cfg.Set("assets.dir", filepath.Join(t.TempDir(), "assets")))
+	// As a spawned bench hub: a flat-out run streams more lines per job
+	// than the per-job log bound.
+	require.NoError(t, cfg.Set("limits.max_log_lines", "0"))
+	require.NoError(t, cfg.Set("limits.max_log_bytes", "0"))
 	h, err := hub.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	require.NoError(t, h.Start(context.Background()))
@@ -39,7 +42,7 @@ func TestRunAgainstInProcessHub(t *testing.T) {
 	h := startHub(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var progress lockedBuffer
+	var progress syncbuf.Buffer
 	rep, err := loadgen.Run(ctx, loadgen.Options{
 		HubURL:    h.URL(),
 		HubPID:    os.Getpid(),
@@ -125,22 +128,4 @@ func text(t *testing.T, r *loadgen.Report) string {
 	b, err := os.ReadFile(f)
 	require.NoError(t, err)
 	return string(b)
-}
-
-// lockedBuffer is an io.Writer safe for the monitor goroutine and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -84,6 +84,14 @@ func SpawnHub(ctx context.Context, o SpawnOptions) (*SpawnedHub, error) {
 		}
 		env = append(env, "PAPRIKA_ASSETS_DIR="+filepath.Join(h.dataDir, "assets"))
 	}
+	// A bench streams far more lines per job than any job would, from one
+	// address: the per-job log bounds and the per-address caps would cut
+	// the very load it measures. The caller's env still wins.
+	for _, kv := range benchUnbounded {
+		if k, _, _ := strings.Cut(kv, "="); !hasEnv(env, k) {
+			env = append(env, kv)
+		}
+	}
 	if h.logFile, err = os.CreateTemp(o.LogDir, "paprika-bench-hub-*.log"); err != nil {
 		h.removeData()
 		return nil, fmt.Errorf("spawn hub: log file: %w", err)
@@ -217,3 +225,7 @@ func hasEnv(env []string, key string) bool {
 	}
 	return false
 }
+
+// benchUnbounded lifts the limits a bench's own load would hit.
+var benchUnbounded = []string{"PAPRIKA_LIMITS_MAX_LOG_LINES=0", "PAPRIKA_LIMITS_MAX_LOG_BYTES=0",
+	"PAPRIKA_LIMITS_MAX_CONNS_PER_IP=0", "PAPRIKA_LIMITS_API_RATE=0"}

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,24 +190,6 @@ func TestSlogCoreForwardsZapRecords(t *testing.T) {
 	out := buf.String()
 	require.NotContains(t, out, "dropped")
 	require.Contains(t, out, `level=WARN msg="retrying of unary invoker failed" attempt=2 endpoint=etcd1:2379 error="connection refused"`)
-}
-
-// lockedBuffer is a log sink that goroutines outliving a call may write to.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // scriptedProvider stands in for a provider whose StartMember fails or

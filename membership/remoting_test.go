@@ -26,6 +26,8 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/internal/syncbuf"
 )
 
 // TestConsulRefusedRegistrationIsBounded: an agent that answers but
@@ -64,7 +66,7 @@ func TestRemotingProviderStartErrorIsAnError(t *testing.T) {
 	// member starting (see redis_multi_test.go).
 	// Locked: remoting's server goroutine may still log after the failed
 	// start returns.
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	_, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: slog.New(slog.NewTextHandler(&logs, nil))},
 		func() cluster.ClusterProvider { return &scriptedProvider{startErr: errors.New("no quorum")} })
 	require.EqualError(t, err, "start cluster member: no quorum")

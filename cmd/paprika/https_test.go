@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/paprika-hub/paprika/agent"
 	"github.com/paprika-hub/paprika/client"
 	"github.com/paprika-hub/paprika/internal/certs"
+	"github.com/paprika-hub/paprika/internal/syncbuf"
 	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 
@@ -137,7 +137,7 @@ func TestSecurityUpServesHTTPSToItsLocalWorkers(t *testing.T) {
 		"PAPRIKA_HUB_TLS_CERT="+filepath.Join(dir, certs.HubCert), "PAPRIKA_HUB_TLS_KEY="+filepath.Join(dir, certs.HubKey))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -161,22 +161,4 @@ func TestSecurityUpServesHTTPSToItsLocalWorkers(t *testing.T) {
 	require.Equal(t, "local-1", j.WorkerID)
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	require.NoError(t, cmd.Wait())
-}
-
-// syncBuffer is a child's stderr the test may read while the child writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

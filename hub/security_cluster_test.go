@@ -17,9 +17,7 @@ import (
 // address, but neither GET /workers nor PATCH /workers/{id} hands it out.
 // The hub runs cluster TLS, so this is also a job end to end over it.
 func TestSecurityWorkersShowNoLink(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, certs.MakeCA(dir, false, time.Now()))
-	require.NoError(t, certs.MakeHub(dir, []string{"127.0.0.1"}, false, time.Now()))
+	dir := testCerts(t)
 	cfg := testConfig(t)
 	require.NoError(t, cfg.Set("cluster.tls_ca", filepath.Join(dir, certs.CACert)))
 	require.NoError(t, cfg.Set("cluster.tls_cert", filepath.Join(dir, certs.HubCert)))

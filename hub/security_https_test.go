@@ -24,13 +24,21 @@ import (
 	"sync"
 )
 
+// testCerts makes a fresh CA and a hub certificate for 127.0.0.1 in a
+// temporary directory (internal/certs' file names).
+func testCerts(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, certs.MakeCA(dir, false, time.Now()))
+	require.NoError(t, certs.MakeHub(dir, []string{"127.0.0.1"}, false, time.Now()))
+	return dir
+}
+
 // httpsHub starts a hub serving HTTPS with a certificate for 127.0.0.1
 // from a fresh test CA, a worker token required; it returns the hub and
 // the CA file.
 func httpsHub(t *testing.T) (*Hub, string) {
-	dir := t.TempDir()
-	require.NoError(t, certs.MakeCA(dir, false, time.Now()))
-	require.NoError(t, certs.MakeHub(dir, []string{"127.0.0.1"}, false, time.Now()))
+	dir := testCerts(t)
 	cfg := testConfig(t)
 	require.NoError(t, cfg.Set("hub.tls_cert", filepath.Join(dir, certs.HubCert)))
 	require.NoError(t, cfg.Set("hub.tls_key", filepath.Join(dir, certs.HubKey)))

@@ -100,13 +100,7 @@ func TestSecurityLimitsQueueFull(t *testing.T) {
 	for range 3 {
 		ids = append(ids, submit(t, h.URL(), `{"mode":"noop"}`).ID)
 	}
-	req, err := http.NewRequest("POST", h.URL()+"/jobs", strings.NewReader(`{"mode":"noop"}`))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	res, b := request(t, "POST", h.URL()+"/jobs", `{"mode":"noop"}`)
 	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, string(b))
 	require.Equal(t, "5", res.Header.Get("Retry-After"))
 	code, limit, _ := limitBody(t, b)
@@ -181,12 +175,7 @@ func TestSecurityLimitsAPIRate(t *testing.T) {
 		st, b := do(t, "GET", h.URL()+"/jobs", "")
 		require.Equal(t, http.StatusOK, st, "request %d within the burst: %s", i, b)
 	}
-	req, err := http.NewRequest("GET", h.URL()+"/jobs", nil)
-	require.NoError(t, err)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	res, b := request(t, "GET", h.URL()+"/jobs", "")
 	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, string(b))
 	require.Equal(t, "1", res.Header.Get("Retry-After"))
 	code, limit, _ := limitBody(t, b)
@@ -290,4 +279,24 @@ func TestSecurityLimitsJobAssets(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, st, "fits the room left: %s", b)
 	st, b = put("a.txt", 60, false)
 	require.Equal(t, http.StatusNoContent, st, "a replaced asset's old size does not count: %s", b)
+}
+
+// request is do for a test that reads the answer's headers too; a body is
+// sent as JSON.
+func request(t *testing.T, method, url, body string) (*http.Response, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, b
 }

@@ -47,10 +47,6 @@ func MakeCA(dir string, overwrite bool, now time.Time) error {
 	if err := writable(dir, overwrite, CACert, CAKey); err != nil {
 		return err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{Organization: []string{"Paprika"}, CommonName: "Paprika cluster CA"},
@@ -61,11 +57,24 @@ func MakeCA(dir string, overwrite bool, now time.Time) error {
 		IsCA:                  true,
 		MaxPathLenZero:        true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	return issue(dir, CACert, CAKey, tmpl, nil, nil)
+}
+
+// issue makes a fresh P-256 key, signs tmpl for it — by parent and
+// parentKey, or by itself when parent is nil — and writes the pair.
+func issue(dir, certName, keyName string, tmpl, parent *x509.Certificate, parentKey any) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
 	}
-	return writePair(dir, CACert, CAKey, der, key)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		return err
+	}
+	return writePair(dir, certName, keyName, der, key)
 }
 
 // MakeHub writes dir/hub.crt and dir/hub.key, signed by dir/ca.crt and
@@ -89,10 +98,6 @@ func MakeHub(dir string, hosts []string, overwrite bool, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{Organization: []string{"Paprika"}, CommonName: hosts[0]},
@@ -108,11 +113,7 @@ func MakeHub(dir string, hosts []string, overwrite bool, now time.Time) error {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, ca.PrivateKey)
-	if err != nil {
-		return err
-	}
-	return writePair(dir, HubCert, HubKey, der, key)
+	return issue(dir, HubCert, HubKey, tmpl, caCert, ca.PrivateKey)
 }
 
 // SplitHosts flattens repeated and comma-separated host values, blanks and

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 
 // fakeLookup resolves the names of the tests; the rest fail like NXDOMAIN.
@@ -189,7 +190,7 @@ func TestSecurityEgressSubresourceBlocked(t *testing.T) {
 	var probed atomic.Int32
 	ln, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
-		t.Skipf("no 127.0.0.2 on this host: %v", err)
+		storetest.Unavailable(t, "127.0.0.2 on this host", err)
 	}
 	probe := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		probed.Add(1)

@@ -133,6 +133,7 @@ func TestHelloWelcomeHeartbeat(t *testing.T) {
 	require.Equal(t, 3, hello.Capabilities.MaxConcurrent)
 	require.Equal(t, []string{"sim://w5150/lane/0", "sim://w5150/lane/1", "sim://w5150/lane/2"}, hello.Capabilities.LaneURLs)
 	require.Equal(t, []string{DriverSimulated}, hello.Capabilities.Drivers)
+	require.Equal(t, []string{messages.LaneIdle, messages.LaneIdle, messages.LaneIdle}, hello.LaneStates)
 	require.NotNil(t, hello.Stats)
 	require.Empty(t, hello.Running)
 
@@ -152,7 +153,8 @@ func TestHelloWelcomeHeartbeat(t *testing.T) {
 		}
 		require.Positive(t, hb.Stats.MemPct, "a running machine uses some memory")
 		require.Positive(t, hb.Stats.DiskPct, "a file system holding files is not empty")
-		require.Nil(t, hb.LaneURLs, "the lanes did not change since hello")
+		require.Nil(t, hb.LaneURLs, "heartbeats carry no lane addresses")
+		require.Nil(t, hb.LaneStates, "the lanes did not change since hello")
 	}
 	require.Equal(t, "w5150", b.a.ID())
 }

@@ -85,7 +85,7 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 	l.start()
 
 	running, stats := a.report()
-	helloLanes := a.laneURLs()
+	helloStates := a.laneStates()
 	l.send(messages.Frame{
 		Type:     messages.TypeHello,
 		WorkerID: id,
@@ -93,11 +93,12 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 		Version:  a.cfg.Version,
 		Capabilities: &messages.Capabilities{
 			MaxConcurrent: a.cfg.Lanes,
-			LaneURLs:      helloLanes,
+			LaneURLs:      a.laneURLs(),
 			Drivers:       []string{a.driver.Name()},
 		},
-		Stats:   stats,
-		Running: running,
+		LaneStates: helloStates,
+		Stats:      stats,
+		Running:    running,
 	})
 
 	wt := time.NewTimer(welcomeTimeout)
@@ -128,12 +129,13 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 	interval := a.heartbeatInterval()
 	hb := time.NewTicker(interval)
 	defer hb.Stop()
-	lanes := newLaneReport(helloLanes)
+	lanes := newLaneReport(helloStates)
 	defer lanes.stop()
 	var laneChanges <-chan struct{} // nil (never ready) for drivers whose lanes do not change
 	if w, ok := a.driver.(LaneWatcher); ok {
 		laneChanges = w.LaneChanges()
 	}
+	poolChanges := a.lanes.changed // fixed after New; read by one link at a time
 	for {
 		select {
 		case <-ctx.Done():
@@ -152,11 +154,13 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 			}
 		case <-laneChanges:
 			lanes.changed(time.Now())
+		case <-poolChanges:
+			lanes.changed(time.Now())
 		case <-lanes.due():
 			lanes.fired()
 			// Skipped when a regular heartbeat carried the change already,
 			// or the lanes changed back.
-			if lanes.differs(a.laneURLs()) {
+			if lanes.differs(a.laneStates()) {
 				a.heartbeat(l, lanes)
 			}
 		}
@@ -164,19 +168,19 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 }
 
 // heartbeat sends a heartbeat with the running jobs and host stats, and the
-// lanes' addresses when they are news to this link's hub.
+// lanes' states when they are news to this link's hub.
 func (a *Agent) heartbeat(l *link, lanes *laneReport) {
 	running, stats := a.report()
 	f := messages.Frame{Type: messages.TypeHeartbeat, Stats: stats, Running: running}
-	urls := a.laneURLs()
-	if lanes.differs(urls) {
-		f.LaneURLs = urls
+	states := a.laneStates()
+	if lanes.differs(states) {
+		f.LaneStates = states
 	}
 	// A dropped frame leaves the change unreported: the next heartbeat
 	// carries it.
-	if l.send(f) && f.LaneURLs != nil {
-		lanes.reported(urls, time.Now())
-		a.lg().Info("lane addresses reported", "lane_urls", urls)
+	if l.send(f) && f.LaneStates != nil {
+		lanes.reported(states, time.Now())
+		a.lg().Debug("lane states reported", "lane_states", states)
 	}
 }
 
@@ -203,10 +207,8 @@ func (a *Agent) heartbeatInterval() time.Duration {
 	return a.hbInterval
 }
 
-// laneURLs is every lane's current address as the driver reports it (for
-// chromium: the DevTools URL of a started lane, else its placeholder). It
-// asks the driver each time rather than keeping a copy, because a
-// LaneWatcher's addresses change at run time.
+// laneURLs is every lane's name as the driver reports it (hello's
+// lane_urls; the hub counts them and keeps nothing else of them).
 func (a *Agent) laneURLs() []string {
 	id := a.ID()
 	urls := make([]string, a.cfg.Lanes)
@@ -214,4 +216,21 @@ func (a *Agent) laneURLs() []string {
 		urls[i] = a.driver.LaneURL(id, i)
 	}
 	return urls
+}
+
+// laneStates is every lane's state: restarting while the driver (re)starts
+// its browser (LaneStater), else job or session while one holds it, else
+// idle. Read under mu, like the pool it reads.
+func (a *Agent) laneStates() []string {
+	ls, _ := a.driver.(LaneStater)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	states := make([]string, a.lanes.size())
+	for i := range states {
+		states[i] = a.lanes.state(i)
+		if ls != nil && ls.LaneState(i) == messages.LaneRestarting {
+			states[i] = messages.LaneRestarting
+		}
+	}
+	return states
 }

@@ -50,11 +50,12 @@ var ErrUnsupportedDriver = errors.New("unsupported driver")
 type Driver interface {
 	// Name is the driver's name, announced in hello's capabilities.drivers.
 	Name() string
-	// LaneURL is the address of lane (0-based) on the worker with the given
-	// id, announced in hello's capabilities.lane_urls (and in heartbeat
-	// lane_urls when a LaneWatcher says it changed). Its answer when the
+	// LaneURL is the name of lane (0-based) on the worker with the given
+	// id, announced in hello's capabilities.lane_urls; its answer when the
 	// worker id is set names the lane in job_started and in a session's
-	// open result. It is called from any of the agent's goroutines, at
+	// open result, and so in the job and session objects of the API. It
+	// must be stable and must not be a browser's DevTools address: the
+	// hub shows it to every API client. It is called from any of the agent's goroutines, at
 	// times under the agent's lock: it must answer at once and never call
 	// back into the agent.
 	LaneURL(workerID string, lane int) string
@@ -66,17 +67,29 @@ type Driver interface {
 	Run(ctx context.Context, lane int, job Job, emit func(line string) error) (Result, error)
 }
 
-// LaneWatcher is implemented by a Driver whose lane addresses change while
-// the agent runs: a lane's browser starts lazily, restarts, or exits. The
-// agent then reads every lane's LaneURL again and tells the hub in a
-// heartbeat, so the hub shows the lanes' live addresses, not the ones hello
-// carried.
+// LaneWatcher is implemented by a Driver whose lanes change on their own
+// while the agent runs: a lane's browser starts, restarts or exits. The
+// agent then reads every lane's state again (LaneStater) and tells the hub
+// in a heartbeat's lane_states, so GET /workers shows what each lane does
+// now, not what hello said.
 type LaneWatcher interface {
 	// LaneChanges returns the channel on which the driver signals that one
-	// or more LaneURLs changed. The driver sends without blocking into a
+	// or more lanes changed. The driver sends without blocking into a
 	// buffer of one: a burst of changes is one wake-up, and a lane never
 	// waits for the agent. The agent is its only reader.
 	LaneChanges() <-chan struct{}
+}
+
+// LaneStater is implemented by a Driver whose lanes have a state of their
+// own besides being held or free: a browser being started or restarted,
+// during which the lane takes no work even though no job holds it.
+type LaneStater interface {
+	// LaneState is messages.LaneRestarting while the lane's browser is
+	// being (re)started, else "": the agent's own view (idle, job,
+	// session) applies. Any other answer is ignored. It is called under
+	// the agent's lock: it must answer at once and never call back into
+	// the agent.
+	LaneState(lane int) string
 }
 
 // Job is what a driver needs to run one assignment.

@@ -90,7 +90,7 @@ func (a *Agent) handleAssign(l *link, f messages.Frame) {
 		why = "worker is draining"
 	default:
 		var ok bool
-		if lane, ok = a.lanes.acquire(f.Lane); !ok {
+		if lane, ok = a.lanes.acquire(f.Lane, messages.LaneJob); !ok {
 			why = fmt.Sprintf("no free lane (%d of %d busy)", a.lanes.inUse(), a.lanes.size())
 		}
 	}

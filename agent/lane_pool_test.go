@@ -4,27 +4,33 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 func TestLanePool(t *testing.T) {
 	t.Parallel()
 	p := newLanePool([]string{"sim://w/lane/0", "sim://w/lane/1", "sim://w/lane/2"})
-	l, ok := p.acquire("sim://w/lane/2")
+	l, ok := p.acquire("sim://w/lane/2", messages.LaneJob)
 	require.True(t, ok)
 	require.Equal(t, 2, l, "a free hinted lane is taken")
-	l, ok = p.acquire("2")
+	l, ok = p.acquire("2", messages.LaneSession)
 	require.True(t, ok)
 	require.Equal(t, 0, l, "a busy hinted lane falls back to the lowest free")
-	l, ok = p.acquire("1")
+	require.Equal(t, messages.LaneSession, p.state(0))
+	require.Equal(t, messages.LaneIdle, p.state(1))
+	require.Equal(t, messages.LaneJob, p.state(2))
+	l, ok = p.acquire("1", messages.LaneJob)
 	require.True(t, ok)
 	require.Equal(t, 1, l, "hint by index")
-	_, ok = p.acquire("")
+	_, ok = p.acquire("", messages.LaneJob)
 	require.False(t, ok, "all busy")
 	require.Equal(t, 3, p.inUse())
 	p.release(1)
 	p.release(1) // twice is harmless
 	require.Equal(t, 2, p.inUse())
-	l, ok = p.acquire("bogus")
+	require.Equal(t, messages.LaneIdle, p.state(1))
+	l, ok = p.acquire("bogus", messages.LaneJob)
 	require.True(t, ok)
 	require.Equal(t, 1, l)
 }

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Timing of the heartbeats that report a change of the lanes' addresses
-// (LaneWatcher).
+// Timing of the heartbeats that report a change of the lanes' states (a
+// lane taken or freed, a LaneWatcher's browser restarting).
 const (
 	// laneReportDelay is how long a change waits before it is reported, so
 	// that a burst — lanes starting for a burst of jobs, a restart's exit
@@ -19,11 +19,11 @@ const (
 )
 
 // laneReport is what one link's hub was last told about the lanes'
-// addresses, and the timer of the next report of a change. It belongs to
+// states, and the timer of the next report of a change. It belongs to
 // the link's session goroutine (connect.go), like the heartbeat ticker, and
 // needs no lock.
 type laneReport struct {
-	sent  []string    // hello's list, then the last lane_urls a heartbeat carried
+	sent  []string    // hello's lane_states, then the last ones a heartbeat carried
 	timer *time.Timer // armed while a change waits to be reported
 	last  time.Time   // when a change was last reported
 }
@@ -31,7 +31,7 @@ type laneReport struct {
 func newLaneReport(sent []string) *laneReport { return &laneReport{sent: sent} }
 
 // changed arms the report of a change unless one is armed already (it will
-// read the newest addresses when it fires).
+// read the newest states when it fires).
 func (r *laneReport) changed(now time.Time) {
 	if r.timer != nil {
 		return
@@ -54,12 +54,12 @@ func (r *laneReport) due() <-chan time.Time {
 // fired disarms the report after due delivered.
 func (r *laneReport) fired() { r.timer = nil }
 
-// differs reports whether urls is news to the hub.
-func (r *laneReport) differs(urls []string) bool { return !slices.Equal(urls, r.sent) }
+// differs reports whether states is news to the hub.
+func (r *laneReport) differs(states []string) bool { return !slices.Equal(states, r.sent) }
 
-// reported records that the hub got urls in a heartbeat at now.
-func (r *laneReport) reported(urls []string, now time.Time) {
-	r.sent, r.last = urls, now
+// reported records that the hub got states in a heartbeat at now.
+func (r *laneReport) reported(states []string, now time.Time) {
+	r.sent, r.last = states, now
 }
 
 // stop disarms the timer when the link ends.

@@ -123,7 +123,7 @@ func (a *Agent) openSession(l *link, f messages.Frame, cmd sessionCommand) {
 	lane := -1
 	if why == "" {
 		var free bool
-		if lane, free = a.lanes.acquire(f.Lane); !free {
+		if lane, free = a.lanes.acquire(f.Lane, messages.LaneSession); !free {
 			why = fmt.Sprintf("no free lane (%d of %d busy)", a.lanes.inUse(), a.lanes.size())
 		}
 	}

@@ -53,11 +53,9 @@ func (s *sessionRunner) run(sd SessionDriver, open sessionCall) {
 		replySession(open.l, s.id, open.commandID, nil, fmt.Errorf("open session: %w", err))
 		return
 	}
-	res := map[string]any{"lane": s.laneURL}
-	if u := a.driver.LaneURL(a.ID(), s.lane); u != s.laneURL {
-		res["devtools_url"] = u // the lane's live address, e.g. the browser's DevTools URL
-	}
-	b, _ := json.Marshal(res) // strings only: cannot fail
+	// The lane's name only: a browser's DevTools address never leaves the
+	// worker (a CDP client reaches the lane through the hub).
+	b, _ := json.Marshal(map[string]any{"lane": s.laneURL}) // strings only: cannot fail
 	replySession(open.l, s.id, open.commandID, b, nil)
 	log.Info("session opened")
 

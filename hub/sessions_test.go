@@ -80,13 +80,20 @@ func TestSessionThroughTheAPI(t *testing.T) {
 	h := startTestHub(t, testConfig(t))
 	startChromiumAgent(t, h.URL(), "wc", 1)
 	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 20*time.Second, 20*time.Millisecond)
+	waitLaneStates(t, h.URL(), `[{"lane":0,"state":"idle"}]`)
 
 	st, b := do(t, "POST", h.URL()+"/sessions", `{"idle_timeout_s":2}`)
 	require.Equal(t, http.StatusCreated, st, string(b))
+	requireNoDevToolsURL(t, "POST /sessions", b)
 	var sess struct{ ID, WorkerID, Lane, Status string }
 	require.NoError(t, json.Unmarshal(b, &sess))
 	require.Equal(t, "open", strings.ToLower(sess.Status))
-	require.NotEmpty(t, sess.Lane)
+	require.Equal(t, "chromium://wc/lane/0", sess.Lane)
+	waitLaneStates(t, h.URL(), `[{"lane":0,"state":"session"}]`)
+	st, b = do(t, "GET", h.URL()+"/sessions/"+sess.ID, "")
+	require.Equal(t, http.StatusOK, st, string(b))
+	requireNoDevToolsURL(t, "GET /sessions/{id}", b)
+	require.NotContains(t, string(b), "devtools_url")
 
 	cmd := func(body string) (int, map[string]any) {
 		st, b := do(t, "POST", h.URL()+"/sessions/"+sess.ID+"/commands", body)
@@ -119,6 +126,7 @@ func TestSessionThroughTheAPI(t *testing.T) {
 		return st == http.StatusOK && strings.Contains(string(b), `"closed"`)
 	}, 15*time.Second, 100*time.Millisecond)
 	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.InFlight == 0 }, 10*time.Second, 50*time.Millisecond)
+	waitLaneStates(t, h.URL(), `[{"lane":0,"state":"idle"}]`)
 	st, _ = cmd(`{"op":"text","selector":"#out"}`)
 	require.Equal(t, http.StatusGone, st)
 
@@ -130,6 +138,37 @@ func TestSessionThroughTheAPI(t *testing.T) {
 	require.Equal(t, http.StatusOK, st, string(b))
 	require.Contains(t, string(b), `"closed"`)
 	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.InFlight == 0 }, 10*time.Second, 50*time.Millisecond)
+}
+
+// waitLaneStates polls GET /workers until its raw answer shows the lone
+// worker's lanes as want, and checks that no answer on the way carried a
+// DevTools URL.
+func waitLaneStates(t *testing.T, url, want string) {
+	t.Helper()
+	var last []byte
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, b := do(t, "GET", url+"/workers", "")
+		require.Equal(t, http.StatusOK, st, string(b))
+		requireNoDevToolsURL(t, "GET /workers", b)
+		if strings.Contains(string(b), `"lanes":`+want) {
+			return
+		}
+		last = b
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /workers never showed lanes %s; last answer %s", want, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// requireNoDevToolsURL checks that an API answer carries no WebSocket
+// address: a lane's DevTools URL would let anyone on the worker's network
+// drive its browser past the hub.
+func requireNoDevToolsURL(t *testing.T, what string, body []byte) {
+	t.Helper()
+	require.NotContains(t, string(body), "ws://", "%s answered a WebSocket address: %s", what, body)
+	require.NotContains(t, string(body), "/devtools/", "%s answered a DevTools path: %s", what, body)
 }
 
 // TestSessionWorkerGone: the worker of an open session disappears; the

@@ -92,11 +92,16 @@ type Frame struct {
 	// heartbeat (and hello, so a reconnecting worker reports at once)
 	Stats   *Stats   `json:"stats,omitempty"`
 	Running []string `json:"running,omitempty"`
-	// LaneURLs (heartbeat only) is the worker's lane list as in hello's
-	// capabilities.lane_urls, sent when a lane's address changed since the
-	// worker last reported it (a lane's browser started, restarted or
-	// exited). Absent means unchanged, so the common heartbeat stays small.
+	// LaneURLs (heartbeat only) was the worker's lane list as in hello's
+	// capabilities.lane_urls, sent when a lane's address changed. Workers
+	// no longer send it and hubs ignore it (GET /workers shows lane states,
+	// never addresses); it is still decoded and bounded, so an older
+	// worker's heartbeat is not refused.
 	LaneURLs []string `json:"lane_urls,omitempty"`
+	// LaneStates (hello and heartbeat) is every lane's state, one of
+	// LaneStates, indexed by lane; a heartbeat carries it only when it
+	// changed since the worker last reported it (absent means unchanged).
+	LaneStates []string `json:"lane_states,omitempty"`
 
 	// job frames
 	JobID    string          `json:"job_id,omitempty"`
@@ -213,6 +218,9 @@ func (f *Frame) validate() error {
 		if err := checkURLs(f.Capabilities.LaneURLs); err != nil {
 			return err
 		}
+		if err := checkLaneStates(f.LaneStates); err != nil {
+			return err
+		}
 	case TypeHeartbeat:
 		if f.Stats == nil {
 			return errors.New("stats missing")
@@ -221,6 +229,9 @@ func (f *Frame) validate() error {
 			return fmt.Errorf("lane_urls has %d entries, limit %d", len(f.LaneURLs), maxLanes)
 		}
 		if err := checkURLs(f.LaneURLs); err != nil {
+			return err
+		}
+		if err := checkLaneStates(f.LaneStates); err != nil {
 			return err
 		}
 	case TypeJobStarted, TypeJobDone, TypeJobFailed, TypeAssignJob, TypeCancelJob, TypeJobAck:
@@ -269,6 +280,20 @@ func checkURLs(urls []string) error {
 	for i, u := range urls {
 		if len(u) > maxURLBytes {
 			return fmt.Errorf("lane_urls[%d] has %d bytes, limit %d", i, len(u), maxURLBytes)
+		}
+	}
+	return nil
+}
+
+// checkLaneStates bounds the lane states a worker reports: no more than a
+// worker may have lanes, each one of LaneStates.
+func checkLaneStates(states []string) error {
+	if len(states) > maxLanes {
+		return fmt.Errorf("lane_states has %d entries, limit %d", len(states), maxLanes)
+	}
+	for i, s := range states {
+		if !IsLaneState(s) {
+			return fmt.Errorf("lane_states[%d] %q is not one of %s", i, TruncateError(s), strings.Join(LaneStates, ", "))
 		}
 	}
 	return nil

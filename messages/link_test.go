@@ -23,6 +23,12 @@ func TestDecodeFrame(t *testing.T) {
 		{`{"type":"heartbeat","stats":{"in_flight":0},"lane_urls":["ws://127.0.0.1:9222/devtools/browser/x","chromium://w1/lane/1"]}`, nil},
 		{`{"type":"heartbeat","stats":{"in_flight":0},"lane_urls":"ws://x"}`, ErrMalformed},
 		{`{"type":"heartbeat","stats":{"in_flight":0},"lane_urls":[` + strings.TrimSuffix(strings.Repeat(`"x",`, maxLanes+1), ",") + `]}`, ErrMalformed},
+		{`{"type":"heartbeat","stats":{"in_flight":0},"lane_states":["idle","job","session","restarting"]}`, nil},
+		{`{"type":"heartbeat","stats":{"in_flight":0},"lane_states":["idle","busy"]}`, ErrMalformed},
+		{`{"type":"heartbeat","stats":{"in_flight":0},"lane_states":"idle"}`, ErrMalformed},
+		{`{"type":"heartbeat","stats":{"in_flight":0},"lane_states":[` + strings.TrimSuffix(strings.Repeat(`"idle",`, maxLanes+1), ",") + `]}`, ErrMalformed},
+		{`{"type":"hello","capabilities":{"max_concurrent":1},"lane_states":["session"]}`, nil},
+		{`{"type":"hello","capabilities":{"max_concurrent":1},"lane_states":[""]}`, ErrMalformed},
 		{`{"type":"job_log","job_id":"j","seq":3,"line":"x"}`, nil},
 		{`{"type":"job_log","seq":3}`, ErrMalformed},
 		{`{"type":"job_log","job_id":"j","seq":-1}`, ErrMalformed},
@@ -88,6 +94,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"hello","worker_id":"w1","lan_ip":"10.0.0.1","capabilities":{"max_concurrent":4,"lane_urls":["a"]}}`,
 		`{"type":"heartbeat","stats":{"in_flight":1,"cpu_pct":3.5},"running":["j1"]}`,
 		`{"type":"heartbeat","stats":{"in_flight":0},"lane_urls":["ws://127.0.0.1:41235/devtools/browser/0b1c","chromium://w1/lane/1"]}`,
+		`{"type":"heartbeat","stats":{"in_flight":0},"lane_states":["idle","session"]}`,
 		`{"type":"job_log","job_id":"j","attempt":1,"seq":7,"line":"hello"}`,
 		`{"type":"job_failed","job_id":"j","reason":"job_error","error":"boom"}`,
 		`{"type":"job_done","job_id":"j","result":{"lines":2},"assets":["a.png"]}`,
@@ -110,7 +117,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decode of %s: %v", b, err)
 		}
-		if g.Type != fr.Type || g.JobID != fr.JobID || g.Seq != fr.Seq || !slices.Equal(g.LaneURLs, fr.LaneURLs) {
+		if g.Type != fr.Type || g.JobID != fr.JobID || g.Seq != fr.Seq || !slices.Equal(g.LaneURLs, fr.LaneURLs) || !slices.Equal(g.LaneStates, fr.LaneStates) {
 			t.Fatalf("round trip changed the frame: %+v vs %+v", fr, g)
 		}
 	})

@@ -62,3 +62,25 @@ const (
 	// OpClose frees the session's lane.
 	OpClose = "close"
 )
+
+// Lane states a worker reports in hello and heartbeat (Frame.LaneStates)
+// and GET /workers shows per lane ("lanes": [{"lane", "state"}]).
+const (
+	// LaneIdle: free, its browser (if started) clean for the next user.
+	LaneIdle = "idle"
+	// LaneJob: a job runs on the lane (its cleanup included).
+	LaneJob = "job"
+	// LaneSession: an interactive session holds the lane (its cleanup
+	// included).
+	LaneSession = "session"
+	// LaneRestarting: the lane's browser is being started or restarted
+	// (after a cleanup that failed or could not be verified, or for a lane
+	// marked suspect); the lane takes no work until it is up.
+	LaneRestarting = "restarting"
+)
+
+// LaneStates lists every lane state, in the order error messages name them.
+var LaneStates = []string{LaneIdle, LaneJob, LaneSession, LaneRestarting}
+
+// IsLaneState reports whether s is one of LaneStates.
+func IsLaneState(s string) bool { return slices.Contains(LaneStates, s) }

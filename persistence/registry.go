@@ -37,17 +37,22 @@ type WorkerInfo struct {
 	// ReportedMaxConcurrent is what the worker says it can run.
 	ReportedMaxConcurrent int `json:"reported_max_concurrent,omitempty"`
 	// MaxConcurrentCap is the operator's cap (PATCH /workers/{id}); 0 = none.
-	MaxConcurrentCap int       `json:"max_concurrent_cap,omitempty"`
-	Lanes            []string  `json:"lanes"`
-	BrowserURL       string    `json:"browser_url,omitempty"`
-	Drivers          []string  `json:"drivers,omitempty"`
-	CPUPct           float64   `json:"cpu_pct"`
-	MemPct           float64   `json:"mem_pct"`
-	DiskPct          float64   `json:"disk_pct"`
-	LanIP            string    `json:"lan_ip,omitempty"`
-	Version          string    `json:"version,omitempty"`
-	Running          []string  `json:"running,omitempty"`
-	LastSeen         time.Time `json:"last_seen"`
+	MaxConcurrentCap int `json:"max_concurrent_cap,omitempty"`
+	// Lanes is each lane's state as the worker last reported it; its length
+	// is the worker's lane count (hello's lane_urls). State is empty for a
+	// worker that does not report states.
+	Lanes []LaneStatus `json:"lanes"`
+	// BrowserURL is hello's capabilities.browser_url: kept for placement
+	// (a worker with a browser but no lanes), never shown (Public).
+	BrowserURL string    `json:"browser_url,omitempty"`
+	Drivers    []string  `json:"drivers,omitempty"`
+	CPUPct     float64   `json:"cpu_pct"`
+	MemPct     float64   `json:"mem_pct"`
+	DiskPct    float64   `json:"disk_pct"`
+	LanIP      string    `json:"lan_ip,omitempty"`
+	Version    string    `json:"version,omitempty"`
+	Running    []string  `json:"running,omitempty"`
+	LastSeen   time.Time `json:"last_seen"`
 	// Link is the actor address of the WorkerConn holding the socket
 	// ("address/id"), so a restarted worker grain finds it again.
 	Link string `json:"link,omitempty"`
@@ -61,12 +66,23 @@ type WorkerInfo struct {
 	ReportedAt time.Time `json:"reported_at,omitzero"`
 }
 
-// Public is w as the API shows it: without Link and LinkStarted. The
-// registry needs the link's actor address, but handed out it tells anyone
-// who can reach a cluster port where to send a WorkerConn a job that exists
-// nowhere; the JSON tags cannot drop it, the registry stores this JSON.
+// LaneStatus is one lane of a worker in GET /workers.
+type LaneStatus struct {
+	// Lane is the lane's index on its worker, from 0.
+	Lane int `json:"lane"`
+	// State is one of messages.LaneStates (idle, job, session,
+	// restarting); empty when the worker does not report it.
+	State string `json:"state,omitempty"`
+}
+
+// Public is w as the API shows it: without Link, LinkStarted and
+// BrowserURL. The registry needs the link's actor address, but handed out
+// it tells anyone who can reach a cluster port where to send a WorkerConn a
+// job that exists nowhere; a browser's DevTools address lets whoever can
+// reach the worker's machine drive the browser past the hub. The JSON tags
+// cannot drop them, the registry stores this JSON.
 func (w WorkerInfo) Public() WorkerInfo {
-	w.Link, w.LinkStarted = "", 0
+	w.Link, w.LinkStarted, w.BrowserURL = "", 0, ""
 	return w
 }
 

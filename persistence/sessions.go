@@ -12,10 +12,9 @@ import (
 type SessionRecord struct {
 	ID       string `json:"id"`
 	WorkerID string `json:"worker_id"`
-	// Lane is the lane URL the worker reserved; DevtoolsURL the lane's live
-	// browser address when the worker reports one.
+	// Lane is the name of the lane the worker reserved
+	// (chromium://<worker>/lane/<n>), never a browser's DevTools address.
 	Lane         string            `json:"lane,omitempty"`
-	DevtoolsURL  string            `json:"devtools_url,omitempty"`
 	IdleTimeoutS int               `json:"idle_timeout_s"`
 	Labels       map[string]string `json:"labels,omitempty"`
 	// State is the session status of the API ("open" for every record a

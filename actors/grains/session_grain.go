@@ -33,7 +33,6 @@ type Session struct {
 	ID           string            `json:"id"`
 	WorkerID     string            `json:"worker_id,omitempty"`
 	Lane         string            `json:"lane,omitempty"`
-	DevtoolsURL  string            `json:"devtools_url,omitempty"`
 	Status       string            `json:"status"`
 	Reason       string            `json:"reason,omitempty"`
 	IdleTimeoutS int               `json:"idle_timeout_s"`
@@ -213,7 +212,7 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 		return fmt.Errorf("load session %s: %w", g.id, err)
 	}
 	g.loaded = true
-	g.s = Session{ID: g.id, WorkerID: rec.WorkerID, Lane: rec.Lane, DevtoolsURL: rec.DevtoolsURL, Status: SessionOpen,
+	g.s = Session{ID: g.id, WorkerID: rec.WorkerID, Lane: rec.Lane, Status: SessionOpen,
 		IdleTimeoutS: rec.IdleTimeoutS, Labels: rec.Labels, CreatedAt: rec.CreatedAt, LastUsed: rec.LastUsed}
 	g.savedAt = g.deps.Clock()
 	ctx.CancelReceiveTimeout()
@@ -274,7 +273,7 @@ func (g *sessionGrain) touch() {
 // the session goes on: it works on this hub, it would only not survive it.
 func (g *sessionGrain) save() {
 	g.savedAt = g.deps.Clock()
-	rec := persistence.SessionRecord{ID: g.id, WorkerID: g.s.WorkerID, Lane: g.s.Lane, DevtoolsURL: g.s.DevtoolsURL,
+	rec := persistence.SessionRecord{ID: g.id, WorkerID: g.s.WorkerID, Lane: g.s.Lane,
 		IdleTimeoutS: g.s.IdleTimeoutS, Labels: g.s.Labels, State: g.s.Status, CreatedAt: g.s.CreatedAt, LastUsed: g.s.LastUsed}
 	// The touch interval is inside the TTL too: between two writes the
 	// record must not expire while the session is in use.
@@ -429,12 +428,13 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 			ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
 			return
 		}
+		// Only the lane's name is kept: an older worker also sends its
+		// browser's DevTools address, which no API answer shows.
 		var r struct {
-			Lane        string `json:"lane"`
-			DevtoolsURL string `json:"devtools_url"`
+			Lane string `json:"lane"`
 		}
 		_ = json.Unmarshal(m.Result, &r)
-		g.s.Status, g.s.Lane, g.s.DevtoolsURL, g.s.LastUsed = SessionOpen, r.Lane, r.DevtoolsURL, g.deps.Clock()
+		g.s.Status, g.s.Lane, g.s.LastUsed = SessionOpen, r.Lane, g.deps.Clock()
 		g.save()
 		g.log.Info("session open", slog.String("worker_id", g.s.WorkerID), slog.String("lane", r.Lane))
 		g.armIdle(ctx, g.idleTimeout())

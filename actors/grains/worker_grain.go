@@ -204,7 +204,10 @@ func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, h
 	caps := hello.Capabilities
 	g.info.ReportedMaxConcurrent = caps.MaxConcurrent
 	g.info.MaxConcurrent = g.slots()
-	g.info.Lanes = caps.LaneURLs
+	// The lane count comes from lane_urls; their addresses are not kept:
+	// nothing on the hub dials a lane, and shown they would hand a raw
+	// DevTools endpoint to every API client.
+	g.info.Lanes = laneStatuses(len(caps.LaneURLs), hello.LaneStates)
 	g.info.BrowserURL = caps.BrowserURL
 	g.info.Drivers = caps.Drivers
 	if hello.Stats != nil {
@@ -237,16 +240,36 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 		return
 	}
 	g.applyStats(f.Stats)
-	if len(f.LaneURLs) > 0 {
-		// A lane's browser started, restarted or exited since hello: its
-		// address changed. Absent means unchanged (most heartbeats).
-		g.info.Lanes = f.LaneURLs
+	if len(f.LaneStates) > 0 {
+		// A lane's state changed since the worker last reported it.
+		// Absent means unchanged (most heartbeats); a list that does not
+		// match hello's lane count is ignored, not trusted to resize the
+		// worker.
+		if len(f.LaneStates) == len(g.info.Lanes) {
+			g.info.Lanes = laneStatuses(len(f.LaneStates), f.LaneStates)
+		} else {
+			g.log.Debug("lane_states ignored: not one per lane", slog.Int("lanes", len(g.info.Lanes)), slog.Int("states", len(f.LaneStates)))
+		}
 	}
 	g.adoptRunning(f.Running)
 	g.pruneUnreported(ctx, f.Running)
 	g.info.LastSeen = g.deps.Clock()
 	g.info.Reported, g.info.ReportedAt = f.Running, g.info.LastSeen
 	g.publish(ctx)
+}
+
+// laneStatuses lists n lanes with their states; states is used only when it
+// has one per lane (validated against messages.LaneStates by DecodeFrame),
+// else every state is left empty (unknown).
+func laneStatuses(n int, states []string) []persistence.LaneStatus {
+	out := make([]persistence.LaneStatus, n)
+	for i := range out {
+		out[i].Lane = i
+		if len(states) == n {
+			out[i].State = states[i]
+		}
+	}
+	return out
 }
 
 // adoptRunning learns jobs the worker reports that this activation did not

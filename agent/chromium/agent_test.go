@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,13 +212,13 @@ func TestAgentWithChromium(t *testing.T) {
 	// A session holds the only lane.
 	r := hub.command("s1", "c1", map[string]any{"op": "open"})
 	require.True(t, r.OK, r.Error)
+	require.Equal(t, []string{messages.LaneIdle}, hello.LaneStates)
 	var opened map[string]string
 	require.NoError(t, json.Unmarshal(r.Result, &opened))
-	require.Equal(t, "chromium://w-test/lane/0", opened["lane"])
-	require.True(t, strings.HasPrefix(opened["devtools_url"], "ws://127.0.0.1:"), opened["devtools_url"])
-	// The started lane's live address reaches the hub in a heartbeat.
-	hub.wait("heartbeat with lane 0's DevTools URL", func(f messages.Frame) bool {
-		return f.Type == messages.TypeHeartbeat && slices.Equal(f.LaneURLs, []string{opened["devtools_url"]})
+	require.Equal(t, map[string]string{"lane": "chromium://w-test/lane/0"}, opened, "the lane's name, never its DevTools URL")
+	// The lane's new state reaches the hub in a heartbeat.
+	hub.wait("heartbeat with lane 0 held by the session", func(f messages.Frame) bool {
+		return f.Type == messages.TypeHeartbeat && slices.Equal(f.LaneStates, []string{messages.LaneSession})
 	})
 	hub.heartbeat(1)
 
@@ -258,6 +257,9 @@ func TestAgentWithChromium(t *testing.T) {
 	r = hub.command("s1", "c8", map[string]any{"op": "close"})
 	require.True(t, r.OK, r.Error)
 	require.JSONEq(t, `{"was_open":true}`, string(r.Result))
+	hub.wait("heartbeat with lane 0 idle again", func(f messages.Frame) bool {
+		return f.Type == messages.TypeHeartbeat && slices.Equal(f.LaneStates, []string{messages.LaneIdle})
+	})
 	hub.heartbeat(0)
 	r = hub.command("s1", "c9", map[string]any{"op": "text", "selector": "#h"})
 	require.Equal(t, "no session s1 on this worker", r.Error)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
@@ -31,6 +32,7 @@ type browserProc struct {
 	wsURL     string          // DevTools URL, ws://127.0.0.1:<port>/devtools/browser/<id>
 	startedAt time.Time
 	log       *slog.Logger
+	use       usage // what the lane's users touched since the last cleanup (hygiene.go)
 
 	cancelBrowser context.CancelFunc // kills the process, waits for it
 	cancelAlloc   context.CancelFunc // waits for the allocator's goroutines
@@ -172,6 +174,15 @@ func (b *browserProc) afterStart(infos []*target.Info) error {
 			}
 		}
 	}
+	bcs, err := chromedp.CallBrowser(ctx, target.GetBrowserContexts, cdp.Empty{})
+	if err != nil {
+		return fmt.Errorf("list browser contexts: %w", err)
+	}
+	b.use.defaultBC = bcs.DefaultBrowserContextID
+	// Before discovery, so that no target's first event is missed.
+	if err := chromedp.ListenBrowser(b.ctx, b.use.onEvent); err != nil {
+		return fmt.Errorf("listen to targets: %w", err)
+	}
 	if _, err := chromedp.CallBrowser(ctx, target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: true}); err != nil {
 		return fmt.Errorf("discover targets: %w", err)
 	}
@@ -183,6 +194,7 @@ func (b *browserProc) afterStart(infos []*target.Info) error {
 		case err != nil:
 			return err
 		case n == 0:
+			b.use.reset() // the start tab was the browser's, not a user's
 			return nil
 		}
 		if err := backoff.Sleep(ctx, 10*time.Millisecond); err != nil {

@@ -22,6 +22,10 @@ const (
 	// DefaultHealthTimeout bounds the health check (one CDP call) that runs
 	// before every job and session on a lane that is already started.
 	DefaultHealthTimeout = 2500 * time.Millisecond
+	// DefaultCleanupTimeout bounds the cleanup of a lane after each job
+	// and session (hygiene.go); a cleanup that takes longer restarts the
+	// browser instead.
+	DefaultCleanupTimeout = 5 * time.Second
 	// DefaultStepTimeout bounds one step: a navigation, a wait, a click, …
 	// The job's own deadline still applies when it is shorter.
 	DefaultStepTimeout = 30 * time.Second
@@ -67,6 +71,9 @@ type Config struct {
 	StartTimeout time.Duration
 	// HealthTimeout bounds the health check before each job. Default 2.5s.
 	HealthTimeout time.Duration
+	// CleanupTimeout bounds the cleanup of a lane when a job or session
+	// releases it; past it the browser is restarted instead. Default 5s.
+	CleanupTimeout time.Duration
 	// StepTimeout bounds one fetch or macro step (and one session command
 	// unless the command sets timeout_ms). Default 30s.
 	StepTimeout time.Duration
@@ -92,9 +99,11 @@ type Config struct {
 	EgressDeny, EgressAllow []netip.Prefix
 
 	// Test hooks: the environment and the resolver of the egress policy
-	// (nil: os.Getenv, net.DefaultResolver).
-	getenv func(string) string
-	lookup lookupFunc
+	// (nil: os.Getenv, net.DefaultResolver), and a fault for a step of the
+	// lane cleanup (called with the step's name; an error fails the step).
+	getenv       func(string) string
+	lookup       lookupFunc
+	cleanupFault func(step string) error
 }
 
 // Validate reports every invalid field at once.
@@ -105,6 +114,7 @@ func (c Config) Validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"start_timeout": c.StartTimeout, "health_timeout": c.HealthTimeout, "step_timeout": c.StepTimeout,
+		"cleanup_timeout": c.CleanupTimeout,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("chromium %s: %s is negative", name, d))
@@ -127,6 +137,7 @@ func (c Config) withDefaults() Config {
 	c.StartTimeout = cmp.Or(c.StartTimeout, DefaultStartTimeout)
 	c.HealthTimeout = cmp.Or(c.HealthTimeout, DefaultHealthTimeout)
 	c.StepTimeout = cmp.Or(c.StepTimeout, DefaultStepTimeout)
+	c.CleanupTimeout = cmp.Or(c.CleanupTimeout, DefaultCleanupTimeout)
 	c.WindowWidth = cmp.Or(c.WindowWidth, DefaultWindowWidth)
 	c.WindowHeight = cmp.Or(c.WindowHeight, DefaultWindowHeight)
 	c.Logger = cmp.Or(c.Logger, slog.Default())

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/chromedp/chromedp"
 
@@ -33,6 +34,8 @@ type Driver struct {
 	changes  chan struct{} // LaneChanges; buffer of one, sent to without blocking
 	egress   *egressPolicy
 
+	cleanups, restarts atomic.Int64 // Hygiene
+
 	closeOnce sync.Once
 }
 
@@ -40,6 +43,7 @@ var (
 	_ agent.Driver        = (*Driver)(nil)
 	_ agent.SessionDriver = (*Driver)(nil)
 	_ agent.LaneWatcher   = (*Driver)(nil)
+	_ agent.LaneStater    = (*Driver)(nil)
 )
 
 // New checks cfg and finds Chromium; it starts no browser (lanes start on
@@ -84,22 +88,40 @@ func New(cfg Config) (*Driver, error) {
 // Name implements agent.Driver.
 func (d *Driver) Name() string { return agent.DriverChromium }
 
-// LaneURL implements agent.Driver: the lane's DevTools WebSocket URL
-// (ws://127.0.0.1:<port>/devtools/browser/<id>) while its browser runs,
-// else the stable placeholder chromium://<worker id>/lane/<n> (a lane not
-// started yet, or whose browser exited and was not restarted yet). The URL
-// changes when the lane restarts; LaneChanges signals every change.
+// LaneURL implements agent.Driver: the lane's stable name
+// chromium://<worker id>/lane/<n>. It is never the browser's DevTools
+// address, which the worker keeps to itself (DevToolsURL): the hub shows
+// lane names to every API client.
 func (d *Driver) LaneURL(workerID string, lane int) string {
-	if lane >= 0 && lane < len(d.lanes) {
-		if u := d.lanes[lane].url.Load(); u != nil {
-			return *u
-		}
-	}
 	return fmt.Sprintf("chromium://%s/lane/%d", workerID, lane)
 }
 
+// DevToolsURL is the browser-level DevTools WebSocket URL of the lane's
+// running browser (ws://127.0.0.1:<port>/devtools/browser/<id>), for the
+// worker's own use (a CDP tunnel to the lane); ok is false while the lane
+// has no browser running. It changes when the lane restarts; LaneChanges
+// signals every change.
+func (d *Driver) DevToolsURL(lane int) (u string, ok bool) {
+	if lane >= 0 && lane < len(d.lanes) {
+		if p := d.lanes[lane].url.Load(); p != nil {
+			return *p, true
+		}
+	}
+	return "", false
+}
+
+// LaneState implements agent.LaneStater: messages.LaneRestarting while the
+// lane's browser is being started or restarted, else "".
+func (d *Driver) LaneState(lane int) string {
+	if lane >= 0 && lane < len(d.lanes) && d.lanes[lane].restarting.Load() {
+		return messages.LaneRestarting
+	}
+	return ""
+}
+
 // LaneChanges implements agent.LaneWatcher: it signals after a lane's
-// browser started, restarted, exited or was stopped by Close.
+// browser started, restarted, exited or was stopped by Close, and when a
+// lane's restart began or ended.
 func (d *Driver) LaneChanges() <-chan struct{} { return d.changes }
 
 // laneChanged signals LaneChanges. A signal already pending covers this
@@ -150,8 +172,8 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 	if err != nil {
 		return agent.Result{}, err
 	}
-	defer release()
-	defer t.close() // before release: the next user finds the lane clean
+	defer release() // cleans the lane for the next user (hygiene.go)
+	defer t.close() // before release
 	return run(ctx, t, log)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,8 +15,10 @@ var errDriverClosed = errors.New("chromium driver closed")
 
 // lane is one browser process with its own profile directory. It has one
 // user at a time — a job or a session — who holds sem; only the holder
-// starts, checks and restarts the browser. mu guards the fields that Close
-// and LaneURL read from other goroutines.
+// starts, checks, cleans and restarts the browser (hygiene.go: the holder
+// releasing the lane cleans it for the next, and a background restart
+// holds sem until the new browser is up). mu guards the fields that Close
+// and DevToolsURL read from other goroutines.
 type lane struct {
 	// Fixed after New.
 	d   *Driver
@@ -23,11 +26,16 @@ type lane struct {
 	dir string        // profile directory, wiped at every start
 	sem chan struct{} // capacity 1: taken by the lane's user
 
-	url atomic.Pointer[string] // DevTools URL while a browser runs
+	url        atomic.Pointer[string] // DevTools URL while a browser runs
+	restarting atomic.Bool            // a browser start is under way (LaneState)
 
 	// watchers are the watch goroutines, one per browser started; each
 	// ends with its browser's context, and shutdown waits for them.
 	watchers sync.WaitGroup
+	// restarts are the background restarts after a cleanup that did not
+	// suffice (hygiene.go); each holds sem until its start ended, and
+	// shutdown waits for them.
+	restarts sync.WaitGroup
 
 	mu      sync.Mutex
 	b       *browserProc // nil until the first use, and after a failed restart
@@ -36,11 +44,15 @@ type lane struct {
 	starts  int // browser starts so far, for tests and logs
 }
 
-// acquire takes the lane, waiting while another user holds it.
+// acquire takes the lane, waiting while another user holds it (or a
+// restart runs). release cleans the lane for the next user, restarting its
+// browser when cleaning does not suffice (hygiene.go), and frees it; it is
+// safe to call twice.
 func (l *lane) acquire(ctx context.Context) (release func(), err error) {
 	select {
 	case l.sem <- struct{}{}:
-		return func() { <-l.sem }, nil
+		var once sync.Once
+		return func() { once.Do(l.release) }, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("wait for lane %d: %w", l.idx, ctx.Err())
 	}
@@ -83,7 +95,9 @@ func (l *lane) ensure(ctx context.Context, note func(string)) (*browserProc, err
 	}
 
 	start := time.Now()
+	l.setRestarting(true)
 	nb, err := startBrowser(ctx, l.d.ctx, l.d.opts, l.dir, l.d.cfg.StartTimeout, l.d.log.With("lane", l.idx))
+	defer l.setRestarting(false) // after the new URL is stored: one change seen as one
 	if err != nil {
 		if l.d.ctx.Err() != nil {
 			return nil, errDriverClosed
@@ -126,7 +140,16 @@ func (l *lane) watch(b *browserProc) {
 	}
 }
 
-// markSuspect makes the next user restart the browser first.
+// setRestarting records whether a browser start is under way and signals
+// the change (the agent reports it as the lane's state).
+func (l *lane) setRestarting(on bool) {
+	if l.restarting.Swap(on) != on {
+		l.d.laneChanged()
+	}
+}
+
+// markSuspect makes the lane restart its browser when its user releases it
+// (and, should that restart fail, the next user restart it first).
 func (l *lane) markSuspect(why string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -152,7 +175,11 @@ func (l *lane) shutdown() {
 	if b != nil {
 		b.stop()
 	}
+	l.restarts.Wait() // each ends soon: Close cancelled the driver's context first
 	l.watchers.Wait()
+	if err := os.RemoveAll(l.downloadDir()); err != nil {
+		l.d.log.Warn("remove lane downloads", "lane", l.idx, "err", err)
+	}
 	if changed {
 		l.d.laneChanged()
 	}

@@ -52,26 +52,40 @@ func driveRemotely(t *testing.T, wsURL, url string) string {
 	return title
 }
 
-// TestLaneURLIsTheLiveDevToolsURL: a started lane's LaneURL is its
-// browser's DevTools URL, which a remote client can drive; a lane never
-// used keeps its placeholder; a lane whose browser is killed falls back to
-// the placeholder at once and gets a new URL when the next job restarts it;
-// every change is signalled on LaneChanges.
-func TestLaneURLIsTheLiveDevToolsURL(t *testing.T) {
+// devToolsURL is the lane's DevTools URL, failing the test when the lane
+// has no browser running.
+func devToolsURL(t *testing.T, d *Driver, lane int) string {
+	t.Helper()
+	u, ok := d.DevToolsURL(lane)
+	require.True(t, ok, "lane %d has no browser running", lane)
+	return u
+}
+
+// TestDevToolsURLIsTheLiveBrowser: a lane's LaneURL (what the hub is told)
+// is its stable name, never an address; DevToolsURL is the running
+// browser's DevTools URL, which a local client can drive; a lane never
+// used has none; a lane whose browser is killed loses it at once and gets
+// a new one when the next job restarts it; every change is signalled on
+// LaneChanges.
+func TestDevToolsURLIsTheLiveBrowser(t *testing.T) {
 	s := newSite(t)
 	d, _ := newDriver(t, 2)
 	requireNoLaneSignal(t, d, "no lane started yet")
 	require.Equal(t, "chromium://w1/lane/0", d.LaneURL("w1", 0))
+	_, ok := d.DevToolsURL(0)
+	require.False(t, ok, "not started")
 
 	r := runJob(t, d, 0, "j-start", "fetch", map[string]any{"url": s.URL + "/static", "screenshot": false}, 0)
 	require.NoError(t, r.err)
 	requireLaneSignal(t, d, "lane 0 started")
-	first := d.LaneURL("w1", 0)
+	first := devToolsURL(t, d, 0)
 	require.Regexp(t, devtoolsURL, first)
-	require.Equal(t, "chromium://w1/lane/1", d.LaneURL("w1", 1), "lane 1 never ran a job: not started")
+	require.Equal(t, "chromium://w1/lane/0", d.LaneURL("w1", 0), "a started lane keeps its name")
+	_, ok = d.DevToolsURL(1)
+	require.False(t, ok, "lane 1 never ran a job: not started")
 
 	require.Equal(t, "Static page", driveRemotely(t, first, s.URL+"/static"))
-	require.Equal(t, first, d.LaneURL("w1", 0), "a remote client leaves the lane as it was")
+	require.Equal(t, first, devToolsURL(t, d, 0), "a remote client leaves the lane as it was")
 	requireNoLaneSignal(t, d, "nothing changed")
 	r = runJob(t, d, 0, "j-after-remote", "fetch", map[string]any{"url": s.URL + "/static", "screenshot": false}, 0)
 	require.NoError(t, r.err)
@@ -79,20 +93,21 @@ func TestLaneURLIsTheLiveDevToolsURL(t *testing.T) {
 
 	pid := lanePID(t, d, 0)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
-	waitFor(t, func() bool { return d.LaneURL("w1", 0) == "chromium://w1/lane/0" })
+	waitFor(t, func() bool { _, ok := d.DevToolsURL(0); return !ok })
 	requireLaneSignal(t, d, "lane 0's browser exited")
 
 	r = runJob(t, d, 0, "j-after-kill", "fetch", map[string]any{"url": s.URL + "/static", "screenshot": false}, 0)
 	require.NoError(t, r.err)
 	require.Contains(t, r.log.text(), "lane 0: restarting chromium: browser exited")
 	requireLaneSignal(t, d, "lane 0 restarted")
-	second := d.LaneURL("w1", 0)
+	second := devToolsURL(t, d, 0)
 	require.Regexp(t, devtoolsURL, second)
 	require.NotEqual(t, first, second, "a restarted lane has a new URL")
 	require.Equal(t, "Static page", driveRemotely(t, second, s.URL+"/static"))
-	require.Equal(t, "chromium://w1/lane/1", d.LaneURL("w1", 1))
+	require.Equal(t, "chromium://w1/lane/0", d.LaneURL("w1", 0))
 
 	require.NoError(t, d.Close())
-	require.Equal(t, "chromium://w1/lane/0", d.LaneURL("w1", 0), "a closed driver has no live lane")
+	_, ok = d.DevToolsURL(0)
+	require.False(t, ok, "a closed driver has no live lane")
 	requireLaneSignal(t, d, "Close stopped lane 0")
 }

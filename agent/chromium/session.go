@@ -83,7 +83,8 @@ func (s *session) Do(ctx context.Context, command json.RawMessage) (json.RawMess
 }
 
 // Close implements agent.Session: it closes the page, disposes of its
-// BrowserContext and frees the lane. Safe to call twice.
+// BrowserContext, cleans the lane (hygiene.go) and frees it. A CDP tunnel
+// to the lane's browser must be closed first. Safe to call twice.
 func (s *session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

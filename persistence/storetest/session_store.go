@@ -28,8 +28,7 @@ func newSession(id string) persistence.SessionRecord {
 	return persistence.SessionRecord{
 		ID:           id,
 		WorkerID:     "w50150",
-		Lane:         "ws://10.10.50.150:9222/0",
-		DevtoolsURL:  "ws://10.10.50.150:9222/devtools/browser/abc",
+		Lane:         "chromium://w50150/lane/0",
 		IdleTimeoutS: 300,
 		Labels:       map[string]string{"team": "qa"},
 		State:        "open",
@@ -55,7 +54,7 @@ func requireSession(t *testing.T, want, got persistence.SessionRecord) {
 func testSessionPutGetDelete(t *testing.T, s persistence.SessionStore) {
 	ctx := t.Context()
 	a, b := newSession("s-a"), newSession("s-b")
-	b.WorkerID, b.Labels, b.DevtoolsURL = "w2", nil, ""
+	b.WorkerID, b.Labels, b.Lane = "w2", nil, ""
 	require.NoError(t, s.Put(ctx, a, longTTL))
 	require.NoError(t, s.Put(ctx, b, longTTL))
 

@@ -41,7 +41,7 @@ func newWorker(id, hub string) persistence.WorkerInfo {
 		Connected:     true,
 		InFlight:      1,
 		MaxConcurrent: 4,
-		Lanes:         []string{"ws://10.0.0.1:9222/0", "ws://10.0.0.1:9222/1"},
+		Lanes:         []persistence.LaneStatus{{Lane: 0, State: messages.LaneJob}, {Lane: 1, State: messages.LaneIdle}},
 		Drivers:       []string{messages.DriverChromium},
 		CPUPct:        12.5,
 		MemPct:        40,
@@ -63,7 +63,7 @@ func requireWorker(t *testing.T, want, got persistence.WorkerInfo) {
 func testWorkerPutGetList(t *testing.T, r persistence.WorkerRegistry) {
 	ctx := t.Context()
 	w1, w2 := newWorker("w1", "hub-a"), newWorker("w2", "hub-b")
-	w2.Lanes, w2.Running, w2.BrowserURL = []string{"ws://b/0"}, nil, "ws://b/browser"
+	w2.Lanes, w2.Running, w2.BrowserURL = []persistence.LaneStatus{{Lane: 0, State: "session"}, {Lane: 1, State: "idle"}}, nil, "ws://b/browser"
 	require.NoError(t, r.Put(ctx, w1, longTTL))
 	require.NoError(t, r.Put(ctx, w2, longTTL))
 

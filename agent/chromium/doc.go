@@ -31,10 +31,10 @@
 //   - A crash or a hang stays in its lane. A killed or hung browser (tests:
 //     SIGKILL, SIGSTOP) costs one lane a restart (~0.7 s) and one job; with
 //     one browser it would fail every running job and session at once.
-//   - A lane's DevTools URL (LaneURL, the "devtools_url" of a session's
-//     open result) gives access to that lane only. A shared browser's
-//     endpoint would expose every lane's pages and cookies to a client
-//     given one lane.
+//   - A lane's DevTools URL (DevToolsURL, which a CDP tunnel to a
+//     session's lane uses) gives access to that lane only. A shared
+//     browser's endpoint would expose every lane's pages and cookies to a
+//     client given one lane.
 //   - A restart is per lane: the others keep running; the health check
 //     looks at one process; RSS per lane is measurable.
 //   - The CPU cost is the same either way: it is dominated by creating a
@@ -56,6 +56,13 @@
 // carry history (history.back() to the previous job's page, even from the
 // back/forward cache), sessionStorage and window state from job to job;
 // it is not done.
+//
+// What a raw CDP client may leave beyond its own page — tabs and windows
+// in the default BrowserContext, contexts of its own, the default
+// context's cookies, storage and cache, permissions, a download behaviour
+// — is taken away when the session releases the lane, without a restart
+// where that suffices (hygiene.go says what, and when the lane restarts
+// instead; tested with a chromedp client in the default context).
 //
 // A lane never shows more than one page: popups (window.open, target=_blank)
 // are closed as soon as the browser reports them, so there are never more
@@ -85,16 +92,20 @@
 // in the previous job (Inspector.targetCrashed) or a page that could not be
 // closed restarts the browser: the process group is killed (SIGKILL), every
 // process still naming the profile directory too, the profile is wiped and
-// a new browser started. The job's log says so ("lane 0: restarting
-// chromium: ..."). Close kills every lane the same way (tested: no process
-// left).
+// a new browser started. What the previous user marked (a crashed renderer,
+// a cleanup that failed) restarts the lane as soon as that user releases
+// it, in the background (the lane's state is restarting meanwhile, and the
+// next user waits for it); what the check finds restarts it before the
+// next job, whose log says so ("lane 0: restarting chromium: ..."). Close
+// kills every lane the same way (tested: no process left).
 //
-// A lane's address (LaneURL) is its browser's DevTools URL while the
-// browser runs, and the placeholder chromium://<worker id>/lane/<n> before
-// its first use and from the moment its browser exits on its own (a watcher
-// per browser notices) until the next user restarts it under a new URL.
-// LaneChanges signals each change; the agent reports the lanes' addresses
-// to the hub in a heartbeat's lane_urls.
+// A lane's name (LaneURL, what the hub is told) is always
+// chromium://<worker id>/lane/<n>: no DevTools address leaves the worker.
+// DevToolsURL is the running browser's address, for the worker's own use;
+// a watcher per browser drops it the moment the browser exits on its own.
+// LaneChanges signals each start, exit and restart; the agent reports the
+// lanes' states (LaneState: restarting) to the hub in a heartbeat's
+// lane_states.
 //
 // A job's context reaches the browser: when it ends (deadline, cancel_job,
 // agent stopping) the call in progress returns at once and the page is

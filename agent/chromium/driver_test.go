@@ -59,9 +59,11 @@ func TestDriver(t *testing.T) {
 		require.Regexp(t, regexp.MustCompile(`screenshot \d+ bytes`), log)
 		require.Contains(t, log, "lane 0: chromium started")
 
-		u := d.LaneURL("w1", 0)
+		u, ok := d.DevToolsURL(0)
+		require.True(t, ok)
 		require.Regexp(t, `^ws://127\.0\.0\.1:\d+/devtools/browser/[0-9a-f-]+$`, u)
-		require.Equal(t, "chromium://w1/lane/1", d.LaneURL("w1", 1), "lane 1 starts on first use only")
+		_, ok = d.DevToolsURL(1)
+		require.False(t, ok, "lane 1 starts on first use only")
 	})
 
 	t.Run("a cookie set in one job is not visible to the next on the lane", func(t *testing.T) {
@@ -197,7 +199,7 @@ func TestDriver(t *testing.T) {
 
 		r = runJob(t, d, 1, "j-after-crash", "fetch", map[string]any{"url": s.URL + "/static"}, 0)
 		require.Equal(t, "Static page", resultMap(t, r)["title"])
-		require.Contains(t, r.log.text(), "lane 1: restarting chromium: the renderer crashed")
+		// Restarted when the crashed job released the lane, before this job.
 		require.Equal(t, starts+1, laneStarts(d, 1))
 		require.NotEqual(t, pid, lanePID(t, d, 1))
 	})
@@ -216,7 +218,8 @@ func TestDriver(t *testing.T) {
 
 		r = runJob(t, d, 0, "j-after-kill", "fetch", map[string]any{"url": s.URL + "/static"}, 0)
 		require.Equal(t, "Static page", resultMap(t, r)["title"])
-		require.Contains(t, r.log.text(), "lane 0: restarting chromium")
+		// Restarted when the failed job released the lane (or, had the exit
+		// come later, by this job).
 		require.NotEqual(t, pid, lanePID(t, d, 0))
 		require.Empty(t, liveProcesses([]int{pid}), "the killed browser is gone")
 	})

@@ -221,3 +221,56 @@ func TestLaneStateRestarting(t *testing.T) {
 	require.Empty(t, d.LaneState(0))
 	require.Equal(t, HygieneCounts{Cleanups: 1, Restarts: 1}, d.Hygiene())
 }
+
+// BenchmarkLaneRelease measures what handing a lane to its next user costs:
+// a cleanup after a user who kept to its own BrowserContext (every job),
+// one after a raw client who also opened a page in the default context,
+// and a restart (what a lane without hygiene would pay). Report the
+// cleanups as ratios to the restart. Run it with
+//
+//	go test -run '^$' -bench BenchmarkLaneRelease -benchtime 20x ./agent/chromium/
+func BenchmarkLaneRelease(b *testing.B) {
+	s := newSite(b)
+	d, _ := newDriver(b, 1)
+	l := d.lanes[0]
+	ctx := context.Background()
+	use := func(b *testing.B, prepare func(*browserProc)) {
+		for b.Loop() {
+			b.StopTimer()
+			release, err := l.acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			br, err := l.ensure(ctx, func(string) {})
+			if err != nil {
+				b.Fatal(err)
+			}
+			prepare(br)
+			b.StartTimer()
+			release()
+			// A restart holds the lane until the new browser is up; the
+			// lane is freed again without a cleanup (nothing ran).
+			if _, err := l.acquire(ctx); err != nil {
+				b.Fatal(err)
+			}
+			<-l.sem
+		}
+	}
+	b.Run("clean/own-context", func(b *testing.B) {
+		use(b, func(*browserProc) {})
+	})
+	b.Run("clean/default-context", func(b *testing.B) {
+		use(b, func(br *browserProc) {
+			tctx, cancel := context.WithTimeout(br.ctx, waitTimeout)
+			defer cancel()
+			if _, err := chromedp.CallBrowser(tctx, target.CreateTarget, target.CreateTargetParams{URL: s.URL + "/set-cookie"}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("restart", func(b *testing.B) {
+		use(b, func(*browserProc) { l.markSuspect("benchmark") })
+	})
+	h := d.Hygiene()
+	b.Logf("cleanups %d, restarts %d", h.Cleanups, h.Restarts)
+}

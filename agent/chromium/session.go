@@ -34,9 +34,12 @@ var _ agent.Session = (*session)(nil)
 
 // OpenSession implements agent.SessionDriver: it takes the lane, checks or
 // (re)starts its browser as a job would, and opens a fresh page.
-func (d *Driver) OpenSession(ctx context.Context, lane int, sessionID string) (agent.Session, error) {
+func (d *Driver) OpenSession(ctx context.Context, lane int, sessionID string, opts messages.BrowserOptions) (agent.Session, error) {
 	log := func(line string) { d.log.Info(line, "session_id", sessionID) }
-	t, release, err := d.openLaneTab(ctx, lane, log)
+	if line := describeOptions(&opts); line != "" {
+		log(line)
+	}
+	t, release, err := d.openLaneTab(ctx, lane, log, &opts)
 	if err != nil {
 		return nil, err
 	}

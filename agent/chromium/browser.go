@@ -31,6 +31,7 @@ type browserProc struct {
 	wsURL     string          // DevTools URL, ws://127.0.0.1:<port>/devtools/browser/<id>
 	startedAt time.Time
 	log       *slog.Logger
+	launchKey string // launch.Key of its command line: "" for the driver's own
 
 	cancelBrowser context.CancelFunc // kills the process, waits for it
 	cancelAlloc   context.CancelFunc // waits for the allocator's goroutines

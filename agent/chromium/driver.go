@@ -152,7 +152,7 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 	if line := describeOptions(&opts); line != "" {
 		log(line)
 	}
-	t, release, err := d.openLaneTab(ctx, lane, log, &opts)
+	t, release, err := d.openLaneTab(ctx, lane, log, &opts, nil)
 	if err != nil {
 		return agent.Result{}, err
 	}
@@ -163,9 +163,10 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 
 // openLaneTab takes the lane, makes sure its browser is healthy (starting
 // or restarting it) and opens a fresh page in a new BrowserContext, with
-// the browser options o (nil: none). The caller closes the tab, then
-// calls release.
-func (d *Driver) openLaneTab(ctx context.Context, idx int, log func(string), o *messages.BrowserOptions) (*tab, func(), error) {
+// the browser options o (nil: none), on a browser started with la's
+// command line (nil: the driver's). The caller closes the tab, then calls
+// release.
+func (d *Driver) openLaneTab(ctx context.Context, idx int, log func(string), o *messages.BrowserOptions, la *launch) (*tab, func(), error) {
 	if idx < 0 || idx >= len(d.lanes) {
 		return nil, nil, agent.Fail(agent.ReasonLaneError, "lane %d: the chromium driver has lanes 0..%d", idx, len(d.lanes)-1)
 	}
@@ -177,7 +178,7 @@ func (d *Driver) openLaneTab(ctx context.Context, idx int, log func(string), o *
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := l.ensure(ctx, log)
+	b, err := l.ensureLaunch(ctx, log, la)
 	if err != nil {
 		release()
 		if ctx.Err() != nil {

@@ -261,3 +261,65 @@ func describeOptions(o *messages.BrowserOptions) string {
 	}
 	return "options: " + strings.Join(parts, ", ")
 }
+
+// launch is the command line a session's options need so that they hold
+// for every page of the lane, also pages a raw CDP client opens in the
+// browser's default context (the gateway's sessions): the proxy, the user
+// agent, the language, the time zone (TZ, which Chromium reads at start)
+// and the window size. Per-page overrides (applyOptions) still apply to
+// the session's own page.
+type launch struct {
+	key  string // what the command line depends on, without the password
+	opts []chromedp.ExecAllocatorOption
+}
+
+// sessionLaunch returns nil for a session without options. Its key names
+// the session: a browser that served a session with options is never
+// reused by anyone else (the default context may hold its cookies), so
+// both the session and the lane's next user start a browser of their own.
+func sessionLaunch(o *messages.BrowserOptions, sessionID string) *launch {
+	if o == nil || o.Empty() {
+		return nil
+	}
+	la := &launch{}
+	key := []string{"session=" + sessionID}
+	if o.Proxy != nil {
+		la.opts = append(la.opts, chromedp.ProxyServer(o.Proxy.Server), chromedp.Flag("proxy-bypass-list", proxyBypass))
+		key = append(key, "proxy="+o.Proxy.Server)
+	}
+	if o.UserAgent != "" {
+		la.opts = append(la.opts, chromedp.UserAgent(o.UserAgent))
+		key = append(key, "ua="+o.UserAgent)
+	}
+	if o.Locale != "" {
+		la.opts = append(la.opts, chromedp.Flag("lang", o.Locale), chromedp.Flag("accept-lang", o.Locale))
+		key = append(key, "lang="+o.Locale)
+	}
+	if o.Timezone != "" {
+		la.opts = append(la.opts, chromedp.Env("TZ="+o.Timezone))
+		key = append(key, "tz="+o.Timezone)
+	}
+	if o.Viewport != nil {
+		la.opts = append(la.opts, chromedp.WindowSize(o.Viewport.Width, o.Viewport.Height))
+		key = append(key, fmt.Sprintf("window=%dx%d", o.Viewport.Width, o.Viewport.Height))
+	}
+	la.key = strings.Join(key, "\x00")
+	return la
+}
+
+// Key is what the command line depends on; "" for the driver's own.
+func (la *launch) Key() string {
+	if la == nil {
+		return ""
+	}
+	return la.key
+}
+
+// allocOptions is base with la's flags after it (a later flag of the
+// same name wins: chromedp keeps flags in a map).
+func (la *launch) allocOptions(base []chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
+	if la == nil {
+		return base
+	}
+	return append(base[:len(base):len(base)], la.opts...)
+}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/internal/syncbuf"
@@ -146,8 +148,10 @@ func TestBrowserOptions(t *testing.T) {
 		require.NoError(t, json.Unmarshal(raw, &o))
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
+		before := laneStarts(d, 0)
 		s, err := d.OpenSession(ctx, 0, "s-opts", o)
 		require.NoError(t, err)
+		require.Equal(t, before+1, laneStarts(d, 0), "a session with options starts a browser of its own")
 		defer func() { require.NoError(t, s.Close()) }()
 		steps := reportSteps(site.URL + "/report")
 		for i, st := range steps {
@@ -160,10 +164,24 @@ func TestBrowserOptions(t *testing.T) {
 				want(t, decodeReport(t, m["value"]))
 			}
 		}
+
+		// A raw CDP client on the lane's DevTools URL, with a page of its
+		// own in the browser's default context, sees the options that the
+		// command line and the default context carry (not block: see
+		// doc.go).
+		site.reset()
+		raw2 := driveReport(t, d.LaneURL("w", 0), site.URL+"/report")
+		require.Equal(t, "PaprikaTest/1.0 (options)", raw2.UA)
+		require.Equal(t, "de-DE", raw2.Lang)
+		require.Equal(t, "Asia/Tokyo", raw2.TZ)
+		require.Equal(t, "pre=loaded", raw2.Cookie)
+		require.Equal(t, 640, raw2.Width)
 	})
 
 	t.Run("proxy", func(t *testing.T) {
 		site.reset()
+		before := laneStarts(d, 0)
+		defer func() { require.Equal(t, before+1, laneStarts(d, 0), "the session's browser is not reused after it") }()
 		const user, pass = "alice", "pr0xy-s3cret-Pw"
 		proxy := testproxy.New(user, pass)
 		defer proxy.Close()
@@ -258,4 +276,24 @@ func TestGlobMatch(t *testing.T) {
 	} {
 		require.Equal(t, c.ok, globMatch(c.p, c.s), "%q ~ %q", c.p, c.s)
 	}
+}
+
+// driveReport loads url in a new page of the browser's default context
+// through its DevTools URL, as a raw CDP client would, and returns the
+// page's report.
+func driveReport(t *testing.T, wsURL, url string) pageReport {
+	t.Helper()
+	actx, cancelAlloc := remote.NewAllocator(context.Background(), wsURL, remote.NoModifyURL)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelRun := context.WithTimeout(ctx, waitTimeout)
+	defer cancelRun()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(url)))
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string]("JSON.stringify(window.report)"))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Cancel(ctx))
+	var r pageReport
+	require.NoError(t, json.Unmarshal([]byte(s), &r))
+	return r
 }

@@ -729,3 +729,21 @@ func TestSecurityConfigHubTLSFiles(t *testing.T) {
 		})
 	}
 }
+
+// The key that seals stored proxy passwords comes from the environment
+// only, and is long enough.
+func TestSecurityParamsKeyFromEnvOnly(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("auth:\n  params_key: from-a-file-0123456789\n"), 0o600))
+	_, err := Load(p, nil)
+	require.ErrorContains(t, err, "auth.params_key")
+	require.ErrorContains(t, err, "environment only")
+
+	_, err = Load("", []string{"PAPRIKA_AUTH_PARAMS_KEY=short"})
+	require.ErrorContains(t, err, "at least 16 bytes")
+
+	c, err := Load("", []string{"PAPRIKA_AUTH_PARAMS_KEY=from-the-env-0123456789"})
+	require.NoError(t, err)
+	require.Equal(t, "from-the-env-0123456789", c.Auth.ParamsKey)
+}

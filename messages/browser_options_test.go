@@ -100,3 +100,22 @@ func TestBrowserOptionsNeverEchoPassword(t *testing.T) {
 	require.NotContains(t, string(b), secret)
 	require.Contains(t, string(b), `"password":"***"`)
 }
+
+// FuzzBrowserOptions: any JSON decodes and validates without a panic, and
+// an error never carries the proxy password.
+func FuzzBrowserOptions(f *testing.F) {
+	f.Add(`{"proxy":{"server":"http://h:1","username":"u","password":"pw"},"viewport":{"width":1,"height":2}}`)
+	f.Add(`{"cookies":[{"name":"a","value":"b","url":"http://x/"}],"block":{"resource_types":["Image"],"url_patterns":["*"]}}`)
+	f.Add(`{"locale":"en-US","timezone":"Europe/Berlin","user_agent":"x"}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var o BrowserOptions
+		if json.Unmarshal([]byte(s), &o) != nil {
+			return
+		}
+		err := o.Validate()
+		if err != nil && o.Proxy != nil && len(o.Proxy.Password) >= 4 && strings.Contains(err.Error(), o.Proxy.Password) {
+			t.Fatalf("error shows the password: %v", err)
+		}
+		_ = o.Redacted()
+	})
+}

@@ -97,3 +97,33 @@ func TestSealParams(t *testing.T) {
 	require.ErrorContains(t, err, "params.proxy.password")
 	require.NotContains(t, err.Error(), pw)
 }
+
+// FuzzParams: stored or forged params never panic the rewriters, and a
+// redacted form never holds the clear password.
+func FuzzParams(f *testing.F) {
+	k, _ := New("key-0123456789abcdef", "test")
+	f.Add(`{"proxy":{"server":"http://p:1","username":"u","password":"secret1"}}`)
+	f.Add(`{"proxy":{"password_sealed":"ps1.x.y"}}`)
+	f.Add(`{"PROXY":null,"proxy":[]}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = k.OpenParams(json.RawMessage(s))
+		_, _ = k.Open(s)
+		sealed, err := k.SealParams(json.RawMessage(s))
+		if err != nil {
+			return
+		}
+		red := RedactParams(sealed)
+		var m map[string]json.RawMessage
+		if json.Unmarshal(red, &m) != nil {
+			return
+		}
+		for key, raw := range m {
+			if strings.EqualFold(key, "proxy") {
+				var p struct{ Password string }
+				if json.Unmarshal(raw, &p) == nil && p.Password != "" && p.Password != "***" {
+					t.Fatalf("redacted params hold a password: %s", red)
+				}
+			}
+		}
+	})
+}

@@ -52,8 +52,9 @@ var (
 // without it answer every open with an error.
 type SessionDriver interface {
 	// OpenSession prepares lane for the session with the given id: e.g. a
-	// fresh browser page. ctx bounds the opening only.
-	OpenSession(ctx context.Context, lane int, sessionID string) (Session, error)
+	// fresh browser page, with opts applied (checked by the agent; the
+	// zero value is none). ctx bounds the opening only.
+	OpenSession(ctx context.Context, lane int, sessionID string, opts messages.BrowserOptions) (Session, error)
 }
 
 // Session is one open session on a lane. The agent calls Do for one
@@ -70,9 +71,10 @@ type Session interface {
 
 // sessionCommand is the part of a session command the agent reads.
 type sessionCommand struct {
-	Op           string `json:"op"`
-	TimeoutMS    int64  `json:"timeout_ms"`
-	IdleTimeoutS int64  `json:"idle_timeout_s"`
+	Op           string                   `json:"op"`
+	TimeoutMS    int64                    `json:"timeout_ms"`
+	IdleTimeoutS int64                    `json:"idle_timeout_s"`
+	Options      *messages.BrowserOptions `json:"options"` // open only
 }
 
 // handleSessionCommand answers one session_command. It runs on the link's
@@ -106,6 +108,14 @@ func (a *Agent) openSession(l *link, f messages.Frame, cmd sessionCommand) {
 		replySession(l, f.SessionID, f.CommandID, nil, fmt.Errorf("driver %s does not support sessions", a.driver.Name()))
 		return
 	}
+	var opts messages.BrowserOptions
+	if cmd.Options != nil {
+		if err := cmd.Options.Validate(); err != nil {
+			replySession(l, f.SessionID, f.CommandID, nil, fmt.Errorf("options: %w", err))
+			return
+		}
+		opts = *cmd.Options
+	}
 	idle := DefaultSessionIdleTimeout
 	if cmd.IdleTimeoutS > 0 {
 		idle = time.Duration(cmd.IdleTimeoutS) * time.Second
@@ -137,7 +147,7 @@ func (a *Agent) openSession(l *link, f messages.Frame, cmd sessionCommand) {
 	s := &sessionRunner{
 		a: a, id: f.SessionID, lane: lane, laneURL: a.lanes.urls[lane],
 		idle: idle + min(idle/10, maxSessionIdleGrace), ctx: ctx, cancel: cancel,
-		cmds: make(chan sessionCall, sessionQueueSize),
+		cmds: make(chan sessionCall, sessionQueueSize), opts: opts,
 	}
 	a.sessions[f.SessionID] = s
 	a.sessWG.Add(1) // under mu, ordered before stopSessions' Wait by the stopping flag

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // sessionCall is one command to answer: where it came from, and what it
@@ -34,6 +36,7 @@ type sessionRunner struct {
 	ctx     context.Context // ends with the session; the cause says why
 	cancel  context.CancelCauseFunc
 	cmds    chan sessionCall // written under a.mu, while the session is registered
+	opts    messages.BrowserOptions
 
 	// Guarded by a.mu.
 	closers []sessionCall // close commands to answer once the lane is free
@@ -46,7 +49,7 @@ func (s *sessionRunner) run(sd SessionDriver, open sessionCall) {
 	log := a.lg().With("session_id", s.id, "lane", s.laneURL)
 
 	octx, cancel := context.WithTimeout(s.ctx, sessionOpenTimeout)
-	sess, err := sd.OpenSession(octx, s.lane, s.id)
+	sess, err := sd.OpenSession(octx, s.lane, s.id, s.opts)
 	cancel()
 	if err != nil {
 		s.end(log, fmt.Errorf("open session: %w", err))

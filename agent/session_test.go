@@ -38,7 +38,7 @@ func (d *stubSessions) recorded() []string {
 	return slices.Clone(d.events)
 }
 
-func (d *stubSessions) OpenSession(_ context.Context, lane int, id string) (Session, error) {
+func (d *stubSessions) OpenSession(_ context.Context, lane int, id string, _ messages.BrowserOptions) (Session, error) {
 	d.record(fmt.Sprintf("open %s lane %d", id, lane))
 	return &stubSession{d: d, id: id}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/paprika-hub/paprika/internal/seal"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -55,8 +56,15 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if attempts == 0 {
 		attempts = max(s.opts.MaxAttempts, 1)
 	}
+	// The store keeps the proxy password sealed; req.Params keeps it clear
+	// for the idempotency comparison below.
+	params, err := s.opts.ParamsKey.SealParams(req.Params)
+	if err != nil {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_params", "%v", err))
+		return
+	}
 	job, created, err := s.b.Submit(r.Context(), persistence.Job{
-		Mode: req.Mode, Params: req.Params, TimeoutS: timeout, MaxAttempts: attempts,
+		Mode: req.Mode, Params: params, TimeoutS: timeout, MaxAttempts: attempts,
 		Labels: req.Labels, IdempotencyKey: key,
 	})
 	if err != nil {
@@ -68,7 +76,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		s.queue.added()
 	} else {
 		status = http.StatusOK
-		if key != "" && !sameSubmission(job, req) {
+		if key != "" && !s.sameSubmission(job, req) {
 			// Answering with the stored job would tell the client its new
 			// request was taken when it was not (a reused or colliding key).
 			writeError(w, Errorf(http.StatusUnprocessableEntity, "idempotency_key_reused",
@@ -77,7 +85,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Location", "/jobs/"+job.ID)
-	writeJSON(w, status, job)
+	writeJSON(w, status, redacted(job))
 }
 
 // decodeSubmit reads and validates a submission, with a 4xx for each fault.
@@ -127,7 +135,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(err, "job", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, job)
+	writeJSON(w, http.StatusOK, redacted(job))
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
@@ -156,15 +164,22 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	if jobs == nil {
 		jobs = []persistence.Job{}
 	}
+	for i := range jobs {
+		jobs[i] = redacted(jobs[i])
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next_cursor": next})
 }
 
 // sameSubmission reports whether req asks for the job stored under its
 // Idempotency-Key: the same mode, params (as JSON values, so key order and
-// spacing do not matter) and labels (absent = empty). Timeout and attempts
-// are left out: their defaults come from the hub's config, which may differ
-// between the two requests' hubs.
-func sameSubmission(stored persistence.Job, req SubmitRequest) bool {
+// spacing do not matter; a sealed proxy password is opened to compare) and
+// labels (absent = empty). Timeout and attempts are left out: their
+// defaults come from the hub's config, which may differ between the two
+// requests' hubs.
+func (s *Server) sameSubmission(stored persistence.Job, req SubmitRequest) bool {
+	if opened, err := s.opts.ParamsKey.OpenParams(stored.Params); err == nil {
+		stored.Params = opened
+	}
 	if stored.Mode != req.Mode || len(stored.Labels) != len(req.Labels) {
 		return false
 	}
@@ -204,7 +219,14 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(err, "job", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, job)
+	writeJSON(w, http.StatusOK, redacted(job))
+}
+
+// redacted is the job as the API shows it: a proxy password, sealed in
+// the store, as "***".
+func redacted(j persistence.Job) persistence.Job {
+	j.Params = seal.RedactParams(j.Params)
+	return j
 }
 
 func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,16 +19,19 @@ type NoopParams struct {
 	Fail       bool `json:"fail"`
 }
 
-// FetchParams are the parameters of mode fetch.
+// FetchParams are the parameters of mode fetch; the browser options are
+// fields of their own beside url.
 type FetchParams struct {
 	URL        string `json:"url"`
 	WaitFor    string `json:"wait_for"`
 	Screenshot *bool  `json:"screenshot"`
+	messages.BrowserOptions
 }
 
-// MacroParams are the parameters of mode macro.
+// MacroParams are the parameters of mode macro, with the browser options.
 type MacroParams struct {
 	Steps []map[string]any `json:"steps"`
+	messages.BrowserOptions
 }
 
 // Bounds of noop parameters: enough for load tests, not enough to wedge a lane.
@@ -71,6 +75,9 @@ func ValidateParams(mode string, raw json.RawMessage) error {
 		if p.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return bad("params.url %q must be an absolute http(s) URL", p.URL)
 		}
+		if err := checkOptions(p.BrowserOptions, "params."); err != nil {
+			return err
+		}
 	case messages.ModeMacro:
 		var p MacroParams
 		if err := strict(&p); err != nil {
@@ -85,10 +92,30 @@ func ValidateParams(mode string, raw json.RawMessage) error {
 				return bad("params.steps[%d].op %q is not one of %s", i, op, strings.Join(messages.StepOps, ", "))
 			}
 		}
+		if err := checkOptions(p.BrowserOptions, "params."); err != nil {
+			return err
+		}
 	case "":
 		return Errorf(http.StatusBadRequest, "bad_mode", "mode is required: noop, fetch or macro")
 	default:
 		return Errorf(http.StatusBadRequest, "bad_mode", "mode %q is not one of %s", mode, strings.Join(messages.Modes, ", "))
 	}
 	return nil
+}
+
+// checkOptions validates browser options: a 400 bad_option whose message
+// and "field" name the option at fault (prefix + its path, e.g.
+// "params.viewport.width").
+func checkOptions(o messages.BrowserOptions, prefix string) error {
+	err := o.Validate()
+	if err == nil {
+		return nil
+	}
+	var oe *messages.OptionError
+	if !errors.As(err, &oe) {
+		return Errorf(http.StatusBadRequest, "bad_option", "%v", err)
+	}
+	e := Errorf(http.StatusBadRequest, "bad_option", "%s%s: %s", prefix, oe.Field, oe.Msg)
+	e.Extra = map[string]any{"field": prefix + oe.Field}
+	return e
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/paprika-hub/paprika/internal/credential"
+	"github.com/paprika-hub/paprika/internal/seal"
+	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -27,7 +29,9 @@ type Backend interface {
 	Hubs(ctx context.Context) ([]persistence.HubInfo, error)
 	// Sessions: each returns the session object (or a command's result) as
 	// JSON, whichever hub holds the session.
-	OpenSession(ctx context.Context, labels map[string]string, idleTimeoutS int) (json.RawMessage, error)
+	// OpenSession's opts (browser options, checked) travel to the worker
+	// in the session's open command; they are not stored.
+	OpenSession(ctx context.Context, labels map[string]string, idleTimeoutS int, opts messages.BrowserOptions) (json.RawMessage, error)
 	Session(ctx context.Context, id string) (json.RawMessage, error)
 	SessionCommand(ctx context.Context, id string, command json.RawMessage) (json.RawMessage, error)
 	CloseSession(ctx context.Context, id string) (json.RawMessage, error)
@@ -69,6 +73,10 @@ type Options struct {
 	// FollowWriteTimeout bounds writing one event of a log follow; a
 	// follower that does not take it in time is dropped. 0 = 10s.
 	FollowWriteTimeout time.Duration
+	// ParamsKey seals a job's proxy password before it is stored (the
+	// job grains open it with the same key). nil: the key seal.ForCluster
+	// derives from the tokens above.
+	ParamsKey *seal.Key
 }
 
 // Server routes the HTTP API to a Backend.
@@ -90,6 +98,13 @@ const maxBodyBytes = 1 << 20
 func New(b Backend, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.ParamsKey == nil {
+		k, err := seal.ForCluster("", o.WorkerSecret, o.WorkerToken, o.APIToken)
+		if err != nil {
+			panic(err) // HKDF of a fixed size and AES-256 cannot fail
+		}
+		o.ParamsKey = k
 	}
 	s := &Server{b: b, opts: o, mux: http.NewServeMux(), log: o.Logger, limits: o.Limits.withDefaults()}
 	if s.limits.APIRate > 0 {

@@ -20,12 +20,13 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Labels       map[string]string `json:"labels"`
 		IdleTimeoutS *int              `json:"idle_timeout_s"`
+		messages.BrowserOptions
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	// An empty body (io.EOF) opens a session with the defaults.
 	if err := decodeBody(dec, &body); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, Errorf(http.StatusBadRequest, "bad_json", "body must be {\"labels\": {...}, \"idle_timeout_s\": N}: %v", err))
+		writeError(w, Errorf(http.StatusBadRequest, "bad_json", "body must be {\"labels\": {...}, \"idle_timeout_s\": N, browser options...}: %v", err))
 		return
 	}
 	if err := s.limits.checkLabels(body.Labels); err != nil {
@@ -40,7 +41,11 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_idle_timeout", "idle_timeout_s %d is out of range 1..%d", idle, maxIdleTimeoutS))
 		return
 	}
-	sess, err := s.b.OpenSession(r.Context(), body.Labels, idle)
+	if err := checkOptions(body.BrowserOptions, ""); err != nil {
+		writeError(w, err)
+		return
+	}
+	sess, err := s.b.OpenSession(r.Context(), body.Labels, idle, body.BrowserOptions)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -203,6 +203,13 @@ type AuthConfig struct {
 	// (PAPRIKA_AUTH_WORKER_SECRET), at least 16 bytes. Default "" (the
 	// shared WorkerToken, or no check).
 	WorkerSecret string `yaml:"worker_secret"`
+	// ParamsKey seals the proxy passwords of job params in the job store
+	// (AES-256-GCM under a key derived from it; every hub of a cluster
+	// must have the same). Read from the environment only
+	// (PAPRIKA_AUTH_PARAMS_KEY), at least 16 bytes. Default "" (the key is
+	// derived from worker_secret, else worker_token, else api_token, else
+	// built in; see internal/seal).
+	ParamsKey string `yaml:"params_key"`
 	// Insecure lets a hub with an empty token listen on a non-loopback
 	// address. Default false: an open API or worker link on the network lets
 	// anyone who can reach it run jobs or pose as a worker, so that has to

@@ -97,13 +97,13 @@ func TestKeysAndEnvNames(t *testing.T) {
 	t.Parallel()
 	keys := Keys()
 	// API.md's 40 keys plus redis.prefix, cluster.member_timeout,
-	// debug.fault_injection, auth.worker_secret, auth.insecure and
+	// debug.fault_injection, auth.worker_secret, auth.params_key, auth.insecure and
 	// cluster.tls_ca, tls_cert, tls_key, insecure, hub.tls_cert, tls_key,
 	// and the limits section (max_params_bytes, max_labels,
 	// max_label_key_bytes, max_label_value_bytes, max_queued,
 	// max_conns_per_ip, api_rate, api_burst, max_log_lines, max_log_bytes,
 	// max_asset_bytes, worker_max_lanes)
-	require.Len(t, keys, 63)
+	require.Len(t, keys, 64)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -728,4 +728,22 @@ func TestSecurityConfigHubTLSFiles(t *testing.T) {
 			require.True(t, strings.HasPrefix(err.Error(), tc.want), "got  %s\nwant %s", err, tc.want)
 		})
 	}
+}
+
+// The key that seals stored proxy passwords comes from the environment
+// only, and is long enough.
+func TestSecurityParamsKeyFromEnvOnly(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("auth:\n  params_key: from-a-file-0123456789\n"), 0o600))
+	_, err := Load(p, nil)
+	require.ErrorContains(t, err, "auth.params_key")
+	require.ErrorContains(t, err, "environment only")
+
+	_, err = Load("", []string{"PAPRIKA_AUTH_PARAMS_KEY=short"})
+	require.ErrorContains(t, err, "at least 16 bytes")
+
+	c, err := Load("", []string{"PAPRIKA_AUTH_PARAMS_KEY=from-the-env-0123456789"})
+	require.NoError(t, err)
+	require.Equal(t, "from-the-env-0123456789", c.Auth.ParamsKey)
 }

@@ -82,6 +82,7 @@ var secretKeys = map[string]bool{
 	"auth.worker_token":  true,
 	"auth.api_token":     true,
 	"auth.worker_secret": true,
+	"auth.params_key":    true,
 	"minio.secret_key":   true,
 }
 

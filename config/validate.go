@@ -17,6 +17,7 @@ import (
 
 	"github.com/paprika-hub/paprika/internal/certs"
 	"github.com/paprika-hub/paprika/internal/credential"
+	"github.com/paprika-hub/paprika/internal/seal"
 )
 
 // Validate checks every key and the rules between keys and returns all
@@ -55,6 +56,7 @@ var fieldChecks = map[string]func(c *Config) string{
 	"hub.advertise_url": func(c *Config) string { return checkHTTPURL(c.Hub.AdvertiseURL) },
 
 	"auth.worker_secret": func(c *Config) string { return checkWorkerSecret(c) },
+	"auth.params_key":    func(c *Config) string { return checkParamsKey(c) },
 
 	"worker.heartbeat_interval": func(c *Config) string { return positive(c.Worker.HeartbeatInterval) },
 	"worker.alive_window":       func(c *Config) string { return positive(c.Worker.AliveWindow) },
@@ -567,6 +569,21 @@ func checkWorkerSecret(c *Config) string {
 		return "is read from the environment only (PAPRIKA_AUTH_WORKER_SECRET), never from a file"
 	case len(secret) < credential.MinSecretBytes:
 		return fmt.Sprintf("must be at least %d bytes", credential.MinSecretBytes)
+	}
+	return ""
+}
+
+// checkParamsKey: the key that seals stored proxy passwords stays out of
+// files, like worker_secret, and is long enough not to be guessed.
+func checkParamsKey(c *Config) string {
+	key := c.Auth.ParamsKey
+	switch {
+	case key == "":
+		return ""
+	case strings.HasPrefix(c.Origin("auth.params_key"), "file "):
+		return "is read from the environment only (PAPRIKA_AUTH_PARAMS_KEY), never from a file"
+	case len(key) < seal.MinKeyBytes:
+		return fmt.Sprintf("must be at least %d bytes", seal.MinKeyBytes)
 	}
 	return ""
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/paprika-hub/paprika/api"
 	"github.com/paprika-hub/paprika/config"
 	"github.com/paprika-hub/paprika/internal/certs"
+	"github.com/paprika-hub/paprika/internal/seal"
 	"github.com/paprika-hub/paprika/membership"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/metrics"
@@ -73,16 +74,25 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{cfg: cfg, log: log, id: id, stores: stores, lostCh: make(chan struct{})}
+	paramsKey, err := seal.ForCluster(cfg.Auth.ParamsKey, cfg.Auth.WorkerSecret, cfg.Auth.WorkerToken, cfg.Auth.APIToken)
+	if err != nil {
+		_ = stores.Close()
+		return nil, err
+	}
+	if paramsKey.Builtin() {
+		log.Info("proxy passwords in job params are sealed under the built-in key; set auth.params_key (or a token) to seal them under a secret")
+	}
 	h.deps = &grains.Deps{
-		HubID:    id,
-		Timing:   TimingFrom(cfg),
-		Jobs:     stores.Jobs,
-		Logs:     stores.Logs,
-		Workers:  stores.Workers,
-		Hubs:     stores.Hubs,
-		Sessions: stores.Sessions,
-		Log:      log,
-		Metrics:  metrics.NewMetrics(),
+		HubID:     id,
+		Timing:    TimingFrom(cfg),
+		Jobs:      stores.Jobs,
+		Logs:      stores.Logs,
+		Workers:   stores.Workers,
+		Hubs:      stores.Hubs,
+		Sessions:  stores.Sessions,
+		Log:       log,
+		Metrics:   metrics.NewMetrics(),
+		ParamsKey: paramsKey,
 	}
 	h.deps.Cluster = func() *cluster.Cluster { return h.member.Cluster }
 	h.deps.LogRoute = func() grains.LogCloser { return h.logs }
@@ -267,6 +277,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			AdvertiseURL:   h.cfg.Hub.AdvertiseURL,
 			DefaultTimeout: h.cfg.Jobs.DefaultTimeout, MaxAttempts: h.cfg.Jobs.MaxAttempts, Logger: h.log,
 			FaultInjection: h.cfg.Debug.FaultInjection,
+			ParamsKey:      h.deps.ParamsKey,
 			Limits: api.Limits{
 				MaxParamsBytes: h.cfg.Limits.MaxParamsBytes, MaxLabels: h.cfg.Limits.MaxLabels,
 				MaxLabelKeyBytes: h.cfg.Limits.MaxLabelKeyBytes, MaxLabelValueBytes: h.cfg.Limits.MaxLabelValueBytes,

@@ -420,7 +420,7 @@ func TestSessionCallsHonourTheRequestContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := h.OpenSession(ctx, nil, 60)
+	_, err := h.OpenSession(ctx, nil, 60, messages.BrowserOptions{})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(start), 5*time.Second, "the open waited for the worker, not for ctx")
 	var open messages.Frame

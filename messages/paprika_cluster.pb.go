@@ -1624,9 +1624,14 @@ func (x *ConnClose) GetMessage() string {
 
 // SessionOpen reserves a lane for a new session (Reply.json: the session).
 type SessionOpen struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	IdleTimeoutS  int32                  `protobuf:"varint,1,opt,name=idle_timeout_s,json=idleTimeoutS,proto3" json:"idle_timeout_s,omitempty"`
-	Labels        map[string]string      `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	IdleTimeoutS int32                  `protobuf:"varint,1,opt,name=idle_timeout_s,json=idleTimeoutS,proto3" json:"idle_timeout_s,omitempty"`
+	Labels       map[string]string      `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// options is the JSON of the session's browser options
+	// (messages.BrowserOptions, checked by the API; empty = none). It goes
+	// to the worker in the open command and is not stored: it may hold a
+	// proxy password.
+	Options       []byte `protobuf:"bytes,3,opt,name=options,proto3" json:"options,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1671,6 +1676,13 @@ func (x *SessionOpen) GetIdleTimeoutS() int32 {
 func (x *SessionOpen) GetLabels() map[string]string {
 	if x != nil {
 		return x.Labels
+	}
+	return nil
+}
+
+func (x *SessionOpen) GetOptions() []byte {
+	if x != nil {
+		return x.Options
 	}
 	return nil
 }
@@ -2163,10 +2175,11 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x03ack\x18\x02 \x01(\bR\x03ack\"9\n" +
 	"\tConnClose\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xa8\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xc2\x01\n" +
 	"\vSessionOpen\x12$\n" +
 	"\x0eidle_timeout_s\x18\x01 \x01(\x05R\fidleTimeoutS\x128\n" +
-	"\x06labels\x18\x02 \x03(\v2 .paprika.SessionOpen.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x02 \x03(\v2 .paprika.SessionOpen.LabelsEntryR\x06labels\x12\x18\n" +
+	"\aoptions\x18\x03 \x01(\fR\aoptions\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"*\n" +

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/internal/seal"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/metrics"
 	"github.com/paprika-hub/paprika/persistence"
@@ -71,6 +72,10 @@ type Deps struct {
 	Cluster  func() *cluster.Cluster // set once the member starts
 	LogRoute func() LogCloser        // the hub's log pipe (local)
 	Now      func() time.Time
+	// ParamsKey opens a job's sealed proxy password into its assign_job
+	// frame (the API sealed it with the same key); nil: params go as
+	// stored.
+	ParamsKey *seal.Key
 }
 
 // LogCloser ends a job's log on this hub without waiting (the log pipe's

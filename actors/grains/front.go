@@ -166,9 +166,18 @@ func (f *Front) sessionCall(ctx context.Context, id string, msg interface{}) (js
 	return nil, api.Errorf(http.StatusBadGateway, r.Code, "%s", r.Message)
 }
 
-// OpenSession opens a session on a free chromium lane.
-func (f *Front) OpenSession(ctx context.Context, labels map[string]string, idleTimeoutS int) (json.RawMessage, error) {
-	return f.sessionCall(ctx, "s-"+RandomHex(10), &messages.SessionOpen{IdleTimeoutS: int32(idleTimeoutS), Labels: labels})
+// OpenSession opens a session on a free chromium lane; opts go to the
+// worker with the open command.
+func (f *Front) OpenSession(ctx context.Context, labels map[string]string, idleTimeoutS int, opts messages.BrowserOptions) (json.RawMessage, error) {
+	m := &messages.SessionOpen{IdleTimeoutS: int32(idleTimeoutS), Labels: labels}
+	if !opts.Empty() {
+		b, err := json.Marshal(opts)
+		if err != nil {
+			return nil, fmt.Errorf("encode browser options: %w", err)
+		}
+		m.Options = b
+	}
+	return f.sessionCall(ctx, "s-"+RandomHex(10), m)
 }
 
 // Session reads a session from its grain.

@@ -311,6 +311,19 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		g.sched(ctx, failed) // placed already (a duplicate), or final
 		return
 	}
+	params := g.job.Params
+	if k := g.deps.ParamsKey; k != nil {
+		var err error
+		if params, err = k.OpenParams(params); err != nil {
+			// Sealed under a key no hub has any more (the cluster's secret
+			// changed): no attempt could succeed, so fail it for good.
+			g.log.Warn("job params do not open; job failed", slog.Any("err", err))
+			g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonJobError,
+				Error: fmt.Sprintf("%v: submit the job again", err)})
+			g.sched(ctx, failed)
+			return
+		}
+	}
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
 	claimed, err := g.deps.Jobs.Claim(rctx, g.id, msg.WorkerId, g.deps.Clock())
 	cancel()
@@ -329,7 +342,7 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 	// The claim is the truth from here on, whatever the worker answers.
 	g.job = claimed
 	frame, err := messages.Frame{Type: messages.TypeAssignJob, JobID: g.id, Attempt: claimed.Attempts,
-		Mode: claimed.Mode, Params: claimed.Params, Deadline: claimed.Deadline().UnixMilli()}.Encode()
+		Mode: claimed.Mode, Params: params, Deadline: claimed.Deadline().UnixMilli()}.Encode()
 	if err != nil {
 		g.assigned(ctx, msg.WorkerId, claimed.Attempts, nil, err)
 		return

@@ -329,17 +329,22 @@ func (g *sessionGrain) open(ctx actor.Context, m *messages.SessionOpen) {
 				ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
 				return
 			}
-			g.assignLane(ctx, caller, pick.WorkerID, m.IdleTimeoutS)
+			g.assignLane(ctx, caller, pick.WorkerID, m.IdleTimeoutS, m.Options)
 		})
 }
 
 // assignLane reserves the picked worker's lane and sends it the open
-// command; the worker's session_result finishes the open.
-func (g *sessionGrain) assignLane(ctx actor.Context, caller *actor.PID, workerID string, idleTimeoutS int32) {
+// command, with the session's browser options (JSON, or empty); the
+// worker's session_result finishes the open.
+func (g *sessionGrain) assignLane(ctx actor.Context, caller *actor.PID, workerID string, idleTimeoutS int32, options []byte) {
 	g.s.WorkerID = workerID
 	cmdID := g.nextCommand()
+	open := fmt.Sprintf(`{"op":%q,"idle_timeout_s":%d}`, messages.OpOpen, idleTimeoutS)
+	if len(options) > 0 && json.Valid(options) {
+		open = fmt.Sprintf(`{"op":%q,"idle_timeout_s":%d,"options":%s}`, messages.OpOpen, idleTimeoutS, options)
+	}
 	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: cmdID,
-		Command: json.RawMessage(fmt.Sprintf(`{"op":%q,"idle_timeout_s":%d}`, messages.OpOpen, idleTimeoutS))}.Encode()
+		Command: json.RawMessage(open)}.Encode()
 	// Parked before the answer: the worker's result may overtake it.
 	g.await(ctx, caller, cmdID)
 	Ask(ctx, g.timers, g.cl, workerID, KindWorker, &messages.WorkerAssign{JobId: sessionSlot(g.id), Frame: frame},

@@ -49,7 +49,7 @@ func BenchmarkFetch(b *testing.B) {
 			// A loaded page on every lane, as during a job.
 			var tabs []*tab
 			for _, l := range d.lanes {
-				t, err := l.openTab(ctx, l.browser())
+				t, err := l.openTab(ctx, l.browser(), nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -120,7 +120,7 @@ func BenchmarkLaneModel(b *testing.B) {
 				}
 				for i := range lanes {
 					l := d.lanes[i%len(d.lanes)]
-					t, err := l.openTab(ctx, l.browser())
+					t, err := l.openTab(ctx, l.browser(), nil)
 					if err != nil {
 						b.Fatal(err)
 					}

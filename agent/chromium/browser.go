@@ -32,7 +32,8 @@ type browserProc struct {
 	wsURL     string          // DevTools URL, ws://127.0.0.1:<port>/devtools/browser/<id>
 	startedAt time.Time
 	log       *slog.Logger
-	use       usage // what the lane's users touched since the last cleanup (hygiene.go)
+	use       usage  // what the lane's users touched since the last cleanup (hygiene.go)
+	launchKey string // launch.Key of its command line: "" for the driver's own
 
 	cancelBrowser context.CancelFunc // kills the process, waits for it
 	cancelAlloc   context.CancelFunc // waits for the allocator's goroutines

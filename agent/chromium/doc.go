@@ -167,6 +167,36 @@
 // {"bytes", "png_base64"} (at most 640 KiB of PNG; screenshot an element
 // for less).
 //
+// # Browser options
+//
+// fetch and macro params, and a session's open command, may carry the
+// browser options of messages.BrowserOptions (checked there, once for hub
+// and worker): proxy, user_agent, viewport, locale, timezone, cookies,
+// block (options.go). A job's or session's own page gets them before its
+// first navigation: the proxy as its BrowserContext's proxyServer (bypass
+// list "<-loopback>": all of the page's traffic goes through it; the
+// proxy's own address must pass the egress policy), its 407 challenges
+// answered through Fetch.authRequired with the credentials (once per
+// request, and never a website's own 401), Emulation.setUserAgentOverride
+// (with Accept-Language = locale), setDeviceMetricsOverride,
+// setLocaleOverride, setTimezoneOverride, Network.setCookies; blocked
+// requests fail with BlockedByClient in the same Fetch pause as the
+// egress check. The password is never logged: the job log says "proxy
+// <server> (with credentials)".
+//
+// A session with options also gets a browser of its own, started with
+// them on its command line (--proxy-server, --proxy-bypass-list,
+// --user-agent, --lang and --accept-lang, TZ, --window-size) and its
+// cookies in the default context, so that pages a raw CDP client opens
+// through the gateway see them too; the lane's next user gets a fresh
+// default browser (the browser's launch key names the session). What such
+// a client still controls: its own Emulation and Network overrides,
+// Target.createBrowserContext with a proxyServer of its own, clearing
+// cookies; and what it does not get: block, and answers to the proxy's
+// challenges, which are applied to the session's own page only (an
+// agent-side auto-attach connection would be needed for the client's
+// pages).
+//
 // # Wiring
 //
 // The driver is built before the agent but uploads through it:

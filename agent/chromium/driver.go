@@ -142,6 +142,7 @@ func (d *Driver) laneChanged() {
 // which aborts its navigation, and the lane is clean for the next job.
 func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(line string) error) (agent.Result, error) {
 	var run func(context.Context, *tab, func(string)) (agent.Result, error)
+	var opts messages.BrowserOptions
 	switch job.Mode {
 	case messages.ModeNoop:
 		return agent.SimulatedDriver{}.Run(ctx, lane, job, emit)
@@ -150,11 +151,13 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 		if err != nil {
 			return agent.Result{}, agent.Fail(agent.ReasonJobError, "%v", err)
 		}
+		opts = p.BrowserOptions
 		run = func(ctx context.Context, t *tab, log func(string)) (agent.Result, error) {
 			return d.runFetch(ctx, t, job, p, log)
 		}
 	case messages.ModeMacro:
-		steps, err := parseMacroParams(job.Params)
+		steps, o, err := parseMacroParams(job.Params)
+		opts = o
 		if err != nil {
 			return agent.Result{}, agent.Fail(agent.ReasonJobError, "%v", err)
 		}
@@ -168,7 +171,10 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 	// the next browser call fails too.
 	log := func(line string) { _ = emit(line) }
 
-	t, release, err := d.openLaneTab(ctx, lane, log)
+	if line := describeOptions(&opts); line != "" {
+		log(line)
+	}
+	t, release, err := d.openLaneTab(ctx, lane, log, &opts, nil)
 	if err != nil {
 		return agent.Result{}, err
 	}
@@ -178,18 +184,23 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 }
 
 // openLaneTab takes the lane, makes sure its browser is healthy (starting
-// or restarting it) and opens a fresh page in a new BrowserContext. The
-// caller closes the tab, then calls release.
-func (d *Driver) openLaneTab(ctx context.Context, idx int, log func(string)) (*tab, func(), error) {
+// or restarting it) and opens a fresh page in a new BrowserContext, with
+// the browser options o (nil: none), on a browser started with la's
+// command line (nil: the driver's). The caller closes the tab, then calls
+// release.
+func (d *Driver) openLaneTab(ctx context.Context, idx int, log func(string), o *messages.BrowserOptions, la *launch) (*tab, func(), error) {
 	if idx < 0 || idx >= len(d.lanes) {
 		return nil, nil, agent.Fail(agent.ReasonLaneError, "lane %d: the chromium driver has lanes 0..%d", idx, len(d.lanes)-1)
+	}
+	if err := d.checkProxy(ctx, o); err != nil {
+		return nil, nil, agent.Fail(agent.ReasonJobError, "%v", err)
 	}
 	l := d.lanes[idx]
 	release, err := l.acquire(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := l.ensure(ctx, log)
+	b, err := l.ensureLaunch(ctx, log, la)
 	if err != nil {
 		release()
 		if ctx.Err() != nil {
@@ -197,7 +208,7 @@ func (d *Driver) openLaneTab(ctx context.Context, idx int, log func(string)) (*t
 		}
 		return nil, nil, agent.Fail(agent.ReasonLaneError, "%v", err)
 	}
-	t, err := l.openTab(ctx, b)
+	t, err := l.openTab(ctx, b, o)
 	if err != nil {
 		release()
 		if ctx.Err() != nil {

@@ -29,6 +29,7 @@ type fetchParams struct {
 	URL        string `json:"url"`
 	WaitFor    string `json:"wait_for,omitempty"`
 	Screenshot *bool  `json:"screenshot,omitempty"`
+	messages.BrowserOptions
 }
 
 // fetchResult is the result of the fetch mode.
@@ -48,6 +49,9 @@ func parseFetchParams(raw json.RawMessage) (fetchParams, error) {
 		return p, fmt.Errorf("fetch params: url is required")
 	}
 	if err := checkURL(p.URL); err != nil {
+		return p, fmt.Errorf("fetch params: %w", err)
+	}
+	if err := p.BrowserOptions.Validate(); err != nil {
 		return p, fmt.Errorf("fetch params: %w", err)
 	}
 	return p, nil

@@ -38,7 +38,7 @@ func openSession(t *testing.T, d *Driver, id string) agent.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	s, err := d.OpenSession(ctx, 0, id)
+	s, err := d.OpenSession(ctx, 0, id, messages.BrowserOptions{})
 	require.NoError(t, err)
 	return s
 }

@@ -63,6 +63,14 @@ func (l *lane) acquire(ctx context.Context) (release func(), err error) {
 // or was marked suspect (a crashed renderer, a page that would not close).
 // note receives a line for the job log when something notable happens.
 func (l *lane) ensure(ctx context.Context, note func(string)) (*browserProc, error) {
+	return l.ensureLaunch(ctx, note, nil)
+}
+
+// ensureLaunch is ensure for a browser started with la's command line
+// (nil: the driver's own): a running browser started otherwise is
+// restarted, so a session's options reach every page of the lane and the
+// next user after it gets the defaults back (options.go).
+func (l *lane) ensureLaunch(ctx context.Context, note func(string), la *launch) (*browserProc, error) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -73,6 +81,9 @@ func (l *lane) ensure(ctx context.Context, note func(string)) (*browserProc, err
 	l.mu.Unlock()
 
 	if b != nil {
+		if why == "" && b.launchKey != la.Key() {
+			why = "the lane's browser options change"
+		}
 		if why == "" {
 			why = b.check(l.d.cfg.HealthTimeout)
 		}
@@ -96,7 +107,7 @@ func (l *lane) ensure(ctx context.Context, note func(string)) (*browserProc, err
 
 	start := time.Now()
 	l.setRestarting(true)
-	nb, err := startBrowser(ctx, l.d.ctx, l.d.opts, l.dir, l.d.cfg.StartTimeout, l.d.log.With("lane", l.idx))
+	nb, err := startBrowser(ctx, l.d.ctx, la.allocOptions(l.d.opts), l.dir, l.d.cfg.StartTimeout, l.d.log.With("lane", l.idx))
 	defer l.setRestarting(false) // after the new URL is stored: one change seen as one
 	if err != nil {
 		if l.d.ctx.Err() != nil {
@@ -110,6 +121,7 @@ func (l *lane) ensure(ctx context.Context, note func(string)) (*browserProc, err
 		nb.stop()
 		return nil, errDriverClosed
 	}
+	nb.launchKey = la.Key()
 	l.b = nb
 	l.starts++
 	l.url.Store(&nb.wsURL)

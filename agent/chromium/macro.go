@@ -22,15 +22,27 @@ const (
 // macroParams are the params of the macro mode.
 type macroParams struct {
 	Steps []json.RawMessage `json:"steps"`
+	messages.BrowserOptions
 }
 
-// parseMacroParams decodes and checks every step before any runs, so a
-// typo in step 9 does not leave steps 1–8 half done.
-func parseMacroParams(raw json.RawMessage) ([]step, error) {
+// parseMacroParams decodes and checks every step (and the browser
+// options) before any runs, so a typo in step 9 does not leave steps 1–8
+// half done.
+func parseMacroParams(raw json.RawMessage) ([]step, messages.BrowserOptions, error) {
 	var p macroParams
 	if err := decodeStrict(raw, &p); err != nil {
-		return nil, fmt.Errorf("macro params: %w", err)
+		return nil, p.BrowserOptions, fmt.Errorf("macro params: %w", err)
 	}
+	if err := p.BrowserOptions.Validate(); err != nil {
+		return nil, p.BrowserOptions, fmt.Errorf("macro params: %w", err)
+	}
+	steps, err := parseSteps(p.Steps)
+	return steps, p.BrowserOptions, err
+}
+
+// parseSteps checks each step of a macro.
+func parseSteps(raws []json.RawMessage) ([]step, error) {
+	p := macroParams{Steps: raws}
 	if len(p.Steps) == 0 {
 		return nil, errors.New("macro params: steps is required (a list of {\"op\": ...})")
 	}

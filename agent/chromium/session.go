@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/chromedp/cdproto/storage"
+	"github.com/chromedp/chromedp"
+
 	"github.com/paprika-hub/paprika/agent"
 	"github.com/paprika-hub/paprika/messages"
 )
@@ -34,11 +37,26 @@ var _ agent.Session = (*session)(nil)
 
 // OpenSession implements agent.SessionDriver: it takes the lane, checks or
 // (re)starts its browser as a job would, and opens a fresh page.
-func (d *Driver) OpenSession(ctx context.Context, lane int, sessionID string) (agent.Session, error) {
+func (d *Driver) OpenSession(ctx context.Context, lane int, sessionID string, opts messages.BrowserOptions) (agent.Session, error) {
 	log := func(line string) { d.log.Info(line, "session_id", sessionID) }
-	t, release, err := d.openLaneTab(ctx, lane, log)
+	if line := describeOptions(&opts); line != "" {
+		log(line)
+	}
+	t, release, err := d.openLaneTab(ctx, lane, log, &opts, sessionLaunch(&opts, sessionID))
 	if err != nil {
 		return nil, err
+	}
+	if len(opts.Cookies) > 0 {
+		// The session's page has them in its own context; a raw CDP
+		// client's pages in the default context get them too.
+		rctx, done := t.bind(ctx)
+		_, err := chromedp.CallBrowser(rctx, storage.SetCookies, storage.SetCookiesParams{Cookies: cookieParams(opts.Cookies)})
+		done()
+		if err != nil {
+			t.close()
+			release()
+			return nil, fmt.Errorf("cookies: %w", err)
+		}
 	}
 	return &session{d: d, id: sessionID, t: t, release: release}, nil
 }

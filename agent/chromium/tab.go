@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // Causes that end a tab's context; failure maps them to a reason.
@@ -39,6 +40,11 @@ type tab struct {
 	cancel context.CancelCauseFunc // ends ctx with a cause (crash, close)
 	id     target.ID
 	bcID   cdp.BrowserContextID
+	opts   *messages.BrowserOptions // the job's or session's browser options; nil = none
+	block  *blocker                 // nil: nothing blocked
+	auth   *proxyAuth               // nil: no proxy credentials
+
+	aux sync.WaitGroup // goroutines answering auth challenges; close waits
 
 	crashed    atomic.Bool
 	guardDone  chan struct{}               // closed when the popup guard's goroutine ends
@@ -48,12 +54,14 @@ type tab struct {
 	closeOnce  sync.Once
 }
 
-// openTab creates a BrowserContext and a page in it. ctx bounds the creation
+// openTab creates a BrowserContext and a page in it, with the browser
+// options o applied (nil: none; see options.go). ctx bounds the creation
 // only; the tab lives until close.
-func (l *lane) openTab(ctx context.Context, b *browserProc) (*tab, error) {
+func (l *lane) openTab(ctx context.Context, b *browserProc, o *messages.BrowserOptions) (*tab, error) {
 	pctx, cancel := context.WithCancelCause(b.ctx)
-	tctx, _ := chromedp.NewContext(pctx, chromedp.WithNewBrowserContext()) // its cancel is chromedp.Cancel(tctx), in close
-	t := &tab{l: l, b: b, ctx: tctx, cancel: cancel, guardDone: make(chan struct{}), egressDone: make(chan struct{})}
+	tctx, _ := chromedp.NewContext(pctx, chromedp.WithNewBrowserContext(contextOptions(o)...)) // its cancel is chromedp.Cancel(tctx), in close
+	t := &tab{l: l, b: b, ctx: tctx, cancel: cancel, guardDone: make(chan struct{}), egressDone: make(chan struct{}),
+		opts: o, block: newBlocker(o), auth: newProxyAuth(o)}
 
 	// The page's event loop lives as long as the context of the first call,
 	// so that call gets tctx itself, cut short from outside if ctx ends.
@@ -61,9 +69,7 @@ func (l *lane) openTab(ctx context.Context, b *browserProc) (*tab, error) {
 	err := chromedp.Do(tctx)
 	stop()
 	if err == nil {
-		// The viewport, not the window, sets the screenshot size.
-		w, h := int64(l.d.cfg.WindowWidth), int64(l.d.cfg.WindowHeight)
-		err = chromedp.Do(tctx, chromedp.EmulateViewport(w, h))
+		err = t.applyOptions(tctx)
 	}
 	if err == nil {
 		c := chromedp.FromContext(tctx)
@@ -77,7 +83,12 @@ func (l *lane) openTab(ctx context.Context, b *browserProc) (*tab, error) {
 		paused := chromedp.Events(tctx, fetch.RequestPaused)
 		go t.guardEgress(paused)
 		egressStarted = true
-		_, err = chromedp.Call(tctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
+		// With proxy credentials the page's 407s pause too (answerAuth).
+		var handleAuth *bool
+		if t.auth != nil {
+			handleAuth = new(true)
+		}
+		_, err = chromedp.Call(tctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}, HandleAuthRequests: handleAuth})
 		if err != nil {
 			err = fmt.Errorf("enable the egress policy: %w", err)
 		}
@@ -100,9 +111,16 @@ func (l *lane) openTab(ctx context.Context, b *browserProc) (*tab, error) {
 
 // onEvent runs on the page's event loop: it must return at once.
 func (t *tab) onEvent(ev any) {
-	if _, ok := ev.(*inspector.EventTargetCrashed); ok && t.crashed.CompareAndSwap(false, true) {
-		t.l.markSuspect("the renderer crashed in the previous job or session")
-		t.cancel(errRendererCrashed) // whatever waits on the page fails now, not at its deadline
+	switch ev := ev.(type) {
+	case *inspector.EventTargetCrashed:
+		if t.crashed.CompareAndSwap(false, true) {
+			t.l.markSuspect("the renderer crashed in the previous job or session")
+			t.cancel(errRendererCrashed) // whatever waits on the page fails now, not at its deadline
+		}
+	case *fetch.EventAuthRequired:
+		if t.ctx.Err() == nil {
+			t.aux.Go(func() { t.answerAuth(ev) })
+		}
 	}
 }
 
@@ -169,6 +187,13 @@ func (t *tab) decideRequest(ev fetch.EventRequestPaused) {
 	if ev.Request != nil {
 		u = ev.Request.URL
 	}
+	if blocked, why := t.block.blocks(ev.ResourceType, u); blocked {
+		t.l.d.log.Debug("options blocked a request", "lane", t.l.idx, "url", u, "why", why)
+		if _, err := chromedp.Call(t.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}); err != nil && t.ctx.Err() == nil {
+			t.l.d.log.Debug("fail request", "lane", t.l.idx, "url", u, "err", err)
+		}
+		return
+	}
 	err := t.egressSeen.check(t.ctx, t.l.d.egress, u)
 	if err == nil {
 		if _, err := chromedp.Call(t.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); err != nil && t.ctx.Err() == nil {
@@ -227,6 +252,7 @@ func (t *tab) close() {
 		t.cancel(errTabClosed)
 		<-t.guardDone
 		<-t.egressDone
+		t.aux.Wait()
 		if err != nil && t.b.ctx.Err() == nil && !t.crashed.Load() {
 			t.l.markSuspect(fmt.Sprintf("closing the previous page failed: %v", err))
 		}

@@ -168,7 +168,7 @@ func (f *Front) sessionCall(ctx context.Context, id string, msg interface{}) (js
 
 // OpenSession opens a session on a free chromium lane.
 func (f *Front) OpenSession(ctx context.Context, labels map[string]string, idleTimeoutS int) (json.RawMessage, error) {
-	return f.sessionCall(ctx, "s-"+RandomHex(10), &messages.SessionOpen{IdleTimeoutS: int32(idleTimeoutS), Labels: labels})
+	return f.sessionCall(ctx, messages.SessionIDPrefix+RandomHex(10), &messages.SessionOpen{IdleTimeoutS: int32(idleTimeoutS), Labels: labels})
 }
 
 // Session reads a session from its grain.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -120,6 +121,7 @@ func (d *Driver) laneChanged() {
 // which aborts its navigation, and the lane is clean for the next job.
 func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(line string) error) (agent.Result, error) {
 	var run func(context.Context, *tab, func(string)) (agent.Result, error)
+	var settle time.Duration // how long to wait for a download to begin after the page work
 	switch job.Mode {
 	case messages.ModeNoop:
 		return agent.SimulatedDriver{}.Run(ctx, lane, job, emit)
@@ -139,6 +141,7 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 		run = func(ctx context.Context, t *tab, log func(string)) (agent.Result, error) {
 			return d.runMacro(ctx, t, job, steps, log)
 		}
+		settle = macroSettle(steps)
 	default:
 		return agent.Result{}, agent.Fail(agent.ReasonLaneError, "mode %q: the chromium driver runs fetch, macro and noop", job.Mode)
 	}
@@ -152,7 +155,22 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 	}
 	defer release()
 	defer t.close() // before release: the next user finds the lane clean
-	return run(ctx, t, log)
+	dls, err := watchDownloads(t, false, nil, log)
+	if err != nil {
+		t.l.markSuspect(err.Error())
+		return agent.Result{}, agent.Fail(agent.ReasonLaneError, "lane %d: %v", lane, err)
+	}
+	defer dls.close() // before the tab closes, which would cancel a download
+	res, err := run(ctx, t, log)
+	if err != nil {
+		return res, err
+	}
+	names, err := dls.collect(ctx, settle, d.jobDownloadStore(job.ID, log))
+	if err != nil {
+		return agent.Result{}, failure(err, "store downloads")
+	}
+	res.Assets = append(res.Assets, names...)
+	return res, nil
 }
 
 // openLaneTab takes the lane, makes sure its browser is healthy (starting

@@ -45,7 +45,7 @@ const (
 	// downloadSettle is how long a macro whose last step is a click, type
 	// or eval waits for a download to begin: a click on a download link
 	// returns before the browser has the response that makes it a
-	// download. A download already begun is waited for instead.
+	// download. Downloads in progress are waited for besides.
 	downloadSettle = 500 * time.Millisecond
 	// downloadGrace is how long a job waits after its page work for the
 	// downloads in progress to complete (within its deadline); one still
@@ -388,8 +388,8 @@ func orState(s browser.DownloadProgressState) string {
 	return string(s)
 }
 
-// wait returns once no download is in progress: at once when none began
-// and settle is 0, else after settle without one beginning; at most
+// wait returns once no download is in progress and settle (0: none) has
+// passed, so that a download a last click started is seen; at most
 // downloadGrace, and never past ctx.
 func (d *downloads) wait(ctx context.Context, settle time.Duration) {
 	grace := time.NewTimer(downloadGrace)
@@ -402,14 +402,14 @@ func (d *downloads) wait(ctx context.Context, settle time.Duration) {
 	}
 	for {
 		d.mu.Lock()
-		wake, begun, busy := d.wake, len(d.order) > 0, false
+		wake, busy := d.wake, false
 		for _, dl := range d.order {
 			if !dl.over && !dl.finished() {
 				busy = true
 			}
 		}
 		d.mu.Unlock()
-		if !busy && (begun || settleC == nil) {
+		if !busy && settleC == nil {
 			return
 		}
 		select {

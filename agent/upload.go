@@ -82,27 +82,47 @@ func newUploadClient(tlsConf *tls.Config) *http.Client {
 // attempt is made. A refusal is returned as an *UploadError. It is safe for
 // concurrent use, and has the shape of chromium.UploadFunc.
 func (a *Agent) UploadAsset(ctx context.Context, jobID, name, contentType string, r io.Reader, size int64) error {
+	return a.uploadTo(ctx, "asset "+name+" of job "+jobID, "job_id", jobID, func(base string) (string, error) {
+		return assetURL(base, "/jobs/", jobID, "/assets/", name)
+	}, contentType, r, size)
+}
+
+// UploadSessionDownload stores a file a session's page downloaded on the
+// hub: PUT {hub}/sessions/{sessionID}/downloads/{name}, as UploadAsset does
+// (the same retries, credential and hub). The hub takes it only from the
+// worker holding the open session. It has the shape of
+// chromium.UploadFunc, with the session id for the job id.
+func (a *Agent) UploadSessionDownload(ctx context.Context, sessionID, name, contentType string, r io.Reader, size int64) error {
+	return a.uploadTo(ctx, "download "+name+" of session "+sessionID, "session_id", sessionID, func(base string) (string, error) {
+		return assetURL(base, "/sessions/", sessionID, "/downloads/", name)
+	}, contentType, r, size)
+}
+
+// uploadTo sends one file to the URL build makes of the hub's base URL,
+// retrying as UploadAsset says; what names it in errors, idKey and id in
+// the log.
+func (a *Agent) uploadTo(ctx context.Context, what, idKey, id string, build func(base string) (string, error), contentType string, r io.Reader, size int64) error {
 	body, err := replayable(r, size)
 	if err != nil {
-		return fmt.Errorf("upload asset %s of job %s: %w", name, jobID, err)
+		return fmt.Errorf("upload %s: %w", what, err)
 	}
 	for attempt := 1; ; attempt++ {
-		u, err := assetURL(a.uploadBase(), jobID, name)
+		u, err := build(a.uploadBase())
 		if err != nil {
-			return fmt.Errorf("upload asset %s of job %s: %w", name, jobID, err)
+			return fmt.Errorf("upload %s: %w", what, err)
 		}
 		retryAfter, err := a.putAsset(ctx, u, contentType, body, size)
 		if err == nil {
 			return nil
 		}
-		err = fmt.Errorf("upload asset %s of job %s to %s (attempt %d of %d): %w", name, jobID, u, attempt, uploadAttempts, err)
+		err = fmt.Errorf("upload %s to %s (attempt %d of %d): %w", what, u, attempt, uploadAttempts, err)
 		if attempt == uploadAttempts || !body.again() || !retryable(ctx, err) {
 			return err
 		}
 		delay := max(uploadBackoff.Delay(attempt-1), min(retryAfter, uploadBackoffMax))
-		a.lg().Warn("asset upload failed; retrying", "job_id", jobID, "asset", name, "retry_in", delay, "err", err)
+		a.lg().Warn("upload failed; retrying", idKey, id, "what", what, "retry_in", delay, "err", err)
 		if err := backoff.Sleep(ctx, delay); err != nil {
-			return fmt.Errorf("upload asset %s of job %s: %w", name, jobID, err)
+			return fmt.Errorf("upload %s: %w", what, err)
 		}
 	}
 }
@@ -178,16 +198,17 @@ func (a *Agent) uploadBase() string {
 	return a.cfg.HubURLs[0]
 }
 
-// assetURL builds {base}/jobs/{jobID}/assets/{name}, turning a ws(s)://
-// hub URL into http(s)://.
-func assetURL(base, jobID, name string) (string, error) {
+// assetURL builds {base}{kind}{id}{sub}{name} (e.g. /jobs/<id>/assets/<name>),
+// turning a ws(s):// hub URL into http(s)://. The id and the name are
+// escaped as one path element each.
+func assetURL(base, kind, id, sub, name string) (string, error) {
 	u, err := parseHubURL(base, "http", "https")
 	if err != nil {
 		return "", err
 	}
 	rawPrefix := strings.TrimRight(u.EscapedPath(), "/")
-	u.Path = strings.TrimRight(u.Path, "/") + "/jobs/" + jobID + "/assets/" + name
-	u.RawPath = rawPrefix + "/jobs/" + url.PathEscape(jobID) + "/assets/" + url.PathEscape(name)
+	u.Path = strings.TrimRight(u.Path, "/") + kind + id + sub + name
+	u.RawPath = rawPrefix + kind + url.PathEscape(id) + sub + url.PathEscape(name)
 	u.RawQuery, u.Fragment = "", ""
 	return u.String(), nil
 }

@@ -180,11 +180,17 @@ func TestAssetURL(t *testing.T) {
 		"wss://h/prefix/": "https://h/prefix/jobs/j/assets/n.png",
 		"https://h/a%20b": "https://h/a%20b/jobs/j/assets/n.png",
 	} {
-		got, err := assetURL(base, "j", "n.png")
+		got, err := assetURL(base, "/jobs/", "j", "/assets/", "n.png")
 		require.NoError(t, err)
 		require.Equal(t, want, got, base)
 	}
-	_, err := assetURL("ftp://h", "j", "n")
+	got, err := assetURL("http://h", "/jobs/", "j", "/assets/", "downloads/a b.bin")
+	require.NoError(t, err)
+	require.Equal(t, "http://h/jobs/j/assets/downloads%2Fa%20b.bin", got, "the name is one escaped element")
+	got, err = assetURL("http://h", "/sessions/", "s-1", "/downloads/", "f.bin")
+	require.NoError(t, err)
+	require.Equal(t, "http://h/sessions/s-1/downloads/f.bin", got)
+	_, err = assetURL("ftp://h", "/jobs/", "j", "/assets/", "n")
 	require.Error(t, err)
 	require.False(t, errors.Is(err, context.Canceled))
 }

@@ -28,6 +28,9 @@ type Limits struct {
 	// MaxAssetBytes is limits.max_asset_bytes, the total of one job's
 	// assets.
 	MaxAssetBytes int64
+	// MaxSessionDownloads is limits.max_session_downloads, the files one
+	// session may keep on the hub (their bytes: MaxAssetBytes).
+	MaxSessionDownloads int
 }
 
 // Built-in defaults of Limits, the same as config's.
@@ -37,6 +40,7 @@ const (
 	defaultMaxLabelKeyBytes   = 128
 	defaultMaxLabelValueBytes = 1024
 	defaultMaxAssetBytes      = 1 << 30
+	defaultMaxSessionDownload = 100
 )
 
 // withDefaults fills the zero fields.
@@ -50,6 +54,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxLabels, defaultMaxLabels)
 	def(&l.MaxLabelKeyBytes, defaultMaxLabelKeyBytes)
 	def(&l.MaxLabelValueBytes, defaultMaxLabelValueBytes)
+	def(&l.MaxSessionDownloads, defaultMaxSessionDownload)
 	if l.MaxAssetBytes <= 0 {
 		l.MaxAssetBytes = defaultMaxAssetBytes
 	}

@@ -291,6 +291,12 @@ func (s *Server) asset(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if isSessionID(id) {
+		// A session's downloads share the asset store, under the session
+		// id; they are served by /sessions/{id}/downloads, not as a job's.
+		writeError(w, Errorf(http.StatusNotFound, "not_found", "no asset %s/%s", id, name))
+		return
+	}
 	rc, info, err := s.b.Assets().Get(r.Context(), id, name)
 	if err != nil {
 		writeError(w, notFound(err, "asset", id+"/"+name))
@@ -309,7 +315,7 @@ func (s *Server) asset(w http.ResponseWriter, r *http.Request) {
 // fault and not a store error or a miss.
 func assetName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	name := r.PathValue("name")
-	if err := persistence.CheckAssetName(name); err != nil {
+	if err := persistence.CheckAssetPath(name); err != nil {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_asset_name", "asset name: %v", err))
 		return "", false
 	}

@@ -26,6 +26,11 @@ type FetchParams struct {
 	WaitFor    string `json:"wait_for"`
 	Screenshot *bool  `json:"screenshot"`
 	messages.BrowserOptions
+	// PDF also stores the page printed as page.pdf.
+	PDF bool `json:"pdf"`
+	// FullPage makes screenshot.png cover the whole page, not just the
+	// viewport (its height capped by the worker).
+	FullPage bool `json:"full_page"`
 }
 
 // MacroParams are the parameters of mode macro, with the browser options.
@@ -50,6 +55,10 @@ func ValidateParams(mode string, raw json.RawMessage) error {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(v); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				return bad("params.%s must be a %s, not a JSON %s", te.Field, te.Type, te.Value)
+			}
 			return bad("params of mode %s: %v", mode, err)
 		}
 		return nil

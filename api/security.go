@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // guardHost refuses a request whose Host header names neither this machine
@@ -141,10 +143,12 @@ func setAssetHeaders(h http.Header, contentType, name string) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox")
 	disp := "inline"
-	if isActive(contentType, name) {
+	// A page's download is whatever its server sent: always saved.
+	folder, file := persistence.SplitAssetPath(name)
+	if isActive(contentType, name) || folder == persistence.AssetFolderDownloads {
 		disp = "attachment"
 	}
-	h.Set("Content-Disposition", mime.FormatMediaType(disp, map[string]string{"filename": name}))
+	h.Set("Content-Disposition", mime.FormatMediaType(disp, map[string]string{"filename": file}))
 }
 
 // uiCSP is the admin page's Content-Security-Policy: only its own inline

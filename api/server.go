@@ -123,7 +123,8 @@ func New(b Backend, o Options) *Server {
 	api("GET /jobs/{id}", s.get)
 	api("POST /jobs/{id}/cancel", s.cancel)
 	api("GET /jobs/{id}/logs", s.logs)
-	api("GET /jobs/{id}/assets/{name}", s.asset)
+	// {name...}: an asset name may sit in the downloads folder.
+	api("GET /jobs/{id}/assets/{name...}", s.asset)
 	api("GET /workers", s.workers)
 	api("PATCH /workers/{id}", s.patchWorker)
 	api("GET /hubs", s.hubs)
@@ -131,6 +132,8 @@ func New(b Backend, o Options) *Server {
 	api("GET /sessions/{id}", s.getSession)
 	api("DELETE /sessions/{id}", s.closeSession)
 	api("POST /sessions/{id}/commands", s.sessionCommand)
+	api("GET /sessions/{id}/downloads", s.sessionDownloads)
+	api("GET /sessions/{id}/downloads/{name}", s.sessionDownload)
 	api("GET /metrics", b.MetricsHandler().ServeHTTP)
 	if o.FaultInjection {
 		api("POST /debug/panic", s.injectPanic)
@@ -141,7 +144,10 @@ func New(b Backend, o Options) *Server {
 	// done. The body's own content type is the asset's, so requireJSON does
 	// not apply; an open worker link is refused off loopback by config
 	// (auth.insecure).
-	s.mux.Handle("PUT /jobs/{id}/assets/{name}", s.workerAuth(s.putAsset))
+	s.mux.Handle("PUT /jobs/{id}/assets/{name...}", s.workerAuth(s.putAsset))
+	// The same for the files a session's pages download, from the worker
+	// holding the session only (downloads.go).
+	s.mux.Handle("PUT /sessions/{id}/downloads/{name}", s.workerAuth(s.putSessionDownload))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

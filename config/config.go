@@ -99,6 +99,8 @@ const (
 	DefaultLimitsMaxLogBytes = 64 << 20
 	// DefaultLimitsMaxAssetBytes is limits.max_asset_bytes (1 GiB).
 	DefaultLimitsMaxAssetBytes = 1 << 30
+	// DefaultLimitsMaxSessionDownloads is limits.max_session_downloads.
+	DefaultLimitsMaxSessionDownloads = 100
 	// DefaultLimitsWorkerMaxLanes is limits.worker_max_lanes.
 	DefaultLimitsWorkerMaxLanes = 256
 )
@@ -467,6 +469,11 @@ type LimitsConfig struct {
 	// its worker uploads); an upload past it is answered 413, besides the
 	// bound of 512 MiB on one asset. Default 1073741824 (1 GiB).
 	MaxAssetBytes int `yaml:"max_asset_bytes"`
+	// MaxSessionDownloads bounds the files one session's pages download
+	// that the hub keeps (PUT /sessions/{id}/downloads/{name}); one more is
+	// answered 413. Their bytes together are bounded by MaxAssetBytes, as
+	// a job's assets. Default 100.
+	MaxSessionDownloads int `yaml:"max_session_downloads"`
 	// WorkerMaxLanes bounds the slots any one worker may claim: a worker
 	// advertising more lanes gets this many placed on it (the operator's
 	// PATCH cap may lower it further). Default 256. 0 = no bound.
@@ -532,18 +539,19 @@ func Default() *Config {
 		MinIO:  MinIOConfig{Bucket: DefaultMinIOBucket},
 		Assets: AssetsConfig{Dir: DefaultAssetsDir},
 		Limits: LimitsConfig{
-			MaxParamsBytes:     DefaultLimitsMaxParamsBytes,
-			MaxLabels:          DefaultLimitsMaxLabels,
-			MaxLabelKeyBytes:   DefaultLimitsMaxLabelKeyBytes,
-			MaxLabelValueBytes: DefaultLimitsMaxLabelValueBytes,
-			MaxQueued:          DefaultLimitsMaxQueued,
-			MaxConnsPerIP:      DefaultLimitsMaxConnsPerIP,
-			APIRate:            DefaultLimitsAPIRate,
-			APIBurst:           DefaultLimitsAPIBurst,
-			MaxLogLines:        DefaultLimitsMaxLogLines,
-			MaxLogBytes:        DefaultLimitsMaxLogBytes,
-			MaxAssetBytes:      DefaultLimitsMaxAssetBytes,
-			WorkerMaxLanes:     DefaultLimitsWorkerMaxLanes,
+			MaxParamsBytes:      DefaultLimitsMaxParamsBytes,
+			MaxLabels:           DefaultLimitsMaxLabels,
+			MaxLabelKeyBytes:    DefaultLimitsMaxLabelKeyBytes,
+			MaxLabelValueBytes:  DefaultLimitsMaxLabelValueBytes,
+			MaxQueued:           DefaultLimitsMaxQueued,
+			MaxConnsPerIP:       DefaultLimitsMaxConnsPerIP,
+			APIRate:             DefaultLimitsAPIRate,
+			APIBurst:            DefaultLimitsAPIBurst,
+			MaxLogLines:         DefaultLimitsMaxLogLines,
+			MaxLogBytes:         DefaultLimitsMaxLogBytes,
+			MaxAssetBytes:       DefaultLimitsMaxAssetBytes,
+			MaxSessionDownloads: DefaultLimitsMaxSessionDownloads,
+			WorkerMaxLanes:      DefaultLimitsWorkerMaxLanes,
 		},
 	}
 }

@@ -32,6 +32,9 @@ func startChromiumAgent(t *testing.T, url, id string, lanes int) (stop func()) {
 	drv, err := chromium.New(chromium.Config{Lanes: lanes, WorkDir: t.TempDir(), Logger: testLogger(t),
 		Upload: func(ctx context.Context, jobID, name, ct string, r io.Reader, size int64) error {
 			return a.UploadAsset(ctx, jobID, name, ct, r, size)
+		},
+		SessionUpload: func(ctx context.Context, sessionID, name, ct string, r io.Reader, size int64) error {
+			return a.UploadSessionDownload(ctx, sessionID, name, ct, r, size)
 		}})
 	require.NoError(t, err)
 	a, err = agent.New(agent.Config{HubURLs: []string{url}, ID: id, Lanes: lanes, DriverImpl: drv, Logger: testLogger(t)})

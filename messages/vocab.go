@@ -84,3 +84,15 @@ var LaneStates = []string{LaneIdle, LaneJob, LaneSession, LaneRestarting}
 
 // IsLaneState reports whether s is one of LaneStates.
 func IsLaneState(s string) bool { return slices.Contains(LaneStates, s) }
+
+// Sessions, as the HTTP API shows them.
+const (
+	// SessionIDPrefix starts every session id ("s-" and hex), which no job
+	// id (26 upper-case base32 characters) does: a session's downloads
+	// share the asset store with the jobs' assets, under the session id.
+	SessionIDPrefix = "s-"
+	// SessionStatusOpen is an open session's status (GET /sessions/{id});
+	// the hub takes a session's downloads only from the worker holding it
+	// while it is open.
+	SessionStatusOpen = "open"
+)

@@ -31,22 +31,55 @@ type AssetStore interface {
 // stays far below S3's 1,024 bytes.
 const MaxAssetNameLen = 200
 
+// AssetFolderDownloads is the one folder an asset name may have: the files
+// a job's page downloaded are stored as "downloads/<file name>", and a
+// session's downloads under the session id likewise. The bare name
+// "downloads" is refused, so no store has to hold a file and a folder of
+// one name.
+const AssetFolderDownloads = "downloads"
+
 // CheckAssetNames validates a job id and an asset name as every AssetStore
-// must: each a single path element (no separator of any OS, no NUL), not
-// starting with a dot (so not "." or ".."), valid UTF-8, at most
-// MaxAssetNameLen bytes. So an asset of one store can be copied to another,
-// and "<jobID>/" lists exactly one job's assets.
+// must: the job id a single path element (no separator of any OS, no NUL),
+// not starting with a dot (so not "." or ".."), valid UTF-8, at most
+// MaxAssetNameLen bytes; the asset name the same, or
+// AssetFolderDownloads + "/" + such an element. So an asset of one store
+// can be copied to another, and "<jobID>/" lists exactly one job's assets.
 func CheckAssetNames(jobID, name string) error {
 	if err := CheckAssetName(jobID); err != nil {
 		return fmt.Errorf("job id: %w", err)
 	}
-	if err := CheckAssetName(name); err != nil {
+	if err := CheckAssetPath(name); err != nil {
 		return fmt.Errorf("asset name: %w", err)
 	}
 	return nil
 }
 
-// CheckAssetName validates one job id or asset name (see CheckAssetNames).
+// CheckAssetPath validates an asset name: one element (CheckAssetName), or
+// one in the folder AssetFolderDownloads.
+func CheckAssetPath(n string) error {
+	if n == AssetFolderDownloads {
+		return fmt.Errorf("%q is a folder, not an asset name", n)
+	}
+	if rest, ok := strings.CutPrefix(n, AssetFolderDownloads+"/"); ok {
+		if len(n) > MaxAssetNameLen {
+			return fmt.Errorf("%.20q…: longer than %d bytes", n, MaxAssetNameLen)
+		}
+		return CheckAssetName(rest)
+	}
+	return CheckAssetName(n)
+}
+
+// SplitAssetPath splits a name CheckAssetPath accepted into its folder
+// ("" for none) and its file name.
+func SplitAssetPath(n string) (folder, file string) {
+	if rest, ok := strings.CutPrefix(n, AssetFolderDownloads+"/"); ok {
+		return AssetFolderDownloads, rest
+	}
+	return "", n
+}
+
+// CheckAssetName validates one job id or asset file name (see
+// CheckAssetNames).
 func CheckAssetName(n string) error {
 	switch {
 	case n == "":

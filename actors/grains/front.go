@@ -177,7 +177,7 @@ func (f *Front) OpenSession(ctx context.Context, labels map[string]string, idleT
 		}
 		m.Options = b
 	}
-	return f.sessionCall(ctx, "s-"+RandomHex(10), m)
+	return f.sessionCall(ctx, messages.SessionIDPrefix+RandomHex(10), m)
 }
 
 // Session reads a session from its grain.

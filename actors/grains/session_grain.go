@@ -24,7 +24,7 @@ const KindSession = "session"
 // Session states.
 const (
 	SessionOpening = "opening"
-	SessionOpen    = "open"
+	SessionOpen    = messages.SessionStatusOpen
 	SessionClosed  = "closed"
 )
 

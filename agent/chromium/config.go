@@ -67,6 +67,11 @@ type Config struct {
 	// the agent exists (see the package example). Default nil: assets are
 	// not stored and not listed in the result; a log line says so.
 	Upload UploadFunc
+	// SessionUpload stores a file a session's page downloaded, under the
+	// session id (its first argument) and the file's name: wire it to
+	// agent.UploadSessionDownload. Default nil: a session's downloads are
+	// not kept (a log line says so).
+	SessionUpload UploadFunc
 	// StartTimeout bounds a browser start. Default 20s.
 	StartTimeout time.Duration
 	// HealthTimeout bounds the health check before each job. Default 2.5s.

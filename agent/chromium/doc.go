@@ -130,6 +130,22 @@
 // through Config.Upload. Result: {"status", "final_url", "title"}, assets
 // page.html and screenshot.png. Log lines: "navigate <url>", "status 200",
 // "wait_for <sel>", "page.html <n> bytes", "screenshot <n> bytes".
+// full_page (bool) makes screenshot.png the whole document (its layout
+// size, each side capped at 16384 px); pdf (bool) also stores page.pdf
+// (Page.printToPDF with backgrounds, streamed to a file, at most 256 MiB).
+//
+// # downloads
+//
+// A file the page of a fetch or macro job downloads is stored as the
+// asset downloads/<name> (downloads.go): the browser saves it into a
+// directory of the job's under the lane's profile, the driver waits after
+// the page work for the downloads in progress (at most 15 s, within the
+// deadline; after a macro whose last step is a click, type or eval at
+// least 500 ms, for one to begin), uploads each from its file and removes
+// it. The name is the page's suggested one, sanitized (no separators,
+// control or bidi characters, no leading dot, at most 120 bytes) and
+// deduplicated ("a (2).bin"); at most 32 files of 512 MiB each. A session
+// uploads each download as it completes through Config.SessionUpload.
 //
 // # macro
 //

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -143,6 +144,7 @@ func (d *Driver) laneChanged() {
 func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(line string) error) (agent.Result, error) {
 	var run func(context.Context, *tab, func(string)) (agent.Result, error)
 	var opts messages.BrowserOptions
+	var settle time.Duration // how long to wait for a download to begin after the page work
 	switch job.Mode {
 	case messages.ModeNoop:
 		return agent.SimulatedDriver{}.Run(ctx, lane, job, emit)
@@ -164,6 +166,7 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 		run = func(ctx context.Context, t *tab, log func(string)) (agent.Result, error) {
 			return d.runMacro(ctx, t, job, steps, log)
 		}
+		settle = macroSettle(steps)
 	default:
 		return agent.Result{}, agent.Fail(agent.ReasonLaneError, "mode %q: the chromium driver runs fetch, macro and noop", job.Mode)
 	}
@@ -179,8 +182,23 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 		return agent.Result{}, err
 	}
 	defer release() // cleans the lane for the next user (hygiene.go)
-	defer t.close() // before release
-	return run(ctx, t, log)
+	defer t.close() // before release: the next user finds the lane clean
+	dls, err := watchDownloads(t, false, nil, log)
+	if err != nil {
+		t.l.markSuspect(err.Error())
+		return agent.Result{}, agent.Fail(agent.ReasonLaneError, "lane %d: %v", lane, err)
+	}
+	defer dls.close() // before the tab closes, which would cancel a download
+	res, err := run(ctx, t, log)
+	if err != nil {
+		return res, err
+	}
+	names, err := dls.collect(ctx, settle, d.jobDownloadStore(job.ID, log))
+	if err != nil {
+		return agent.Result{}, failure(err, "store downloads")
+	}
+	res.Assets = append(res.Assets, names...)
+	return res, nil
 }
 
 // openLaneTab takes the lane, makes sure its browser is healthy (starting

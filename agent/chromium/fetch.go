@@ -30,6 +30,8 @@ type fetchParams struct {
 	WaitFor    string `json:"wait_for,omitempty"`
 	Screenshot *bool  `json:"screenshot,omitempty"`
 	messages.BrowserOptions
+	PDF      bool `json:"pdf,omitempty"`       // also store page.pdf
+	FullPage bool `json:"full_page,omitempty"` // screenshot the whole page (capped at maxFullPageSide)
 }
 
 // fetchResult is the result of the fetch mode.
@@ -103,17 +105,40 @@ func (d *Driver) runFetch(ctx context.Context, t *tab, job agent.Job, p fetchPar
 	}
 
 	if p.Screenshot == nil || *p.Screenshot {
-		out, err := t.runStep(ctx, step{Op: messages.OpScreenshot}, d.cfg.StepTimeout)
-		if err != nil {
-			return agent.Result{}, failure(err, "screenshot")
+		var png []byte
+		note := ""
+		if p.FullPage {
+			var cut bool
+			png, cut, err = d.captureFullPage(rctx, t)
+			if err != nil {
+				return agent.Result{}, err
+			}
+			if cut {
+				note = fmt.Sprintf(" (page cut at %d px)", maxFullPageSide)
+			}
+		} else {
+			out, err := t.runStep(ctx, step{Op: messages.OpScreenshot}, d.cfg.StepTimeout)
+			if err != nil {
+				return agent.Result{}, failure(err, "screenshot")
+			}
+			png = out.png
 		}
-		stored, err := d.store(ctx, job.ID, assetScreenshot, typePNG, out.png)
+		stored, err := d.store(ctx, job.ID, assetScreenshot, typePNG, png)
 		if err != nil {
 			return agent.Result{}, err
 		}
-		log(fmt.Sprintf("screenshot %d bytes%s", len(out.png), storedNote(stored)))
+		log(fmt.Sprintf("screenshot %d bytes%s%s", len(png), note, storedNote(stored)))
 		if stored {
 			assets = append(assets, assetScreenshot)
+		}
+	}
+	if p.PDF {
+		stored, err := d.storePDF(ctx, rctx, t, job.ID, log)
+		if err != nil {
+			return agent.Result{}, err
+		}
+		if stored {
+			assets = append(assets, assetPDF)
 		}
 	}
 	b, err := json.Marshal(res)
@@ -133,6 +158,10 @@ func (d *Driver) store(ctx context.Context, jobID, name, contentType string, dat
 	if err := d.cfg.Upload(ctx, jobID, name, contentType, bytes.NewReader(data), int64(len(data))); err != nil {
 		if ctx.Err() != nil {
 			return false, fmt.Errorf("store asset %s: %w", name, err)
+		}
+		if isTooLarge(err) {
+			// The job's own assets outgrew the hub's bound.
+			return false, agent.Fail(agent.ReasonJobError, "store asset %s: %v", name, err)
 		}
 		// The page is fine; the worker could not hand its file over.
 		return false, agent.Fail(agent.ReasonLaneError, "store asset %s: %v", name, err)

@@ -27,6 +27,7 @@ type session struct {
 	d       *Driver
 	id      string
 	t       *tab
+	dls     *downloads // uploads the page's downloads as they complete
 	release func()
 
 	mu     sync.Mutex
@@ -58,7 +59,14 @@ func (d *Driver) OpenSession(ctx context.Context, lane int, sessionID string, op
 			return nil, fmt.Errorf("cookies: %w", err)
 		}
 	}
-	return &session{d: d, id: sessionID, t: t, release: release}, nil
+	dls, err := watchDownloads(t, true, d.sessionDownloadStore(sessionID), log)
+	if err != nil {
+		t.close()
+		t.l.markSuspect(err.Error())
+		release()
+		return nil, agent.Fail(agent.ReasonLaneError, "lane %d: %v", lane, err)
+	}
+	return &session{d: d, id: sessionID, t: t, dls: dls, release: release}, nil
 }
 
 // Do implements agent.Session: command is a step, as in a macro (op
@@ -110,6 +118,7 @@ func (s *session) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.dls.close() // uploads what completed, removes the files; before the tab closes
 	s.t.close()
 	s.release()
 	return nil

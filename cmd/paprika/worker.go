@@ -74,6 +74,9 @@ func (s workerSpec) build() (*builtWorker, error) {
 		drv, err := chromium.New(chromium.Config{Lanes: s.cfg.Lanes, Path: s.chromium, WorkDir: workDir, Logger: cmp.Or(s.driverLog, s.cfg.Logger),
 			Upload: func(ctx context.Context, jobID, name, contentType string, r io.Reader, size int64) error {
 				return a.UploadAsset(ctx, jobID, name, contentType, r, size) // a is set before any job runs
+			},
+			SessionUpload: func(ctx context.Context, sessionID, name, contentType string, r io.Reader, size int64) error {
+				return a.UploadSessionDownload(ctx, sessionID, name, contentType, r, size)
 			}})
 		if err != nil {
 			if errors.Is(err, chromium.ErrNotFound) {

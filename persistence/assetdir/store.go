@@ -49,7 +49,9 @@ func (s *Store) Put(ctx context.Context, jobID, name, contentType string, r io.R
 	if err := checkNames(jobID, name); err != nil {
 		return fmt.Errorf("put asset: %w", err)
 	}
-	jobDir := filepath.Join(s.dir, jobID)
+	// A name in a folder (downloads/<file>) lives in a subdirectory.
+	folder, file := persistence.SplitAssetPath(name)
+	jobDir := filepath.Join(s.dir, jobID, folder)
 	if err := os.MkdirAll(jobDir, 0o750); err != nil {
 		return fmt.Errorf("put asset %s/%s: %w", jobID, name, err)
 	}
@@ -63,11 +65,11 @@ func (s *Store) Put(ctx context.Context, jobID, name, contentType string, r io.R
 	if err != nil {
 		return fmt.Errorf("put asset %s/%s: %w", jobID, name, err)
 	}
-	if err := writeAtomic(ctx, jobDir, metaName(name), []byte(contentType)); err != nil {
+	if err := writeAtomic(ctx, jobDir, metaName(file), []byte(contentType)); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("put asset %s/%s: content type: %w", jobID, name, err)
 	}
-	if err := os.Rename(tmp, filepath.Join(jobDir, name)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(jobDir, file)); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("put asset %s/%s: %w", jobID, name, err)
 	}
@@ -83,8 +85,9 @@ func (s *Store) Get(ctx context.Context, jobID, name string) (io.ReadCloser, per
 	if err := ctx.Err(); err != nil {
 		return nil, persistence.AssetInfo{}, fmt.Errorf("get asset %s/%s: %w", jobID, name, err)
 	}
-	jobDir := filepath.Join(s.dir, jobID)
-	f, err := os.Open(filepath.Join(jobDir, name))
+	folder, file := persistence.SplitAssetPath(name)
+	jobDir := filepath.Join(s.dir, jobID, folder)
+	f, err := os.Open(filepath.Join(jobDir, file))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, persistence.AssetInfo{}, fmt.Errorf("get asset %s/%s: %w", jobID, name, persistence.ErrNotFound)
 	}
@@ -96,7 +99,11 @@ func (s *Store) Get(ctx context.Context, jobID, name string) (io.ReadCloser, per
 		f.Close()
 		return nil, persistence.AssetInfo{}, fmt.Errorf("get asset %s/%s: %w", jobID, name, err)
 	}
-	info := persistence.AssetInfo{Name: name, ContentType: readContentType(jobDir, name), Size: st.Size()}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, persistence.AssetInfo{}, fmt.Errorf("get asset %s/%s: %w", jobID, name, persistence.ErrNotFound)
+	}
+	info := persistence.AssetInfo{Name: name, ContentType: readContentType(jobDir, file), Size: st.Size()}
 	return f, info, nil
 }
 
@@ -109,15 +116,34 @@ func (s *Store) List(ctx context.Context, jobID string) ([]persistence.AssetInfo
 		return nil, fmt.Errorf("list assets of job %s: %w", jobID, err)
 	}
 	jobDir := filepath.Join(s.dir, jobID)
-	entries, err := os.ReadDir(jobDir)
+	out, err := listDir(jobDir, "", true)
+	if err != nil {
+		return nil, fmt.Errorf("list assets of job %s: %w", jobID, err)
+	}
+	slices.SortFunc(out, func(a, b persistence.AssetInfo) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// listDir lists the assets in dir, their names prefixed with folder + "/"
+// when folder is set; top also lists the folder AssetFolderDownloads.
+func listDir(dir, folder string, top bool) ([]persistence.AssetInfo, error) {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []persistence.AssetInfo{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list assets of job %s: %w", jobID, err)
+		return nil, err
 	}
 	out := make([]persistence.AssetInfo, 0, len(entries))
 	for _, e := range entries {
+		if top && e.IsDir() && e.Name() == persistence.AssetFolderDownloads {
+			sub, err := listDir(filepath.Join(dir, e.Name()), e.Name(), false)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+			continue
+		}
 		// Dot files are sidecars and temporary files.
 		if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
 			continue
@@ -127,15 +153,14 @@ func (s *Store) List(ctx context.Context, jobID string) ([]persistence.AssetInfo
 			continue // replaced or removed since ReadDir
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list assets of job %s: %w", jobID, err)
+			return nil, err
 		}
-		out = append(out, persistence.AssetInfo{
-			Name:        e.Name(),
-			ContentType: readContentType(jobDir, e.Name()),
-			Size:        fi.Size(),
-		})
+		name := e.Name()
+		if folder != "" {
+			name = folder + "/" + name
+		}
+		out = append(out, persistence.AssetInfo{Name: name, ContentType: readContentType(dir, e.Name()), Size: fi.Size()})
 	}
-	slices.SortFunc(out, func(a, b persistence.AssetInfo) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -144,9 +169,10 @@ func checkNames(jobID, name string) error { return persistence.CheckAssetNames(j
 
 func checkName(n string) error { return persistence.CheckAssetName(n) }
 
+// metaName is the sidecar of file (a file name without folder).
 func metaName(name string) string { return "." + name + metaSuffix }
 
-// readContentType reads name's sidecar; DefaultContentType when missing.
+// readContentType reads file name's sidecar in dir; DefaultContentType when missing.
 func readContentType(jobDir, name string) string {
 	b, err := os.ReadFile(filepath.Join(jobDir, metaName(name)))
 	if err != nil || len(b) == 0 {

@@ -165,15 +165,16 @@ func (s *Store) List(ctx context.Context, jobID string) ([]persistence.AssetInfo
 	defer cancel()
 	prefix := jobID + "/"
 	out := []persistence.AssetInfo{}
-	// WithMetadata is a MinIO extension that puts the content type in the
+	// Recursive: a downloads/<file> asset is listed, not folded into a
+	// common prefix. WithMetadata is a MinIO extension that puts the content type in the
 	// listing; other servers leave it out and each object is asked.
-	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, WithMetadata: true}) {
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, WithMetadata: true}) {
 		if obj.Err != nil {
 			return nil, fmt.Errorf("list assets of job %s: %w", jobID, classify(obj.Err))
 		}
 		name := strings.TrimPrefix(obj.Key, prefix)
-		if checkName(name) != nil {
-			continue // not written by a Store: a "directory" or a foreign key
+		if persistence.CheckAssetPath(name) != nil {
+			continue // not written by a Store: a foreign key
 		}
 		if listedContentType(obj) == "" {
 			st, err := s.client.StatObject(ctx, s.bucket, obj.Key, minio.StatObjectOptions{})

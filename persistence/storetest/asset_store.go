@@ -25,6 +25,7 @@ func RunAssetStore(t *testing.T, newStore func(t *testing.T) persistence.AssetSt
 		{"List", testAssetList},
 		{"NotFound", testAssetNotFound},
 		{"BadNames", testAssetBadNames},
+		{"DownloadsFolder", testAssetDownloadsFolder},
 		{"SizeMismatch", testAssetSizeMismatch},
 	})
 }
@@ -136,9 +137,38 @@ func testAssetBadNames(t *testing.T, s persistence.AssetStore) {
 		_, err = s.List(ctx, name)
 		require.Error(t, err, "list %q", name)
 	}
+	// Only the downloads folder, one level deep, holds names.
+	for _, name := range []string{"downloads", "downloads/", "downloads/a/b", "downloads/.x", "downloads/..", `downloads/a\b`, "other/x"} {
+		require.Error(t, s.Put(ctx, "job-1", name, "text/plain", strings.NewReader("x"), 1), "name %q", name)
+		_, _, err := s.Get(ctx, "job-1", name)
+		require.Error(t, err, "get %q", name)
+	}
 	list, err := s.List(ctx, "job-1")
 	require.NoError(t, err)
 	require.Empty(t, list)
+}
+
+// testAssetDownloadsFolder: a page's downloads are stored as
+// downloads/<file>, listed with the job's other assets, apart from another
+// owner's of the same file name.
+func testAssetDownloadsFolder(t *testing.T, s persistence.AssetStore) {
+	ctx := t.Context()
+	body := []byte("\x00\x01binary")
+	require.NoError(t, s.Put(ctx, "job-1", "downloads/file.bin", "application/octet-stream", bytes.NewReader(body), int64(len(body))))
+	require.NoError(t, s.Put(ctx, "job-1", "page.html", "text/html", strings.NewReader("<p>"), 3))
+	require.NoError(t, s.Put(ctx, "s-1", "downloads/file.bin", "text/plain", strings.NewReader("other"), 5))
+	data, info := getAll(t, s, "job-1", "downloads/file.bin")
+	require.Equal(t, body, data)
+	require.Equal(t, persistence.AssetInfo{Name: "downloads/file.bin", ContentType: "application/octet-stream", Size: int64(len(body))}, info)
+	list, err := s.List(ctx, "job-1")
+	require.NoError(t, err)
+	require.Equal(t, []persistence.AssetInfo{
+		{Name: "downloads/file.bin", ContentType: "application/octet-stream", Size: int64(len(body))},
+		{Name: "page.html", ContentType: "text/html", Size: 3},
+	}, list)
+	list, err = s.List(ctx, "s-1")
+	require.NoError(t, err)
+	require.Equal(t, []persistence.AssetInfo{{Name: "downloads/file.bin", ContentType: "text/plain", Size: 5}}, list)
 }
 
 func testAssetSizeMismatch(t *testing.T, s persistence.AssetStore) {

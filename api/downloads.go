@@ -191,7 +191,7 @@ func (s *Server) sessionHolder(ctx context.Context, id, workerID string) error {
 	if err := json.Unmarshal(raw, &sess); err != nil {
 		return fmt.Errorf("session %s: decode: %w", id, err)
 	}
-	if sess.Status != messages.SessionStatusOpen || sess.WorkerID != workerID {
+	if sess.Status != persistence.SessionOpen || sess.WorkerID != workerID {
 		return Errorf(http.StatusForbidden, "not_holder", "worker %s does not hold session %s", workerID, id)
 	}
 	return nil

@@ -35,6 +35,9 @@ type Backend interface {
 	Session(ctx context.Context, id string) (json.RawMessage, error)
 	SessionCommand(ctx context.Context, id string, command json.RawMessage) (json.RawMessage, error)
 	CloseSession(ctx context.Context, id string) (json.RawMessage, error)
+	// ListSessions is one page of the open sessions (GET /sessions), each
+	// a session object, and the next page's cursor ("" on the last).
+	ListSessions(ctx context.Context, q persistence.SessionListQuery) ([]json.RawMessage, string, error)
 	// InjectPanic makes one actor panic (fault injection, only routed when
 	// Options.FaultInjection is set).
 	InjectPanic(ctx context.Context, kind, id string) error
@@ -129,6 +132,7 @@ func New(b Backend, o Options) *Server {
 	api("PATCH /workers/{id}", s.patchWorker)
 	api("GET /hubs", s.hubs)
 	api("POST /sessions", s.openSession)
+	api("GET /sessions", s.listSessions)
 	api("GET /sessions/{id}", s.getSession)
 	api("DELETE /sessions/{id}", s.closeSession)
 	api("POST /sessions/{id}/commands", s.sessionCommand)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // Session limits.
@@ -53,6 +55,36 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	_, _ = w.Write(sess)
+}
+
+// listSessions is GET /sessions: a page of the open sessions in id order,
+// ?limit (1..1000, default 50) and ?cursor as GET /jobs takes them.
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	lq := persistence.SessionListQuery{Cursor: q.Get("cursor"), Limit: persistence.DefaultSessionListLimit}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > persistence.MaxSessionListLimit {
+			writeError(w, Errorf(http.StatusBadRequest, "bad_limit", "limit %q is not an integer in 1..%d", v, persistence.MaxSessionListLimit))
+			return
+		}
+		lq.Limit = n
+	}
+	// The cursor is the last id of a page; anything else was not handed
+	// out by a hub.
+	if lq.Cursor != "" && !validID(lq.Cursor) {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_cursor", "cursor %q is not one this hub handed out", lq.Cursor))
+		return
+	}
+	sessions, next, err := s.b.ListSessions(r.Context(), lq)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if sessions == nil {
+		sessions = []json.RawMessage{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": sessions, "next_cursor": next})
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {

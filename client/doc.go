@@ -1,6 +1,9 @@
 // Package client is the Go SDK for the Paprika hub HTTP API (API.md, "HTTP
 // API"): submit jobs, read and follow their logs, wait for them, fetch their
-// assets, and look at and steer the fleet.
+// assets, look at and steer the fleet, and drive interactive browser
+// sessions (CreateSession, Command with Navigate, Click, ..., CloseSession;
+// a session's CDPURL lets a DevTools client such as chromedp connect
+// through the hub).
 //
 //	c, err := client.New([]string{"http://hub1:8080", "http://hub2:8080"},
 //		client.WithToken(os.Getenv("PAPRIKA_API_TOKEN")))

@@ -14,3 +14,9 @@ import (
 func TestModesAreTheWireContracts(t *testing.T) {
 	require.Equal(t, messages.Modes, []string{ModeNoop, ModeFetch, ModeMacro})
 }
+
+// TestOpsAreTheWireContracts holds the SDK's command ops to the wire
+// contract's, as TestModesAreTheWireContracts does the modes.
+func TestOpsAreTheWireContracts(t *testing.T) {
+	require.Equal(t, messages.StepOps, []string{OpNavigate, OpClick, OpType, OpWait, OpScreenshot, OpText, OpEval})
+}

@@ -93,12 +93,16 @@ func TestMultiMemberSessionSurvivesHubLoss(t *testing.T) {
 	require.Equal(t, "wc", rec.WorkerID)
 	require.Equal(t, grains.SessionOpen, rec.State)
 	require.Equal(t, 1, lanesInUse())
+	// B lists the session A opened: the list is the shared store's.
+	st, body := do(t, "GET", b.URL()+"/sessions", "")
+	require.Equal(t, http.StatusOK, st, string(body))
+	require.Contains(t, string(body), `"id":"`+id+`"`)
 
 	require.NoError(t, a.Stop(ctx))
 	require.Eventually(t, func() bool { return b.member.Cluster.MemberList.Length() == 1 },
 		10*time.Second, 20*time.Millisecond, "B sees A gone")
 
-	st, body := do(t, "GET", b.URL()+"/sessions/"+id, "")
+	st, body = do(t, "GET", b.URL()+"/sessions/"+id, "")
 	require.Equal(t, http.StatusOK, st, string(body))
 	require.Contains(t, string(body), `"status":"open"`)
 	requireSameTab(t, b.URL(), id)
@@ -112,6 +116,9 @@ func TestMultiMemberSessionSurvivesHubLoss(t *testing.T) {
 		"DELETE after the move frees the lane")
 	_, err = b.stores.Sessions.Get(ctx, id)
 	require.ErrorIs(t, err, persistence.ErrNotFound)
+	st, body = do(t, "GET", b.URL()+"/sessions", "")
+	require.Equal(t, http.StatusOK, st, string(body))
+	require.NotContains(t, string(body), id, "a closed session is not listed")
 	st, body = do(t, "POST", b.URL()+"/sessions/"+id+"/commands", `{"op":"text","selector":"#out"}`)
 	require.Equal(t, http.StatusGone, st, string(body))
 

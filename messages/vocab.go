@@ -91,8 +91,4 @@ const (
 	// id (26 upper-case base32 characters) does: a session's downloads
 	// share the asset store with the jobs' assets, under the session id.
 	SessionIDPrefix = "s-"
-	// SessionStatusOpen is an open session's status (GET /sessions/{id});
-	// the hub takes a session's downloads only from the worker holding it
-	// while it is open.
-	SessionStatusOpen = "open"
 )

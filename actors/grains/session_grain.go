@@ -21,11 +21,11 @@ import (
 // KindSession is the session grain kind: `session/<id>`.
 const KindSession = "session"
 
-// Session states.
+// Session states: persistence's, shared with the Go client.
 const (
-	SessionOpening = "opening"
-	SessionOpen    = messages.SessionStatusOpen
-	SessionClosed  = "closed"
+	SessionOpening = persistence.SessionOpening
+	SessionOpen    = persistence.SessionOpen
+	SessionClosed  = persistence.SessionClosed
 )
 
 // Session is the session object of the API.

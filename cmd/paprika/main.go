@@ -1,5 +1,5 @@
 // Command paprika is the one Paprika binary: hub, worker, both at once
-// (up), and the client commands (submit, jobs, workers, hubs).
+// (up), and the client commands (submit, jobs, workers, hubs, sessions).
 package main
 
 import (
@@ -40,13 +40,14 @@ Usage:
   paprika jobs [ls [--status S] [--limit N] [--cursor C] | get ID | logs ID [-f] | cancel ID]
   paprika workers [ls | drain ID | activate ID | standby ID]
   paprika hubs
+  paprika sessions [ls | new [--label k=v ...] [--idle-timeout D] [--proxy URL] [--viewport WxH] ... | rm ID...]
   paprika bench ...
   paprika token worker --id ID      (prints the worker's credential; needs $PAPRIKA_AUTH_WORKER_SECRET)
   paprika certs ca --dir D | certs hub --dir D --host H[,H2]
   paprika version
   paprika help [COMMAND]
 
-Client commands (submit, jobs, workers, hubs) take --hub URL (default
+Client commands (submit, jobs, workers, hubs, sessions) take --hub URL (default
 $PAPRIKA_HUB or http://127.0.0.1:8080; a comma list fails over), --token T
 (default $PAPRIKA_API_TOKEN), --ca F (the CA of an https:// hub's
 certificate; default $PAPRIKA_CA) and --json. "paprika COMMAND -h" lists a
@@ -112,6 +113,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		return c.workers(ctx, rest)
 	case "hubs":
 		return c.hubs(ctx, rest)
+	case "sessions":
+		return c.sessions(ctx, rest)
 	case "bench":
 		return runBench(rest)
 	case "token":

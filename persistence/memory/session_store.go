@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,6 +72,35 @@ func (s *SessionStore) Delete(ctx context.Context, id string) error {
 	defer s.mu.Unlock()
 	delete(s.sessions, id)
 	return nil
+}
+
+// List returns a page of the live records in id order (see
+// persistence.SessionStore.List); next is set only when more follow.
+func (s *SessionStore) List(ctx context.Context, q persistence.SessionListQuery) ([]persistence.SessionRecord, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", fmt.Errorf("list sessions: %w", err)
+	}
+	limit := q.PageLimit()
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.sessions))
+	for id, e := range s.sessions {
+		if id > q.Cursor && e.alive(now) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	next := ""
+	if len(ids) > limit {
+		ids = ids[:limit]
+		next = ids[limit-1]
+	}
+	out := make([]persistence.SessionRecord, len(ids))
+	for i, id := range ids {
+		out[i] = cloneSession(s.sessions[id].val)
+	}
+	return out, next, nil
 }
 
 func cloneSession(r persistence.SessionRecord) persistence.SessionRecord {

@@ -19,6 +19,7 @@
 //	<p>hubs                  zset    hub id → time of its last beat (Unix ms)
 //	<p>hubs:info             hash    hub id → last beat's record (JSON)
 //	<p>session:<id>          string  session record (JSON), PX ttl set by the hub
+//	<p>sessions              zset    session ids, all scored 0 (so in id order): List's index
 //
 // Logs and marker expire after the retention (WithRetention, default 24 h),
 // refreshed by every Write.
@@ -37,7 +38,9 @@
 // write one job's log; neither duplicates a line.
 //
 // Read is one pipeline (LRANGE + EXISTS), Len one LLEN. SessionStore
-// operations are one command each (SET PX, GET, DEL). Registry writes
+// Get is one GET; Put and Delete are one MULTI/EXEC each (SET PX + ZADD,
+// DEL + ZREM); List is two round trips (ZRANGEBYLEX from the cursor, then
+// MGET), plus a prune of expired ids, like the registries'. Registry writes
 // are one MULTI/EXEC pipeline each; List is two round trips (the index,
 // then the records), plus a rare third to prune expired entries.
 //

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,6 +21,10 @@ func RunSessionStore(t *testing.T, newStore func(t *testing.T) persistence.Sessi
 		{"TTLExpiry", testSessionTTL},
 		{"PutRefreshesTTL", testSessionPutRefreshesTTL},
 		{"BadInput", testSessionBadInput},
+		{"ListPages", testSessionListPages},
+		{"ListEmpty", testSessionListEmpty},
+		{"ListLeavesOutEnded", testSessionListLeavesOutEnded},
+		{"ListDefaultLimit", testSessionListDefaultLimit},
 	})
 }
 
@@ -132,4 +137,118 @@ func testSessionBadInput(t *testing.T, s persistence.SessionStore) {
 	require.Error(t, s.Put(ctx, newSession("s1"), -time.Second), "negative ttl")
 	_, err := s.Get(ctx, "s1")
 	require.ErrorIs(t, err, persistence.ErrNotFound, "a refused Put stores nothing")
+}
+
+// listSessions walks every page of s with limit, failing on a walk longer
+// than maxPages (a cursor that does not advance).
+func listSessions(t *testing.T, s persistence.SessionStore, limit, maxPages int) (recs []persistence.SessionRecord, pages [][]string) {
+	t.Helper()
+	cursor := ""
+	for range maxPages {
+		page, next, err := s.List(t.Context(), persistence.SessionListQuery{Limit: limit, Cursor: cursor})
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(page), limit, "page over its limit")
+		ids := make([]string, len(page))
+		for i, r := range page {
+			ids[i] = r.ID
+		}
+		recs, pages = append(recs, page...), append(pages, ids)
+		if next == "" {
+			return recs, pages
+		}
+		require.Greater(t, next, cursor, "the cursor advances")
+		cursor = next
+	}
+	t.Fatalf("List walk did not end in %d pages: %v", maxPages, pages)
+	return nil, nil
+}
+
+func testSessionListPages(t *testing.T, s persistence.SessionStore) {
+	ctx := t.Context()
+	// Written out of order: List orders by id, not by write.
+	want := map[string]persistence.SessionRecord{}
+	for _, id := range []string{"s-05", "s-01", "s-07", "s-03", "s-02", "s-06", "s-04"} {
+		r := newSession(id)
+		r.WorkerID = "w-" + id
+		want[id] = r
+		require.NoError(t, s.Put(ctx, r, longTTL))
+	}
+	recs, pages := listSessions(t, s, 3, 10)
+	require.Equal(t, [][]string{{"s-01", "s-02", "s-03"}, {"s-04", "s-05", "s-06"}, {"s-07"}}, pages)
+	for _, r := range recs {
+		requireSession(t, want[r.ID], r)
+	}
+
+	// A page that ends at the last record says so: no empty page after it.
+	_, pages = listSessions(t, s, 7, 3)
+	require.Len(t, pages, 1)
+	require.Len(t, pages[0], 7)
+
+	// A cursor past the last id is an empty last page; one between ids
+	// starts after it.
+	page, next, err := s.List(ctx, persistence.SessionListQuery{Limit: 3, Cursor: "s-99"})
+	require.NoError(t, err)
+	require.Empty(t, page)
+	require.Empty(t, next)
+	page, _, err = s.List(ctx, persistence.SessionListQuery{Limit: 2, Cursor: "s-035"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"s-04", "s-05"}, []string{page[0].ID, page[1].ID})
+
+	// The records listed are the caller's to change.
+	page[0].Labels["team"] = "changed"
+	got, err := s.Get(ctx, "s-04")
+	require.NoError(t, err)
+	require.Equal(t, "qa", got.Labels["team"])
+}
+
+func testSessionListEmpty(t *testing.T, s persistence.SessionStore) {
+	page, next, err := s.List(t.Context(), persistence.SessionListQuery{})
+	require.NoError(t, err)
+	require.Empty(t, page)
+	require.Empty(t, next)
+}
+
+func testSessionListLeavesOutEnded(t *testing.T, s persistence.SessionStore) {
+	ctx := t.Context()
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		require.NoError(t, s.Put(ctx, newSession(id), longTTL))
+	}
+	require.NoError(t, s.Put(ctx, newSession("b"), 200*time.Millisecond))
+	require.NoError(t, s.Put(ctx, newSession("d"), 200*time.Millisecond))
+	require.NoError(t, s.Delete(ctx, "c"))
+	WaitFor(t, "two session records to expire", func() bool {
+		_, errB := s.Get(ctx, "b")
+		_, errD := s.Get(ctx, "d")
+		return errors.Is(errB, persistence.ErrNotFound) && errors.Is(errD, persistence.ErrNotFound)
+	})
+	// Whatever the page size, a walk yields exactly the live records.
+	for _, limit := range []int{1, 2, 5} {
+		recs, _ := listSessions(t, s, limit, 10)
+		ids := make([]string, len(recs))
+		for i, r := range recs {
+			ids[i] = r.ID
+		}
+		require.Equal(t, []string{"a", "e"}, ids, "limit %d", limit)
+	}
+	// A record written again after it expired is listed again.
+	require.NoError(t, s.Put(ctx, newSession("b"), longTTL))
+	recs, _ := listSessions(t, s, 10, 2)
+	require.Len(t, recs, 3)
+}
+
+func testSessionListDefaultLimit(t *testing.T, s persistence.SessionStore) {
+	ctx := t.Context()
+	n := persistence.DefaultSessionListLimit + 1
+	for i := range n {
+		require.NoError(t, s.Put(ctx, newSession(fmt.Sprintf("s-%03d", i)), longTTL))
+	}
+	page, next, err := s.List(ctx, persistence.SessionListQuery{})
+	require.NoError(t, err)
+	require.Len(t, page, persistence.DefaultSessionListLimit, "limit 0 is the default page")
+	require.Equal(t, page[len(page)-1].ID, next)
+	page, next, err = s.List(ctx, persistence.SessionListQuery{Cursor: next, Limit: persistence.MaxSessionListLimit + 5})
+	require.NoError(t, err)
+	require.Len(t, page, 1)
+	require.Empty(t, next)
+	require.Equal(t, persistence.MaxSessionListLimit, persistence.SessionListQuery{Limit: 1 << 30}.PageLimit())
 }

@@ -34,9 +34,25 @@ type sessionRunner struct {
 	ctx     context.Context // ends with the session; the cause says why
 	cancel  context.CancelCauseFunc
 	cmds    chan sessionCall // written under a.mu, while the session is registered
+	touched chan struct{}    // a CDP tunnel ended: restart the idle timer (buffer of one)
 
 	// Guarded by a.mu.
 	closers []sessionCall // close commands to answer once the lane is free
+	tunnels int           // open CDP tunnels (tunnel.go): the session is in use
+}
+
+// touch restarts the session's idle timer from outside its goroutine.
+func (s *sessionRunner) touch() {
+	select {
+	case s.touched <- struct{}{}:
+	default:
+	}
+}
+
+func (s *sessionRunner) tunnelCount() int {
+	s.a.mu.Lock()
+	defer s.a.mu.Unlock()
+	return s.tunnels
 }
 
 // run is the session's goroutine.
@@ -56,6 +72,9 @@ func (s *sessionRunner) run(sd SessionDriver, open sessionCall) {
 	res := map[string]any{"lane": s.laneURL}
 	if u := a.driver.LaneURL(a.ID(), s.lane); u != s.laneURL {
 		res["devtools_url"] = u // the lane's live address, e.g. the browser's DevTools URL
+		if v := laneVersion(s.ctx, u); v != nil {
+			res["browser"] = v // what the hub's /sessions/{id}/json/version repeats
+		}
 	}
 	b, _ := json.Marshal(res) // strings only: cannot fail
 	replySession(open.l, s.id, open.commandID, b, nil)
@@ -77,7 +96,13 @@ func (s *sessionRunner) serve(sess Session, log *slog.Logger) {
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-s.touched:
+			idle.Reset(s.idle)
 		case <-idle.C:
+			if s.tunnelCount() > 0 {
+				idle.Reset(s.idle) // a CDP client is attached: in use, however quiet
+				continue
+			}
 			log.Info("session idle; closing it", "idle", s.idle)
 			s.cancel(errSessionIdle)
 			return

@@ -61,4 +61,7 @@ const (
 	OpOpen = "open"
 	// OpClose frees the session's lane.
 	OpClose = "close"
+	// OpTargets lists the lane browser's targets as its /json/list does
+	// (the hub's /sessions/{id}/json/list rewrites their URLs).
+	OpTargets = "cdp_targets"
 )

@@ -23,6 +23,9 @@ type SessionRecord struct {
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
 	LastUsed  time.Time `json:"last_used"`
+	// Browser is the lane browser's version strings (its /json/version),
+	// which the hub's /sessions/{id}/json/version repeats.
+	Browser map[string]string `json:"browser,omitempty"`
 }
 
 // SessionStore keeps session records, keyed by session id, each with a TTL

@@ -107,6 +107,7 @@ func TestCDPGatewayRefusals(t *testing.T) {
 	}
 	cfg := testConfig(t)
 	require.NoError(t, cfg.Set("auth.api_token", "tok"))
+	require.NoError(t, cfg.Set("limits.cdp_tunnels_per_session", "1"))
 	h := startTestHub(t, cfg)
 	startChromiumAgent(t, h.URL(), "wc", 1)
 	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 20*time.Second, 20*time.Millisecond)
@@ -160,7 +161,17 @@ func TestCDPGatewayRefusals(t *testing.T) {
 	require.NoError(t, page.SetReadDeadline(time.Now().Add(20*time.Second)))
 	require.NoError(t, page.ReadJSON(&answer))
 	require.Equal(t, 42, answer.Result.Result.Value)
+	// One CDP client is all limits.cdp_tunnels_per_session allows here.
+	_, st = dialCDP(t, cdpURL, bearer)
+	require.Equal(t, http.StatusTooManyRequests, st, "a second client over the bound")
 	_ = page.Close()
+	require.Eventually(t, func() bool {
+		ws, st := dialCDP(t, cdpURL, bearer)
+		if ws != nil {
+			_ = ws.Close()
+		}
+		return st == 0
+	}, 10*time.Second, 100*time.Millisecond, "the first client's leaving frees its place")
 
 	// A page on another site cannot drive the hub's browsers.
 	_, st = dialCDP(t, cdpURL, http.Header{"Authorization": {"Bearer tok"}, "Origin": {"http://evil.example"}})

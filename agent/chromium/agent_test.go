@@ -213,8 +213,15 @@ func TestAgentWithChromium(t *testing.T) {
 	// A session holds the only lane.
 	r := hub.command("s1", "c1", map[string]any{"op": "open"})
 	require.True(t, r.OK, r.Error)
-	var opened map[string]string
-	require.NoError(t, json.Unmarshal(r.Result, &opened))
+	var res struct {
+		Lane        string            `json:"lane"`
+		DevtoolsURL string            `json:"devtools_url"`
+		Browser     map[string]string `json:"browser"`
+	}
+	require.NoError(t, json.Unmarshal(r.Result, &res))
+	opened := map[string]string{"lane": res.Lane, "devtools_url": res.DevtoolsURL}
+	require.Contains(t, res.Browser["Browser"], "Chrome", "the lane's version, for the gateway's /json/version")
+	require.NotContains(t, res.Browser, "webSocketDebuggerUrl")
 	require.Equal(t, "chromium://w-test/lane/0", opened["lane"])
 	require.True(t, strings.HasPrefix(opened["devtools_url"], "ws://127.0.0.1:"), opened["devtools_url"])
 	// The started lane's live address reaches the hub in a heartbeat.

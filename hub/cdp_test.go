@@ -207,3 +207,85 @@ func TestCDPChromedpThroughHub(t *testing.T) {
 	driveWithChromedp(t, wsURL(h.URL())+"/cdp?idle_timeout_s=30", page.URL)
 	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.InFlight == 0 }, 15*time.Second, 50*time.Millisecond)
 }
+
+// TestCDPClientKeepsSessionOpen: an attached CDP client is use, however
+// quiet — on the hub and on the worker, whose own idle timer is a tenth
+// longer — and the idle timeout counts again from its leaving.
+func TestCDPClientKeepsSessionOpen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	h := startTestHub(t, testConfig(t))
+	startChromiumAgent(t, h.URL(), "wc", 1)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 20*time.Second, 20*time.Millisecond)
+	st, b := do(t, "POST", h.URL()+"/sessions", `{"idle_timeout_s":1}`)
+	require.Equal(t, http.StatusCreated, st, string(b))
+	var sess struct {
+		ID     string `json:"id"`
+		CDPURL string `json:"cdp_url"`
+	}
+	require.NoError(t, json.Unmarshal(b, &sess))
+	ws, code := dialCDP(t, sess.CDPURL, nil)
+	require.Zero(t, code)
+	require.Eventually(t, func() bool {
+		_, b := do(t, "GET", h.URL()+"/sessions/"+sess.ID, "")
+		return strings.Contains(string(b), `"cdp_clients":1`)
+	}, 10*time.Second, 50*time.Millisecond, "the client is attached")
+	// Several idle timeouts pass without a word on the socket.
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		st, b := do(t, "GET", h.URL()+"/sessions/"+sess.ID, "")
+		require.Equal(t, http.StatusOK, st)
+		require.Contains(t, string(b), `"status":"open"`, "an attached client keeps the session open")
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The socket still works end to end: the worker kept the session too.
+	require.NoError(t, ws.WriteJSON(map[string]any{"id": 1, "method": "Browser.getVersion"}))
+	var v struct {
+		ID     int `json:"id"`
+		Result struct {
+			Product string `json:"product"`
+		} `json:"result"`
+	}
+	require.NoError(t, ws.SetReadDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(t, ws.ReadJSON(&v))
+	require.Contains(t, v.Result.Product, "Chrome")
+	// Gone: the session idles out, and the client of a closed session is
+	// told so if it had stayed.
+	_ = ws.Close()
+	require.Eventually(t, func() bool {
+		_, b := do(t, "GET", h.URL()+"/sessions/"+sess.ID, "")
+		return strings.Contains(string(b), `"closed"`)
+	}, 15*time.Second, 100*time.Millisecond)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.InFlight == 0 }, 10*time.Second, 50*time.Millisecond)
+}
+
+// TestCDPSessionCloseClosesClients: DELETE under an attached client closes
+// its socket with 1000 and the reason.
+func TestCDPSessionCloseClosesClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	h := startTestHub(t, testConfig(t))
+	startChromiumAgent(t, h.URL(), "wc", 1)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 20*time.Second, 20*time.Millisecond)
+	id, cdpURL := openCDPSession(t, h.URL())
+	ws, code := dialCDP(t, cdpURL, nil)
+	require.Zero(t, code)
+	require.NoError(t, ws.WriteJSON(map[string]any{"id": 1, "method": "Browser.getVersion"}))
+	_, _, err := ws.ReadMessage()
+	require.NoError(t, err)
+	st, b := do(t, "DELETE", h.URL()+"/sessions/"+id, "")
+	require.Equal(t, http.StatusOK, st, string(b))
+	require.NoError(t, ws.SetReadDeadline(time.Now().Add(15*time.Second)))
+	for {
+		_, _, err = ws.ReadMessage()
+		if err != nil {
+			break
+		}
+	}
+	var ce *websocket.CloseError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, websocket.CloseNormalClosure, ce.Code)
+	require.Contains(t, ce.Text, "session closed")
+}

@@ -289,3 +289,100 @@ func TestCDPHubKilledUnderClient(t *testing.T) {
 	require.Equal(t, http.StatusOK, st, string(b))
 	require.Contains(t, string(b), `"status":"open"`)
 }
+
+// rssMiB reads a process's resident set size.
+func rssMiB(t *testing.T, pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int
+			_, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb)
+			require.NoError(t, err)
+			return kb / 1024
+		}
+	}
+	t.Fatalf("no VmRSS for pid %d", pid)
+	return 0
+}
+
+// TestCDPSlowClientMemoryFlat: a client asks for 160 MB of answers and
+// reads none of them. The hubs (the client's and the worker's) and the
+// worker hold back rather than buffer — their memory stays flat, sampled
+// from /proc — and once the client reads, every answer arrives whole.
+func TestCDPSlowClientMemoryFlat(t *testing.T) {
+	needChromium(t)
+	f := newFleet(t, 2)
+	worker := startChromiumWorker(t, "wc", f.urls[1])
+	waitLaneFree(t, f.urls[0])
+	s := openSession(t, f.urls[0])
+	ws, _, err := websocket.DefaultDialer.Dial(s.CDPURL, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	res, err := cdpCall(ws, 1, "Target.getTargets", map[string]any{})
+	require.NoError(t, err)
+	var targets struct {
+		TargetInfos []struct{ TargetID, Type string } `json:"targetInfos"`
+	}
+	require.NoError(t, json.Unmarshal(res, &targets))
+	var pageID string
+	for _, ti := range targets.TargetInfos {
+		if ti.Type == "page" {
+			pageID = ti.TargetID
+		}
+	}
+	require.NotEmpty(t, pageID)
+	res, err = cdpCall(ws, 2, "Target.attachToTarget", map[string]any{"targetId": pageID, "flatten": true})
+	require.NoError(t, err)
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	require.NoError(t, json.Unmarshal(res, &att))
+	// 160 MiB: Chromium itself closes a DevTools socket with more than
+	// 256 MiB waiting to be sent (its kSendBufferSizeForDevTools).
+	const answerBytes, answers = 8 << 20, 20
+	eval := func(id int) map[string]any {
+		return map[string]any{"id": id, "sessionId": att.SessionID, "method": "Runtime.evaluate",
+			"params": map[string]any{"expression": fmt.Sprintf("'x'.repeat(%d)", answerBytes), "returnByValue": true}}
+	}
+	// Warm up: one answer read in full, so the sockets' buffers exist.
+	require.NoError(t, ws.WriteJSON(eval(3)))
+	for {
+		_, b, err := ws.ReadMessage()
+		require.NoError(t, err)
+		if len(b) > answerBytes {
+			break
+		}
+	}
+	procs := map[string]int{"client's hub": f.hubs[0].cmd.Process.Pid, "worker's hub": f.hubs[1].cmd.Process.Pid,
+		"worker": worker.cmd.Process.Pid}
+	base := map[string]int{}
+	for name, pid := range procs {
+		base[name] = rssMiB(t, pid)
+	}
+	for i := range answers {
+		require.NoError(t, ws.WriteJSON(eval(100+i)))
+	}
+	peak := map[string]int{}
+	for range 20 { // 10 s of answers piling up behind a client that reads nothing
+		for name, pid := range procs {
+			peak[name] = max(peak[name], rssMiB(t, pid))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for name := range procs {
+		t.Logf("%s: RSS %d MiB before, %d MiB at most while %d MiB of answers waited", name, base[name], peak[name], answers*answerBytes>>20)
+		require.Less(t, peak[name]-base[name], 96, "%s buffers the answers instead of holding back", name)
+	}
+	got, start := 0, time.Now()
+	defer func() { t.Logf("read %d answers in %s", got, time.Since(start)) }()
+	_ = ws.SetReadDeadline(time.Now().Add(120 * time.Second))
+	for got < answers {
+		_, b, err := ws.ReadMessage()
+		require.NoError(t, err)
+		if len(b) > answerBytes {
+			require.True(t, bytes.Contains(b, []byte(`"sessionId"`)))
+			got++
+		}
+	}
+}

@@ -479,9 +479,9 @@ func (e *end) writeLoop(root *actor.RootContext, self *actor.PID, ws *websocket.
 			return
 		}
 		if p.close != nil {
-			if w != nil {
-				_ = w.Close()
-			}
+			// A message cut short by the close is left unfinished (the
+			// close frame interrupts it): finishing it would hand the
+			// client a truncated message as if it were whole.
 			msg := websocket.FormatCloseMessage(int(p.close.Code), messages.CloseReason(p.close.Reason))
 			_ = ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(controlWait))
 			t := time.NewTimer(closeLinger)

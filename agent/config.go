@@ -240,7 +240,15 @@ func parseHubURL(base, plain, tls string) (*url.URL, error) {
 }
 
 // linkURL turns a hub base URL into the WebSocket URL of a worker's link.
-func linkURL(base, id string) (string, error) {
+func linkURL(base, id string) (string, error) { return hubWSURL(base, "/workers/"+id+"/link") }
+
+// tunnelURL is the hub's WebSocket URL for one CDP tunnel of worker id.
+func tunnelURL(base, id, tunnelID string) (string, error) {
+	return hubWSURL(base, "/workers/"+id+"/tunnels/"+tunnelID)
+}
+
+// hubWSURL is the ws:// or wss:// URL of path on the hub at base.
+func hubWSURL(base, rel string) (string, error) {
 	u, err := parseHubURL(base, "ws", "wss")
 	if err != nil {
 		return "", err
@@ -252,7 +260,7 @@ func linkURL(base, id string) (string, error) {
 	for len(path) > 0 && path[len(path)-1] == '/' {
 		path = path[:len(path)-1]
 	}
-	u.Path = path + "/workers/" + id + "/link"
+	u.Path = path + rel
 	u.RawPath = ""
 	u.RawQuery = ""
 	u.Fragment = ""

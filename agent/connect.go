@@ -67,14 +67,7 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 	if err != nil {
 		return false, false, err
 	}
-	hdr := http.Header{}
-	if a.cfg.Token != "" {
-		hdr.Set("Authorization", "Bearer "+a.cfg.Token)
-	}
-	dialer := websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: dialTimeout, TLSClientConfig: a.tlsConf}
-	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	conn, resp, err := dialer.DialContext(dctx, u, hdr)
-	cancel()
+	conn, resp, err := a.dialHub(ctx, u)
 	if err != nil {
 		if resp != nil {
 			return false, false, fmt.Errorf("dial %s: HTTP %d: %w", u, resp.StatusCode, err)
@@ -165,6 +158,20 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 			}
 		}
 	}
+}
+
+// dialHub opens a WebSocket to the hub at u with the worker's credential,
+// CA and proxy settings: the link, and each CDP tunnel's own socket.
+func (a *Agent) dialHub(ctx context.Context, u string) (*websocket.Conn, *http.Response, error) {
+	hdr := http.Header{}
+	if a.cfg.Token != "" {
+		hdr.Set("Authorization", "Bearer "+a.cfg.Token)
+	}
+	dialer := websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: dialTimeout, TLSClientConfig: a.tlsConf,
+		ReadBufferSize: tunnelBuffer, WriteBufferSize: tunnelBuffer}
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	return dialer.DialContext(dctx, u, hdr)
 }
 
 // heartbeat sends a heartbeat with the running jobs and host stats, and the

@@ -39,6 +39,8 @@ func (a *Agent) handleFrame(l *link, f messages.Frame) {
 		a.handleSessionCommand(l, f)
 	case messages.TypeJobQuery:
 		a.handleJobQuery(l, f)
+	case messages.TypeTunnelOpen:
+		a.handleTunnelOpen(f)
 	default:
 		a.lg().Warn("unexpected frame from hub", "type", f.Type)
 	}

@@ -95,6 +95,8 @@ func (a *Agent) handleSessionCommand(l *link, f messages.Frame) {
 		a.openSession(l, f, cmd)
 	case SessionOpClose:
 		a.closeSession(l, f)
+	case messages.OpTargets:
+		a.sessionTargets(l, f)
 	default:
 		a.queueSessionCommand(l, f, cmd)
 	}
@@ -147,7 +149,7 @@ func (a *Agent) openSession(l *link, f messages.Frame, cmd sessionCommand) {
 	s := &sessionRunner{
 		a: a, id: f.SessionID, lane: lane, laneURL: a.lanes.urls[lane],
 		idle: idle + min(idle/10, maxSessionIdleGrace), ctx: ctx, cancel: cancel,
-		cmds: make(chan sessionCall, sessionQueueSize), opts: opts,
+		cmds: make(chan sessionCall, sessionQueueSize), opts: opts, touched: make(chan struct{}, 1),
 	}
 	a.sessions[f.SessionID] = s
 	a.sessWG.Add(1) // under mu, ordered before stopSessions' Wait by the stopping flag

@@ -37,9 +37,25 @@ type sessionRunner struct {
 	cancel  context.CancelCauseFunc
 	cmds    chan sessionCall // written under a.mu, while the session is registered
 	opts    messages.BrowserOptions
+	touched chan struct{}    // a CDP tunnel ended: restart the idle timer (buffer of one)
 
 	// Guarded by a.mu.
 	closers []sessionCall // close commands to answer once the lane is free
+	tunnels int           // open CDP tunnels (tunnel.go): the session is in use
+}
+
+// touch restarts the session's idle timer from outside its goroutine.
+func (s *sessionRunner) touch() {
+	select {
+	case s.touched <- struct{}{}:
+	default:
+	}
+}
+
+func (s *sessionRunner) tunnelCount() int {
+	s.a.mu.Lock()
+	defer s.a.mu.Unlock()
+	return s.tunnels
 }
 
 // run is the session's goroutine.
@@ -58,7 +74,13 @@ func (s *sessionRunner) run(sd SessionDriver, open sessionCall) {
 	}
 	// The lane's name only: a browser's DevTools address never leaves the
 	// worker (a CDP client reaches the lane through the hub).
-	b, _ := json.Marshal(map[string]any{"lane": s.laneURL}) // strings only: cannot fail
+	res := map[string]any{"lane": s.laneURL}
+	if u := a.laneDevTools(s.lane); u != "" {
+		if v := laneVersion(s.ctx, u); v != nil {
+			res["browser"] = v // what the hub's /sessions/{id}/json/version repeats
+		}
+	}
+	b, _ := json.Marshal(res) // strings only: cannot fail
 	replySession(open.l, s.id, open.commandID, b, nil)
 	log.Info("session opened")
 
@@ -78,7 +100,13 @@ func (s *sessionRunner) serve(sess Session, log *slog.Logger) {
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-s.touched:
+			idle.Reset(s.idle)
 		case <-idle.C:
+			if s.tunnelCount() > 0 {
+				idle.Reset(s.idle) // a CDP client is attached: in use, however quiet
+				continue
+			}
 			log.Info("session idle; closing it", "idle", s.idle)
 			s.cancel(errSessionIdle)
 			return

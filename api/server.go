@@ -38,6 +38,15 @@ type Backend interface {
 	// ListSessions is one page of the open sessions (GET /sessions), each
 	// a session object, and the next page's cursor ("" on the last).
 	ListSessions(ctx context.Context, q persistence.SessionListQuery) ([]json.RawMessage, string, error)
+	// OpenCDP asks the session's grain for a CDP tunnel (the gateway; any
+	// hub, whichever holds the worker); refusals come before any upgrade.
+	OpenCDP(ctx context.Context, o CDPOpen) (CDPTunnel, error)
+	// AttachCDP claims tunnelID for worker workerID's tunnel socket.
+	AttachCDP(ctx context.Context, workerID, tunnelID string) (CDPTunnel, error)
+	// SessionTargets is the lane's target list (Chromium's /json/list).
+	SessionTargets(ctx context.Context, id string) (json.RawMessage, error)
+	// URL is this hub's base URL (hub.advertise_url, else the listener's).
+	URL() string
 	// InjectPanic makes one actor panic (fault injection, only routed when
 	// Options.FaultInjection is set).
 	InjectPanic(ctx context.Context, kind, id string) error
@@ -139,6 +148,7 @@ func New(b Backend, o Options) *Server {
 	api("GET /sessions/{id}/downloads", s.sessionDownloads)
 	api("GET /sessions/{id}/downloads/{name}", s.sessionDownload)
 	api("GET /metrics", b.MetricsHandler().ServeHTTP)
+	s.cdpRoutes()
 	if o.FaultInjection {
 		api("POST /debug/panic", s.injectPanic)
 	}

@@ -54,7 +54,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
-	_, _ = w.Write(sess)
+	_, _ = w.Write(s.withCDPURL(r, sess))
 }
 
 // listSessions is GET /sessions: a page of the open sessions in id order,
@@ -97,7 +97,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeRaw(w, http.StatusOK, sess)
+	writeRaw(w, http.StatusOK, s.withCDPURL(r, sess))
 }
 
 func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {

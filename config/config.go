@@ -103,6 +103,11 @@ const (
 	DefaultLimitsMaxSessionDownloads = 100
 	// DefaultLimitsWorkerMaxLanes is limits.worker_max_lanes.
 	DefaultLimitsWorkerMaxLanes = 256
+	// DefaultLimitsCDPTunnelsPerSession is limits.cdp_tunnels_per_session.
+	DefaultLimitsCDPTunnelsPerSession = 8
+	// DefaultLimitsCDPMaxMessageBytes is limits.cdp_max_message_bytes
+	// (256 MiB, what Puppeteer and Playwright accept themselves).
+	DefaultLimitsCDPMaxMessageBytes = 256 << 20
 )
 
 // Cluster providers accepted by cluster.provider: short names for package
@@ -478,6 +483,13 @@ type LimitsConfig struct {
 	// advertising more lanes gets this many placed on it (the operator's
 	// PATCH cap may lower it further). Default 256. 0 = no bound.
 	WorkerMaxLanes int `yaml:"worker_max_lanes"`
+	// CDPTunnelsPerSession bounds the CDP clients attached to one session
+	// at once (GET /sessions/{id}/cdp); one more is answered 429. Default 8.
+	CDPTunnelsPerSession int `yaml:"cdp_tunnels_per_session"`
+	// CDPMaxMessageBytes bounds one CDP WebSocket message a hub reads from
+	// a client or a worker's tunnel; a longer one closes the tunnel with
+	// 1009. Default 268435456 (256 MiB).
+	CDPMaxMessageBytes int `yaml:"cdp_max_message_bytes"`
 }
 
 // DebugConfig is the "debug" section.
@@ -539,19 +551,21 @@ func Default() *Config {
 		MinIO:  MinIOConfig{Bucket: DefaultMinIOBucket},
 		Assets: AssetsConfig{Dir: DefaultAssetsDir},
 		Limits: LimitsConfig{
-			MaxParamsBytes:      DefaultLimitsMaxParamsBytes,
-			MaxLabels:           DefaultLimitsMaxLabels,
-			MaxLabelKeyBytes:    DefaultLimitsMaxLabelKeyBytes,
-			MaxLabelValueBytes:  DefaultLimitsMaxLabelValueBytes,
-			MaxQueued:           DefaultLimitsMaxQueued,
-			MaxConnsPerIP:       DefaultLimitsMaxConnsPerIP,
-			APIRate:             DefaultLimitsAPIRate,
-			APIBurst:            DefaultLimitsAPIBurst,
-			MaxLogLines:         DefaultLimitsMaxLogLines,
-			MaxLogBytes:         DefaultLimitsMaxLogBytes,
-			MaxAssetBytes:       DefaultLimitsMaxAssetBytes,
-			MaxSessionDownloads: DefaultLimitsMaxSessionDownloads,
-			WorkerMaxLanes:      DefaultLimitsWorkerMaxLanes,
+			MaxParamsBytes:       DefaultLimitsMaxParamsBytes,
+			MaxLabels:            DefaultLimitsMaxLabels,
+			MaxLabelKeyBytes:     DefaultLimitsMaxLabelKeyBytes,
+			MaxLabelValueBytes:   DefaultLimitsMaxLabelValueBytes,
+			MaxQueued:            DefaultLimitsMaxQueued,
+			MaxConnsPerIP:        DefaultLimitsMaxConnsPerIP,
+			APIRate:              DefaultLimitsAPIRate,
+			APIBurst:             DefaultLimitsAPIBurst,
+			MaxLogLines:          DefaultLimitsMaxLogLines,
+			CDPTunnelsPerSession: DefaultLimitsCDPTunnelsPerSession,
+			CDPMaxMessageBytes:   DefaultLimitsCDPMaxMessageBytes,
+			MaxLogBytes:          DefaultLimitsMaxLogBytes,
+			MaxAssetBytes:        DefaultLimitsMaxAssetBytes,
+			MaxSessionDownloads:  DefaultLimitsMaxSessionDownloads,
+			WorkerMaxLanes:       DefaultLimitsWorkerMaxLanes,
 		},
 	}
 }

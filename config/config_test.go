@@ -102,8 +102,9 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// and the limits section (max_params_bytes, max_labels,
 	// max_label_key_bytes, max_label_value_bytes, max_queued,
 	// max_conns_per_ip, api_rate, api_burst, max_log_lines, max_log_bytes,
-	// max_asset_bytes, max_session_downloads, worker_max_lanes)
-	require.Len(t, keys, 65)
+	// max_asset_bytes, max_session_downloads, worker_max_lanes,
+	// cdp_tunnels_per_session, cdp_max_message_bytes)
+	require.Len(t, keys, 67)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))

@@ -99,19 +99,21 @@ var fieldChecks = map[string]func(c *Config) string{
 
 	// The params bound stays under the API's 1 MiB body bound, which would
 	// otherwise answer first with a message naming no key.
-	"limits.max_params_bytes":      func(c *Config) string { return inRange(c.Limits.MaxParamsBytes, 1, 1<<20-1024) },
-	"limits.max_labels":            func(c *Config) string { return inRange(c.Limits.MaxLabels, 1, 10000) },
-	"limits.max_label_key_bytes":   func(c *Config) string { return inRange(c.Limits.MaxLabelKeyBytes, 1, 64<<10) },
-	"limits.max_label_value_bytes": func(c *Config) string { return inRange(c.Limits.MaxLabelValueBytes, 1, 64<<10) },
-	"limits.max_queued":            func(c *Config) string { return inRange(c.Limits.MaxQueued, 0, 1<<30) },
-	"limits.max_conns_per_ip":      func(c *Config) string { return inRange(c.Limits.MaxConnsPerIP, 0, 1<<20) },
-	"limits.api_rate":              func(c *Config) string { return inRange(c.Limits.APIRate, 0, 1<<20) },
-	"limits.api_burst":             func(c *Config) string { return inRange(c.Limits.APIBurst, 1, 1<<20) },
-	"limits.max_log_lines":         func(c *Config) string { return inRange(c.Limits.MaxLogLines, 0, 1<<40) },
-	"limits.max_log_bytes":         func(c *Config) string { return inRange(c.Limits.MaxLogBytes, 0, 1<<40) },
-	"limits.max_asset_bytes":       func(c *Config) string { return inRange(c.Limits.MaxAssetBytes, 1, 1<<50) },
+	"limits.max_params_bytes":        func(c *Config) string { return inRange(c.Limits.MaxParamsBytes, 1, 1<<20-1024) },
+	"limits.max_labels":              func(c *Config) string { return inRange(c.Limits.MaxLabels, 1, 10000) },
+	"limits.max_label_key_bytes":     func(c *Config) string { return inRange(c.Limits.MaxLabelKeyBytes, 1, 64<<10) },
+	"limits.max_label_value_bytes":   func(c *Config) string { return inRange(c.Limits.MaxLabelValueBytes, 1, 64<<10) },
+	"limits.max_queued":              func(c *Config) string { return inRange(c.Limits.MaxQueued, 0, 1<<30) },
+	"limits.max_conns_per_ip":        func(c *Config) string { return inRange(c.Limits.MaxConnsPerIP, 0, 1<<20) },
+	"limits.api_rate":                func(c *Config) string { return inRange(c.Limits.APIRate, 0, 1<<20) },
+	"limits.api_burst":               func(c *Config) string { return inRange(c.Limits.APIBurst, 1, 1<<20) },
+	"limits.max_log_lines":           func(c *Config) string { return inRange(c.Limits.MaxLogLines, 0, 1<<40) },
+	"limits.max_log_bytes":           func(c *Config) string { return inRange(c.Limits.MaxLogBytes, 0, 1<<40) },
+	"limits.max_asset_bytes":         func(c *Config) string { return inRange(c.Limits.MaxAssetBytes, 1, 1<<50) },
 	"limits.max_session_downloads": func(c *Config) string { return inRange(c.Limits.MaxSessionDownloads, 1, 1<<20) },
-	"limits.worker_max_lanes":      func(c *Config) string { return inRange(c.Limits.WorkerMaxLanes, 0, 10000) },
+	"limits.worker_max_lanes":        func(c *Config) string { return inRange(c.Limits.WorkerMaxLanes, 0, 10000) },
+	"limits.cdp_tunnels_per_session": func(c *Config) string { return inRange(c.Limits.CDPTunnelsPerSession, 1, 1000) },
+	"limits.cdp_max_message_bytes":   func(c *Config) string { return inRange(c.Limits.CDPMaxMessageBytes, 1<<20, 1<<30) },
 }
 
 // crossChecks are the rules between keys; each returns the key to blame

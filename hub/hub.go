@@ -19,6 +19,7 @@ import (
 	"github.com/paprika-hub/paprika/actors/link"
 	"github.com/paprika-hub/paprika/actors/logpipe"
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/actors/tunnel"
 	"github.com/paprika-hub/paprika/api"
 	"github.com/paprika-hub/paprika/config"
 	"github.com/paprika-hub/paprika/internal/certs"
@@ -45,6 +46,7 @@ type Hub struct {
 	member     *membership.Member
 	logs       *logpipe.Router
 	links      *link.Links
+	tunnels    *tunnel.Ends
 	sup        *actor.PID // parent of the local actors below
 	reconciler *actor.PID
 	beat       *actor.PID
@@ -129,6 +131,7 @@ func TimingFrom(cfg *config.Config) grains.Timing {
 		MemberTimeout:     cfg.Cluster.MemberTimeout,
 		HubTTL:            cfg.Cluster.HubTTL,
 		WorkerMaxLanes:    cfg.Limits.WorkerMaxLanes,
+		CDPTunnels:        cfg.Limits.CDPTunnelsPerSession,
 	}
 }
 
@@ -258,6 +261,8 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		h.links, serr = link.Start(system, d, h.logs, spawn)
 	}
 	errs = append(errs, serr)
+	h.tunnels, serr = tunnel.Start(system, h.log, d.Metrics, spawn)
+	errs = append(errs, serr)
 	h.reconciler, serr = spawn(grains.NewReconcilerProps(d), "reconciler")
 	errs = append(errs, serr)
 	h.beat, serr = spawn(grains.NewHubBeatProps(d, h.URL, h.started), "hub-beat")
@@ -357,6 +362,9 @@ func (h *Hub) Stop(ctx context.Context) error {
 			return
 		}
 		root := h.member.System.Root
+		// CDP clients first, with 1001 and a reason: they reconnect to
+		// their cdp_url through another hub while this one drains.
+		h.tunnels.Stop(tunnelStopWait)
 		if h.server != nil {
 			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			_ = h.server.Shutdown(sctx) // hijacked links are not waited for

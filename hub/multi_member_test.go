@@ -128,3 +128,34 @@ func TestMultiMemberSessionSurvivesHubLoss(t *testing.T) {
 	st, body = do(t, "DELETE", b.URL()+"/sessions/"+next, "")
 	require.Equal(t, http.StatusOK, st, string(body))
 }
+
+// TestMultiMemberCDPThroughAnotherHub: chromedp drives a session's lane
+// through hub A while the worker is linked to hub B — the client end on A,
+// the worker's tunnel socket on B, the session grain wherever it lives —
+// through /sessions/{id}/cdp and the one-step /cdp alike.
+func TestMultiMemberCDPThroughAnotherHub(t *testing.T) {
+	page := serveCookiePage(t)
+	cfgA, cfgB := sharedStoreConfigs(t)
+	a := startTestHub(t, cfgA)
+	b := startTestHub(t, cfgB)
+	require.Eventually(t, func() bool {
+		return a.member.Cluster.MemberList.Length() == 2 && b.member.Cluster.MemberList.Length() == 2
+	}, 10*time.Second, 20*time.Millisecond, "the hubs meet")
+	startChromiumAgent(t, b.URL(), "wc", 1)
+	ctx := context.Background()
+	free := func() bool {
+		ws, err := a.Workers(ctx)
+		return err == nil && len(ws) == 1 && ws[0].Alive && ws[0].InFlight == 0
+	}
+	require.Eventually(t, free, 20*time.Second, 20*time.Millisecond)
+
+	id, cdpURL := openCDPSession(t, a.URL())
+	require.True(t, strings.HasPrefix(cdpURL, wsURL(a.URL())+"/"), "cdp_url points at the hub that answered: %s", cdpURL)
+	driveWithChromedp(t, cdpURL, page.URL)
+	st, body := do(t, "DELETE", a.URL()+"/sessions/"+id, "")
+	require.Equal(t, http.StatusOK, st, string(body))
+	require.Eventually(t, free, 10*time.Second, 20*time.Millisecond)
+
+	driveWithChromedp(t, wsURL(a.URL())+"/cdp", page.URL)
+	require.Eventually(t, free, 15*time.Second, 20*time.Millisecond, "/cdp's session closes with its client")
+}

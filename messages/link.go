@@ -43,6 +43,14 @@ const (
 	// from then on, so the hub may hand the job to another worker without
 	// any risk of a late assign_job running it a second time.
 	TypeJobQuery = "job_query"
+	// TypeTunnelOpen asks the worker to open a CDP tunnel (TunnelID) to
+	// the lane of its open session SessionID: it dials the lane's DevTools
+	// socket (the browser, or the page Target when set) and a dedicated
+	// WebSocket to its hub, GET /workers/{id}/tunnels/{tunnel_id}, and
+	// splices the two. A socket per tunnel, not frames on the link: a
+	// 20 MB screenshot must not hold up heartbeats and logs behind it, and
+	// TCP gives each tunnel its own backpressure.
+	TypeTunnelOpen = "tunnel_open"
 	// TypeError answers a malformed or unknown frame; the link stays open.
 	TypeError = "error"
 )
@@ -128,6 +136,11 @@ type Frame struct {
 	Command   json.RawMessage `json:"command,omitempty"`
 	OK        bool            `json:"ok,omitempty"`
 
+	// tunnel_open: the tunnel's id (TunnelID) and, for a page-level
+	// tunnel, the lane's target id (Target); SessionID names the session.
+	TunnelID string `json:"tunnel_id,omitempty"`
+	Target   string `json:"target,omitempty"`
+
 	// job_status: State, and how long the worker process has run, so the
 	// hub can tell "never got it" from "restarted since, and forgot it"
 	// without comparing clocks across machines.
@@ -181,7 +194,7 @@ var knownTypes = map[string]bool{
 	TypeJobDone: true, TypeJobFailed: true, TypeSessionResult: true,
 	TypeWelcome: true, TypeAssignJob: true, TypeCancelJob: true,
 	TypeSessionCommand: true, TypeDrain: true, TypeJobAck: true, TypeError: true,
-	TypeJobQuery: true, TypeJobStatus: true,
+	TypeJobQuery: true, TypeJobStatus: true, TypeTunnelOpen: true,
 }
 
 // DecodeFrame parses one frame and checks the fields its type needs. It never
@@ -267,6 +280,16 @@ func (f *Frame) validate() error {
 	case TypeSessionResult, TypeSessionCommand:
 		if f.SessionID == "" {
 			return errors.New("session_id missing")
+		}
+	case TypeTunnelOpen:
+		if f.SessionID == "" {
+			return errors.New("session_id missing")
+		}
+		if s, ok := TunnelSession(f.TunnelID); !ok || s != f.SessionID {
+			return fmt.Errorf("tunnel_id %q is not a tunnel of session %q", f.TunnelID, f.SessionID)
+		}
+		if f.Target != "" && !ValidTarget(f.Target) {
+			return fmt.Errorf("target %q: use 1-%d of A-Z a-z 0-9 . _ -", f.Target, maxTargetBytes)
 		}
 	}
 	return nil

@@ -145,3 +145,26 @@ func TestSecurityWorkerFieldsAreBounded(t *testing.T) {
 	require.LessOrEqual(t, len(TruncateError(strings.Repeat("é", MaxErrorBytes))), MaxErrorBytes)
 	require.True(t, utf8.ValidString(TruncateError(strings.Repeat("é", MaxErrorBytes))))
 }
+
+func TestTunnelIDs(t *testing.T) {
+	id := NewTunnelID("s-abc123")
+	s, ok := TunnelSession(id)
+	require.True(t, ok)
+	require.Equal(t, "s-abc123", s)
+	for _, bad := range []string{"", "_x", "s-1_", "s-1/2_x", "no-separator", strings.Repeat("a", 60) + "_12345"} {
+		_, ok := TunnelSession(bad)
+		require.False(t, ok, bad)
+	}
+	f, err := DecodeFrame([]byte(`{"type":"tunnel_open","session_id":"s-abc123","tunnel_id":"` + id + `","target":"ABC123"}`))
+	require.NoError(t, err)
+	require.Equal(t, id, f.TunnelID)
+	for _, bad := range []string{
+		`{"type":"tunnel_open","session_id":"s-other","tunnel_id":"` + id + `"}`,
+		`{"type":"tunnel_open","tunnel_id":"` + id + `"}`,
+		`{"type":"tunnel_open","session_id":"s-abc123","tunnel_id":"` + id + `","target":"../x"}`,
+	} {
+		_, err := DecodeFrame([]byte(bad))
+		require.ErrorIs(t, err, ErrMalformed, bad)
+	}
+	require.Len(t, CloseReason(strings.Repeat("é", 100)), 122, "cut on a rune boundary")
+}

@@ -2071,6 +2071,431 @@ func (x *WorkerForward) GetFrame() []byte {
 	return nil
 }
 
+// SessionTunnelOpen asks the session grain for a tunnel to its lane
+// (browser level, or the page target when set). The grain records
+// tunnel_id → client and sends the worker tunnel_open; Reply.ok means the
+// hub may upgrade the client's socket.
+type SessionTunnelOpen struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TunnelId      string                 `protobuf:"bytes,1,opt,name=tunnel_id,json=tunnelId,proto3" json:"tunnel_id,omitempty"`
+	Client        *Ref                   `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Target        string                 `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionTunnelOpen) Reset() {
+	*x = SessionTunnelOpen{}
+	mi := &file_paprika_cluster_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionTunnelOpen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionTunnelOpen) ProtoMessage() {}
+
+func (x *SessionTunnelOpen) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionTunnelOpen.ProtoReflect.Descriptor instead.
+func (*SessionTunnelOpen) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *SessionTunnelOpen) GetTunnelId() string {
+	if x != nil {
+		return x.TunnelId
+	}
+	return ""
+}
+
+func (x *SessionTunnelOpen) GetClient() *Ref {
+	if x != nil {
+		return x.Client
+	}
+	return nil
+}
+
+func (x *SessionTunnelOpen) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+// SessionTunnelAttach: worker_id dialled its hub for tunnel_id. The grain
+// answers with the client end's Ref (Reply.json: {"address","id"}) when
+// worker_id holds the session, else refuses (counted as fenced).
+type SessionTunnelAttach struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TunnelId      string                 `protobuf:"bytes,1,opt,name=tunnel_id,json=tunnelId,proto3" json:"tunnel_id,omitempty"`
+	WorkerId      string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionTunnelAttach) Reset() {
+	*x = SessionTunnelAttach{}
+	mi := &file_paprika_cluster_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionTunnelAttach) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionTunnelAttach) ProtoMessage() {}
+
+func (x *SessionTunnelAttach) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionTunnelAttach.ProtoReflect.Descriptor instead.
+func (*SessionTunnelAttach) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *SessionTunnelAttach) GetTunnelId() string {
+	if x != nil {
+		return x.TunnelId
+	}
+	return ""
+}
+
+func (x *SessionTunnelAttach) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+// SessionTunnelTouch: the client end of an open tunnel, every few seconds:
+// the session is in use, and a grain that moved learns the tunnel again.
+type SessionTunnelTouch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TunnelId      string                 `protobuf:"bytes,1,opt,name=tunnel_id,json=tunnelId,proto3" json:"tunnel_id,omitempty"`
+	Client        *Ref                   `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionTunnelTouch) Reset() {
+	*x = SessionTunnelTouch{}
+	mi := &file_paprika_cluster_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionTunnelTouch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionTunnelTouch) ProtoMessage() {}
+
+func (x *SessionTunnelTouch) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionTunnelTouch.ProtoReflect.Descriptor instead.
+func (*SessionTunnelTouch) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *SessionTunnelTouch) GetTunnelId() string {
+	if x != nil {
+		return x.TunnelId
+	}
+	return ""
+}
+
+func (x *SessionTunnelTouch) GetClient() *Ref {
+	if x != nil {
+		return x.Client
+	}
+	return nil
+}
+
+// SessionTunnelEnd: the client end closed; the grain forgets the tunnel.
+type SessionTunnelEnd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TunnelId      string                 `protobuf:"bytes,1,opt,name=tunnel_id,json=tunnelId,proto3" json:"tunnel_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionTunnelEnd) Reset() {
+	*x = SessionTunnelEnd{}
+	mi := &file_paprika_cluster_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionTunnelEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionTunnelEnd) ProtoMessage() {}
+
+func (x *SessionTunnelEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionTunnelEnd.ProtoReflect.Descriptor instead.
+func (*SessionTunnelEnd) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SessionTunnelEnd) GetTunnelId() string {
+	if x != nil {
+		return x.TunnelId
+	}
+	return ""
+}
+
+// TunnelData is one piece (at most 64 KiB) of a WebSocket message; fin
+// ends the message.
+type TunnelData struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	Binary        bool                   `protobuf:"varint,2,opt,name=binary,proto3" json:"binary,omitempty"`
+	Fin           bool                   `protobuf:"varint,3,opt,name=fin,proto3" json:"fin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TunnelData) Reset() {
+	*x = TunnelData{}
+	mi := &file_paprika_cluster_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TunnelData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TunnelData) ProtoMessage() {}
+
+func (x *TunnelData) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TunnelData.ProtoReflect.Descriptor instead.
+func (*TunnelData) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *TunnelData) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *TunnelData) GetBinary() bool {
+	if x != nil {
+		return x.Binary
+	}
+	return false
+}
+
+func (x *TunnelData) GetFin() bool {
+	if x != nil {
+		return x.Fin
+	}
+	return false
+}
+
+// TunnelCredit returns flow-control credit: the receiver wrote that many
+// credit bytes to its socket.
+type TunnelCredit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bytes         int64                  `protobuf:"varint,1,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TunnelCredit) Reset() {
+	*x = TunnelCredit{}
+	mi := &file_paprika_cluster_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TunnelCredit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TunnelCredit) ProtoMessage() {}
+
+func (x *TunnelCredit) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TunnelCredit.ProtoReflect.Descriptor instead.
+func (*TunnelCredit) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *TunnelCredit) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+// TunnelAttach: the worker end tells the client end where it is.
+type TunnelAttach struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Peer          *Ref                   `protobuf:"bytes,1,opt,name=peer,proto3" json:"peer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TunnelAttach) Reset() {
+	*x = TunnelAttach{}
+	mi := &file_paprika_cluster_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TunnelAttach) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TunnelAttach) ProtoMessage() {}
+
+func (x *TunnelAttach) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TunnelAttach.ProtoReflect.Descriptor instead.
+func (*TunnelAttach) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *TunnelAttach) GetPeer() *Ref {
+	if x != nil {
+		return x.Peer
+	}
+	return nil
+}
+
+// TunnelClose closes a tunnel end's socket with a WebSocket close code and
+// reason (and the end passes it on to its peer).
+type TunnelClose struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          int32                  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TunnelClose) Reset() {
+	*x = TunnelClose{}
+	mi := &file_paprika_cluster_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TunnelClose) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TunnelClose) ProtoMessage() {}
+
+func (x *TunnelClose) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TunnelClose.ProtoReflect.Descriptor instead.
+func (*TunnelClose) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *TunnelClose) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *TunnelClose) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_paprika_cluster_proto protoreflect.FileDescriptor
 
 const file_paprika_cluster_proto_rawDesc = "" +
@@ -2203,7 +2628,31 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"%\n" +
 	"\rWorkerForward\x12\x14\n" +
-	"\x05frame\x18\x01 \x01(\fR\x05frameB)Z'github.com/paprika-hub/paprika/messagesb\x06proto3"
+	"\x05frame\x18\x01 \x01(\fR\x05frame\"n\n" +
+	"\x11SessionTunnelOpen\x12\x1b\n" +
+	"\ttunnel_id\x18\x01 \x01(\tR\btunnelId\x12$\n" +
+	"\x06client\x18\x02 \x01(\v2\f.paprika.RefR\x06client\x12\x16\n" +
+	"\x06target\x18\x03 \x01(\tR\x06target\"O\n" +
+	"\x13SessionTunnelAttach\x12\x1b\n" +
+	"\ttunnel_id\x18\x01 \x01(\tR\btunnelId\x12\x1b\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId\"W\n" +
+	"\x12SessionTunnelTouch\x12\x1b\n" +
+	"\ttunnel_id\x18\x01 \x01(\tR\btunnelId\x12$\n" +
+	"\x06client\x18\x02 \x01(\v2\f.paprika.RefR\x06client\"/\n" +
+	"\x10SessionTunnelEnd\x12\x1b\n" +
+	"\ttunnel_id\x18\x01 \x01(\tR\btunnelId\"J\n" +
+	"\n" +
+	"TunnelData\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x16\n" +
+	"\x06binary\x18\x02 \x01(\bR\x06binary\x12\x10\n" +
+	"\x03fin\x18\x03 \x01(\bR\x03fin\"$\n" +
+	"\fTunnelCredit\x12\x14\n" +
+	"\x05bytes\x18\x01 \x01(\x03R\x05bytes\"0\n" +
+	"\fTunnelAttach\x12 \n" +
+	"\x04peer\x18\x01 \x01(\v2\f.paprika.RefR\x04peer\"9\n" +
+	"\vTunnelClose\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reasonB)Z'github.com/paprika-hub/paprika/messagesb\x06proto3"
 
 var (
 	file_paprika_cluster_proto_rawDescOnce sync.Once
@@ -2217,57 +2666,68 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_paprika_cluster_proto_goTypes = []any{
-	(*Ref)(nil),                // 0: paprika.Ref
-	(*Reply)(nil),              // 1: paprika.Reply
-	(*WorkerConnected)(nil),    // 2: paprika.WorkerConnected
-	(*WorkerHeartbeat)(nil),    // 3: paprika.WorkerHeartbeat
-	(*WorkerDisconnected)(nil), // 4: paprika.WorkerDisconnected
-	(*WorkerAssign)(nil),       // 5: paprika.WorkerAssign
-	(*WorkerRelease)(nil),      // 6: paprika.WorkerRelease
-	(*WorkerCancelJob)(nil),    // 7: paprika.WorkerCancelJob
-	(*WorkerSetStatus)(nil),    // 8: paprika.WorkerSetStatus
-	(*WorkerGetInfo)(nil),      // 9: paprika.WorkerGetInfo
-	(*WorkerSync)(nil),         // 10: paprika.WorkerSync
-	(*SchedWorkerState)(nil),   // 11: paprika.SchedWorkerState
-	(*SchedEnqueue)(nil),       // 12: paprika.SchedEnqueue
-	(*SchedPlaced)(nil),        // 13: paprika.SchedPlaced
-	(*SchedPlaceFailed)(nil),   // 14: paprika.SchedPlaceFailed
-	(*SchedRemove)(nil),        // 15: paprika.SchedRemove
-	(*SchedGetStats)(nil),      // 16: paprika.SchedGetStats
-	(*JobPlace)(nil),           // 17: paprika.JobPlace
-	(*JobEnsure)(nil),          // 18: paprika.JobEnsure
-	(*JobStarted)(nil),         // 19: paprika.JobStarted
-	(*JobFinished)(nil),        // 20: paprika.JobFinished
-	(*JobCancel)(nil),          // 21: paprika.JobCancel
-	(*JobAudit)(nil),           // 22: paprika.JobAudit
-	(*JobCheck)(nil),           // 23: paprika.JobCheck
-	(*JobWorkerLost)(nil),      // 24: paprika.JobWorkerLost
-	(*ConnProbe)(nil),          // 25: paprika.ConnProbe
-	(*ConnSend)(nil),           // 26: paprika.ConnSend
-	(*ConnClose)(nil),          // 27: paprika.ConnClose
-	(*SessionOpen)(nil),        // 28: paprika.SessionOpen
-	(*SessionCommand)(nil),     // 29: paprika.SessionCommand
-	(*SessionClose)(nil),       // 30: paprika.SessionClose
-	(*SessionGet)(nil),         // 31: paprika.SessionGet
-	(*SessionResult)(nil),      // 32: paprika.SessionResult
-	(*SessionWorkerGone)(nil),  // 33: paprika.SessionWorkerGone
-	(*SessionEnsure)(nil),      // 34: paprika.SessionEnsure
-	(*SchedPickSession)(nil),   // 35: paprika.SchedPickSession
-	(*WorkerForward)(nil),      // 36: paprika.WorkerForward
-	nil,                        // 37: paprika.SessionOpen.LabelsEntry
+	(*Ref)(nil),                 // 0: paprika.Ref
+	(*Reply)(nil),               // 1: paprika.Reply
+	(*WorkerConnected)(nil),     // 2: paprika.WorkerConnected
+	(*WorkerHeartbeat)(nil),     // 3: paprika.WorkerHeartbeat
+	(*WorkerDisconnected)(nil),  // 4: paprika.WorkerDisconnected
+	(*WorkerAssign)(nil),        // 5: paprika.WorkerAssign
+	(*WorkerRelease)(nil),       // 6: paprika.WorkerRelease
+	(*WorkerCancelJob)(nil),     // 7: paprika.WorkerCancelJob
+	(*WorkerSetStatus)(nil),     // 8: paprika.WorkerSetStatus
+	(*WorkerGetInfo)(nil),       // 9: paprika.WorkerGetInfo
+	(*WorkerSync)(nil),          // 10: paprika.WorkerSync
+	(*SchedWorkerState)(nil),    // 11: paprika.SchedWorkerState
+	(*SchedEnqueue)(nil),        // 12: paprika.SchedEnqueue
+	(*SchedPlaced)(nil),         // 13: paprika.SchedPlaced
+	(*SchedPlaceFailed)(nil),    // 14: paprika.SchedPlaceFailed
+	(*SchedRemove)(nil),         // 15: paprika.SchedRemove
+	(*SchedGetStats)(nil),       // 16: paprika.SchedGetStats
+	(*JobPlace)(nil),            // 17: paprika.JobPlace
+	(*JobEnsure)(nil),           // 18: paprika.JobEnsure
+	(*JobStarted)(nil),          // 19: paprika.JobStarted
+	(*JobFinished)(nil),         // 20: paprika.JobFinished
+	(*JobCancel)(nil),           // 21: paprika.JobCancel
+	(*JobAudit)(nil),            // 22: paprika.JobAudit
+	(*JobCheck)(nil),            // 23: paprika.JobCheck
+	(*JobWorkerLost)(nil),       // 24: paprika.JobWorkerLost
+	(*ConnProbe)(nil),           // 25: paprika.ConnProbe
+	(*ConnSend)(nil),            // 26: paprika.ConnSend
+	(*ConnClose)(nil),           // 27: paprika.ConnClose
+	(*SessionOpen)(nil),         // 28: paprika.SessionOpen
+	(*SessionCommand)(nil),      // 29: paprika.SessionCommand
+	(*SessionClose)(nil),        // 30: paprika.SessionClose
+	(*SessionGet)(nil),          // 31: paprika.SessionGet
+	(*SessionResult)(nil),       // 32: paprika.SessionResult
+	(*SessionWorkerGone)(nil),   // 33: paprika.SessionWorkerGone
+	(*SessionEnsure)(nil),       // 34: paprika.SessionEnsure
+	(*SchedPickSession)(nil),    // 35: paprika.SchedPickSession
+	(*WorkerForward)(nil),       // 36: paprika.WorkerForward
+	(*SessionTunnelOpen)(nil),   // 37: paprika.SessionTunnelOpen
+	(*SessionTunnelAttach)(nil), // 38: paprika.SessionTunnelAttach
+	(*SessionTunnelTouch)(nil),  // 39: paprika.SessionTunnelTouch
+	(*SessionTunnelEnd)(nil),    // 40: paprika.SessionTunnelEnd
+	(*TunnelData)(nil),          // 41: paprika.TunnelData
+	(*TunnelCredit)(nil),        // 42: paprika.TunnelCredit
+	(*TunnelAttach)(nil),        // 43: paprika.TunnelAttach
+	(*TunnelClose)(nil),         // 44: paprika.TunnelClose
+	nil,                         // 45: paprika.SessionOpen.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
 	0,  // 1: paprika.WorkerHeartbeat.conn:type_name -> paprika.Ref
 	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
-	37, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
-	4,  // [4:4] is the sub-list for method output_type
-	4,  // [4:4] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	45, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	0,  // 4: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
+	0,  // 5: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
+	0,  // 6: paprika.TunnelAttach.peer:type_name -> paprika.Ref
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_paprika_cluster_proto_init() }
@@ -2281,7 +2741,7 @@ func file_paprika_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -30,6 +30,8 @@ const (
 	CodeTimeout       Code = "timeout"        // the worker did not answer in time
 	CodeBadCommand    Code = "bad_command"    // a session command that cannot be sent
 	CodeCommandFailed Code = "command_failed" // the worker ran the command and it failed
+	CodeTooMany       Code = "too_many"       // a count bound was reached (limits.cdp_tunnels_per_session)
+	CodeFenced        Code = "fenced"         // a worker spoke for a session it does not hold
 )
 
 // Is reports whether r is a refusal with code c.

@@ -61,6 +61,9 @@ const (
 	OpOpen = "open"
 	// OpClose frees the session's lane.
 	OpClose = "close"
+	// OpTargets lists the lane browser's targets as its /json/list does
+	// (the hub's /sessions/{id}/json/list rewrites their URLs).
+	OpTargets = "cdp_targets"
 )
 
 // Lane states a worker reports in hello and heartbeat (Frame.LaneStates)

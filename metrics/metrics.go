@@ -53,7 +53,7 @@ type Metrics struct {
 	ClaimsLost             prometheus.Counter     // paprika_claims_lost_total
 	JobsSubmitted          *prometheus.CounterVec // paprika_jobs_submitted_total{mode}
 	JobsFinished           *prometheus.CounterVec // paprika_jobs_finished_total{status, reason}
-	FencedReports          *prometheus.CounterVec // paprika_fenced_reports_total{kind}: started, finished, log, session_result
+	FencedReports          *prometheus.CounterVec // paprika_fenced_reports_total{kind}: started, finished, log, session_result, tunnel_attach
 
 	// Logs.
 	LogLinesStored    prometheus.Counter // paprika_log_lines_stored_total

@@ -22,6 +22,9 @@ type SessionRecord struct {
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
 	LastUsed  time.Time `json:"last_used"`
+	// Browser is the lane browser's version strings (its /json/version),
+	// which the hub's /sessions/{id}/json/version repeats.
+	Browser map[string]string `json:"browser,omitempty"`
 }
 
 // Session statuses (API.md, the session object). They live here, beside

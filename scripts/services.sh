@@ -90,3 +90,6 @@ if ! minio_live; then
   fi
 fi
 echo "== services: minio :9100 (console :9101)"
+
+# The real CDP clients of the browser gateway's tests (Node; no browser).
+"$(dirname "$0")/cdp-clients.sh"

@@ -56,6 +56,7 @@ type Timing struct {
 	MemberTimeout     time.Duration // a hub silent this long is dead (cluster.member_timeout)
 	HubTTL            time.Duration // how long a hub's record outlives its last beat (cluster.hub_ttl)
 	WorkerMaxLanes    int           // the most slots any worker may claim (limits.worker_max_lanes; 0 = no bound)
+	CDPTunnels        int           // open CDP tunnels per session (limits.cdp_tunnels_per_session; 0 = 8)
 }
 
 // Deps is what every actor of a hub shares: fixed after the hub starts.

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/paprika-hub/paprika/api"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -158,6 +160,15 @@ func (f *Front) sessionCall(ctx context.Context, id string, msg interface{}) (js
 		return nil, api.Errorf(http.StatusUnprocessableEntity, "command_failed", "%s", r.Message)
 	case "timeout":
 		return nil, api.Errorf(http.StatusGatewayTimeout, "timeout", "%s", r.Message)
+	case string(messages.CodeTooMany):
+		return nil, &api.Error{Status: http.StatusTooManyRequests, Code: "too_many_cdp_clients", Message: r.Message,
+			Extra: map[string]any{"limit": "limits.cdp_tunnels_per_session", "max": f.cdpTunnels()}, RetryAfter: "5"}
+	case string(messages.CodeFenced):
+		return nil, api.Errorf(http.StatusForbidden, "not_holder", "%s", r.Message)
+	case string(messages.CodeBadCommand):
+		return nil, api.Errorf(http.StatusBadRequest, "bad_tunnel", "%s", r.Message)
+	case string(messages.CodeConflict):
+		return nil, api.Errorf(http.StatusConflict, "conflict", "%s", r.Message)
 	case "unavailable":
 		// The session store could not be read: whether the session exists
 		// is unknown, so neither 404 nor 410.
@@ -228,7 +239,61 @@ func (f *Front) ListSessions(ctx context.Context, q persistence.SessionListQuery
 // lane hygiene); clients reach the browser through the hub.
 func sessionOfRecord(r persistence.SessionRecord) Session {
 	return Session{ID: r.ID, WorkerID: r.WorkerID, Lane: r.Lane, Status: SessionOpen,
-		IdleTimeoutS: r.IdleTimeoutS, Labels: r.Labels, CreatedAt: r.CreatedAt, LastUsed: r.LastUsed}
+		IdleTimeoutS: r.IdleTimeoutS, Labels: r.Labels, CreatedAt: r.CreatedAt, LastUsed: r.LastUsed, Browser: r.Browser}
+}
+
+func (f *Front) cdpTunnels() int {
+	if n := f.d.Timing.CDPTunnels; n > 0 {
+		return n
+	}
+	return defaultCDPTunnels
+}
+
+// OpenTunnel asks session id's grain for a CDP tunnel whose client end
+// is client; nil means the client's socket may be upgraded. target, when
+// set, is a page target of the lane (else the browser).
+func (f *Front) OpenTunnel(ctx context.Context, id, tunnelID string, client *actor.PID, target string) error {
+	_, err := f.sessionCall(ctx, id, &messages.SessionTunnelOpen{TunnelId: tunnelID, Client: RefOf(client), Target: target})
+	return err
+}
+
+// AttachTunnel asks the grain of tunnelID's session for the client end
+// worker workerID's tunnel socket is to be joined to.
+func (f *Front) AttachTunnel(ctx context.Context, tunnelID, workerID string) (*actor.PID, error) {
+	id, ok := messages.TunnelSession(tunnelID)
+	if !ok {
+		return nil, api.Errorf(http.StatusBadRequest, "bad_id", "%q is no tunnel id", tunnelID)
+	}
+	b, err := f.sessionCall(ctx, id, &messages.SessionTunnelAttach{TunnelId: tunnelID, WorkerId: workerID})
+	if err != nil {
+		return nil, err
+	}
+	var c SessionTunnelClaim
+	if err := json.Unmarshal(b, &c); err != nil || c.ID == "" {
+		return nil, fmt.Errorf("session %s: tunnel claim %q: %w", id, b, persistence.ErrUnavailable)
+	}
+	return actor.NewPID(c.Address, c.ID), nil
+}
+
+// TouchTunnel tells the session a tunnel is still open (from the client
+// end's turn).
+func (f *Front) TouchTunnel(ctx actor.SenderContext, tunnelID string, client *actor.PID) {
+	if id, ok := messages.TunnelSession(tunnelID); ok {
+		Send(ctx, f.d.Cluster(), id, KindSession, &messages.SessionTunnelTouch{TunnelId: tunnelID, Client: RefOf(client)})
+	}
+}
+
+// EndTunnel tells the session a tunnel closed; with closeSession (the
+// one-step GET /cdp) the session is closed too.
+func (f *Front) EndTunnel(ctx actor.SenderContext, tunnelID string, closeSession bool) {
+	id, ok := messages.TunnelSession(tunnelID)
+	if !ok {
+		return
+	}
+	Send(ctx, f.d.Cluster(), id, KindSession, &messages.SessionTunnelEnd{TunnelId: tunnelID})
+	if closeSession {
+		Send(ctx, f.d.Cluster(), id, KindSession, &messages.SessionClose{})
+	}
 }
 
 // RandomHex is n random bytes in hex: ids of hubs and sessions.

@@ -39,6 +39,13 @@ type Session struct {
 	Labels       map[string]string `json:"labels,omitempty"`
 	CreatedAt    time.Time         `json:"created_at"`
 	LastUsed     time.Time         `json:"last_used"`
+	// Browser is what the lane's own /json/version says of its browser
+	// (Browser, Protocol-Version, User-Agent, V8-Version, WebKit-Version),
+	// read by the worker when the session opened; the hub's
+	// /sessions/{id}/json/version answers with it. No URL is kept here.
+	Browser map[string]string `json:"browser,omitempty"`
+	// Tunnels counts the CDP clients attached now.
+	Tunnels int `json:"cdp_clients"`
 }
 
 // sessionGrain is `session/<id>`: an interactive lane reserved on a worker.
@@ -73,6 +80,7 @@ type sessionGrain struct {
 	idleStop    supervise.Stop
 	releaseStop supervise.Stop
 	cmdStops    map[string]supervise.Stop // command id → its timeout
+	tunnels     map[string]*sessionTunnel // tunnel id → its client end (session_tunnel.go)
 }
 
 // Session record timing.
@@ -118,6 +126,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		g.begin(ctx, g.deps, msg, KindSession, "session_id")
 		g.pending = map[string]*actor.PID{}
 		g.cmdStops = map[string]supervise.Stop{}
+		g.tunnels = map[string]*sessionTunnel{}
 		// Command ids must not repeat an earlier activation's: the worker
 		// may still answer those, and a stale answer must match nothing.
 		g.epoch = strconv.FormatUint(uint64(rand.Uint32()), 36)
@@ -131,7 +140,8 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		g.open(ctx, msg)
 		return
 	case *messages.SessionGet, *messages.SessionCommand, *messages.SessionClose, *messages.SessionResult,
-		*messages.SessionWorkerGone, *messages.SessionEnsure:
+		*messages.SessionWorkerGone, *messages.SessionEnsure, *messages.SessionTunnelOpen,
+		*messages.SessionTunnelAttach, *messages.SessionTunnelTouch, *messages.SessionTunnelEnd:
 		if err := g.restore(ctx); err != nil {
 			g.log.Warn("session store read failed", slog.Any("err", err))
 			reply(ctx, fail(messages.CodeUnavailable, "session %s: %v", g.id, err))
@@ -141,6 +151,16 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *messages.SessionCommand:
 		g.command(ctx, msg)
+	case *messages.SessionTunnelOpen:
+		g.tunnelOpen(ctx, msg)
+	case *messages.SessionTunnelAttach:
+		g.tunnelAttach(ctx, msg)
+	case *messages.SessionTunnelTouch:
+		g.tunnelTouch(ctx, msg)
+	case *messages.SessionTunnelEnd:
+		g.tunnelEnd(ctx, msg)
+	case *tunnelAttachTimeout:
+		g.tunnelExpire(msg)
 	case *messages.SessionResult:
 		g.result(ctx, msg)
 	case *messages.SessionGet:
@@ -175,6 +195,10 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 	case *sessionIdleCheck:
 		if g.s.Status != SessionOpen {
 			return
+		}
+		// An attached CDP client is using the session however quiet it is.
+		if len(g.tunnels) > 0 {
+			g.touch()
 		}
 		if left := g.idleTimeout() - g.deps.Clock().Sub(g.s.LastUsed); left > 0 || len(g.pending) > 0 {
 			g.armIdle(ctx, max(left, 100*time.Millisecond))
@@ -213,7 +237,8 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 	}
 	g.loaded = true
 	g.s = Session{ID: g.id, WorkerID: rec.WorkerID, Lane: rec.Lane, Status: SessionOpen,
-		IdleTimeoutS: rec.IdleTimeoutS, Labels: rec.Labels, CreatedAt: rec.CreatedAt, LastUsed: rec.LastUsed}
+		IdleTimeoutS: rec.IdleTimeoutS, Labels: rec.Labels, CreatedAt: rec.CreatedAt, LastUsed: rec.LastUsed,
+		Browser: rec.Browser}
 	g.savedAt = g.deps.Clock()
 	ctx.CancelReceiveTimeout()
 	g.deps.Metrics.SessionsResumed.Inc()
@@ -274,7 +299,8 @@ func (g *sessionGrain) touch() {
 func (g *sessionGrain) save() {
 	g.savedAt = g.deps.Clock()
 	rec := persistence.SessionRecord{ID: g.id, WorkerID: g.s.WorkerID, Lane: g.s.Lane,
-		IdleTimeoutS: g.s.IdleTimeoutS, Labels: g.s.Labels, State: g.s.Status, CreatedAt: g.s.CreatedAt, LastUsed: g.s.LastUsed}
+		IdleTimeoutS: g.s.IdleTimeoutS, Labels: g.s.Labels, State: g.s.Status, CreatedAt: g.s.CreatedAt, LastUsed: g.s.LastUsed,
+		Browser: g.s.Browser}
 	// The touch interval is inside the TTL too: between two writes the
 	// record must not expire while the session is in use.
 	ttl := g.idleTimeout() + sessionTouchEvery + sessionRecordSlack
@@ -436,10 +462,12 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 		// Only the lane's name is kept: an older worker also sends its
 		// browser's DevTools address, which no API answer shows.
 		var r struct {
-			Lane string `json:"lane"`
+			Lane    string            `json:"lane"`
+			Browser map[string]string `json:"browser"`
 		}
 		_ = json.Unmarshal(m.Result, &r)
 		g.s.Status, g.s.Lane, g.s.LastUsed = SessionOpen, r.Lane, g.deps.Clock()
+		g.s.Browser = boundBrowser(r.Browser)
 		g.save()
 		g.log.Info("session open", slog.String("worker_id", g.s.WorkerID), slog.String("lane", r.Lane))
 		g.armIdle(ctx, g.idleTimeout())
@@ -505,6 +533,7 @@ func (g *sessionGrain) finish(ctx actor.Context, reason string) {
 		ctx.Send(p, fail(messages.CodeClosed, "session %s closed: %s", g.id, reason))
 		delete(g.pending, id)
 	}
+	g.closeTunnels(ctx, reason)
 	g.forget()
 	g.log.Info("session closed", slog.String("reason", reason))
 	ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
@@ -527,6 +556,7 @@ func (g *sessionGrain) nextCommand() string {
 }
 
 func (g *sessionGrain) json() []byte {
+	g.s.Tunnels = g.attachedTunnels()
 	b, _ := json.Marshal(g.s)
 	return b
 }

@@ -213,9 +213,17 @@ func TestAgentWithChromium(t *testing.T) {
 	r := hub.command("s1", "c1", map[string]any{"op": "open"})
 	require.True(t, r.OK, r.Error)
 	require.Equal(t, []string{messages.LaneIdle}, hello.LaneStates)
-	var opened map[string]string
-	require.NoError(t, json.Unmarshal(r.Result, &opened))
-	require.Equal(t, map[string]string{"lane": "chromium://w-test/lane/0"}, opened, "the lane's name, never its DevTools URL")
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(r.Result, &raw))
+	require.NotContains(t, raw, "devtools_url", "the lane's name, never its DevTools URL")
+	var res struct {
+		Lane    string            `json:"lane"`
+		Browser map[string]string `json:"browser"`
+	}
+	require.NoError(t, json.Unmarshal(r.Result, &res))
+	require.Equal(t, "chromium://w-test/lane/0", res.Lane)
+	require.Contains(t, res.Browser["Browser"], "Chrome", "the lane's version, for the gateway's /json/version")
+	require.NotContains(t, res.Browser, "webSocketDebuggerUrl")
 	// The lane's new state reaches the hub in a heartbeat.
 	hub.wait("heartbeat with lane 0 held by the session", func(f messages.Frame) bool {
 		return f.Type == messages.TypeHeartbeat && slices.Equal(f.LaneStates, []string{messages.LaneSession})

@@ -170,7 +170,9 @@ func TestBrowserOptions(t *testing.T) {
 		// command line and the default context carry (not block: see
 		// doc.go).
 		site.reset()
-		raw2 := driveReport(t, d.LaneURL("w", 0), site.URL+"/report")
+		devtools, ok := d.DevToolsURL(0)
+		require.True(t, ok, "the session's lane runs a browser")
+		raw2 := driveReport(t, devtools, site.URL+"/report")
 		require.Equal(t, "PaprikaTest/1.0 (options)", raw2.UA)
 		require.Equal(t, "de-DE", raw2.Lang)
 		require.Equal(t, "Asia/Tokyo", raw2.TZ)

@@ -1,0 +1,121 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/gorilla/websocket"
+
+	"github.com/paprika-hub/paprika/actors/tunnel"
+	"github.com/paprika-hub/paprika/api"
+	"github.com/paprika-hub/paprika/messages"
+)
+
+// The browser gateway's assembly: the tunnel ends live under this hub's
+// tunnels actor; the session grain (any hub) vouches for each tunnel.
+
+// tunnelTouchEvery is how often a client end tells its session it is
+// still attached: within the session's record touch interval, so a grain
+// that moved learns the tunnel before the session could idle out.
+const tunnelTouchEvery = 3 * time.Second
+
+// tunnelStopWait bounds the wait for the tunnel ends at shutdown.
+const tunnelStopWait = 2 * time.Second
+
+var cdpUpgrader = websocket.Upgrader{
+	ReadBufferSize:  64 << 10,
+	WriteBufferSize: 64 << 10,
+	// The API checked the Origin already (api.checkOrigin); workers send none.
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+func (h *Hub) maxCDPMessage() int64 { return int64(h.cfg.Limits.CDPMaxMessageBytes) }
+
+// OpenCDP implements api.Backend: a client end on this hub, vouched for
+// by the session's grain, which tells the worker.
+func (h *Hub) OpenCDP(ctx context.Context, o api.CDPOpen) (api.CDPTunnel, error) {
+	tid := messages.NewTunnelID(o.SessionID)
+	front := h.Front
+	pid, err := h.tunnels.Spawn(tunnel.Config{
+		Role: tunnel.RoleClient, TunnelID: tid, Log: h.log.With(slog.String("session_id", o.SessionID)),
+		MaxMessageBytes: h.maxCDPMessage(), TouchEvery: tunnelTouchEvery,
+		Touch:  func(ctx actor.Context) { front.TouchTunnel(ctx, tid, ctx.Self()) },
+		OnStop: func(ctx actor.Context) { front.EndTunnel(ctx, tid, o.CloseSession) },
+	})
+	if errors.Is(err, tunnel.ErrStopping) {
+		return nil, api.Errorf(http.StatusServiceUnavailable, "hub_shutdown", "this hub is shutting down; connect through another")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := h.OpenTunnel(ctx, o.SessionID, tid, pid, o.Target); err != nil {
+		h.member.System.Root.Stop(pid)
+		return nil, err
+	}
+	return &clientTunnel{h: h, pid: pid}, nil
+}
+
+type clientTunnel struct {
+	h   *Hub
+	pid *actor.PID
+}
+
+func (t *clientTunnel) Serve(w http.ResponseWriter, r *http.Request) {
+	ws, err := cdpUpgrader.Upgrade(w, r, nil)
+	if err != nil {
+		t.h.log.Info("CDP client upgrade failed", slog.Any("err", err))
+		t.Cancel()
+		return
+	}
+	t.h.member.System.Root.Send(t.pid, &tunnel.Socket{Conn: ws})
+}
+
+func (t *clientTunnel) Cancel() { t.h.member.System.Root.Stop(t.pid) }
+
+// AttachCDP implements api.Backend: the worker's tunnel socket, once the
+// session's grain names the client end it joins.
+func (h *Hub) AttachCDP(ctx context.Context, workerID, tunnelID string) (api.CDPTunnel, error) {
+	client, err := h.AttachTunnel(ctx, tunnelID, workerID)
+	if err != nil {
+		return nil, err
+	}
+	return &workerTunnel{h: h, id: tunnelID, client: client}, nil
+}
+
+type workerTunnel struct {
+	h      *Hub
+	id     string
+	client *actor.PID
+}
+
+func (t *workerTunnel) Serve(w http.ResponseWriter, r *http.Request) {
+	ws, err := cdpUpgrader.Upgrade(w, r, nil)
+	if err != nil {
+		t.Cancel()
+		return
+	}
+	_, err = t.h.tunnels.Spawn(tunnel.Config{Role: tunnel.RoleWorker, TunnelID: t.id, Log: t.h.log,
+		Conn: ws, Peer: t.client, MaxMessageBytes: t.h.maxCDPMessage()})
+	if err != nil {
+		reason := messages.CloseReason("hub could not start the tunnel: " + err.Error())
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(messages.CloseInternal, reason), time.Now().Add(time.Second))
+		_ = ws.Close()
+		t.Cancel()
+	}
+}
+
+// Cancel tells the client end no worker end comes.
+func (t *workerTunnel) Cancel() {
+	t.h.member.System.Root.Send(t.client, &messages.TunnelClose{Code: messages.CloseInternal, Reason: "the worker's tunnel socket failed"})
+}
+
+// SessionTargets implements api.Backend: the lane's /json/list, asked of
+// the worker like a session command.
+func (h *Hub) SessionTargets(ctx context.Context, id string) (json.RawMessage, error) {
+	return h.SessionCommand(ctx, id, json.RawMessage(`{"op":"`+messages.OpTargets+`"}`))
+}

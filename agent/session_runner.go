@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/paprika-hub/paprika/messages"
@@ -37,7 +38,12 @@ type sessionRunner struct {
 	cancel  context.CancelCauseFunc
 	cmds    chan sessionCall // written under a.mu, while the session is registered
 	opts    messages.BrowserOptions
-	touched chan struct{}    // a CDP tunnel ended: restart the idle timer (buffer of one)
+	touched chan struct{} // a CDP tunnel ended: restart the idle timer (buffer of one)
+	// tunnelWG counts the session's tunnel goroutines (tunnel.go): the
+	// driver's session is closed — and its lane cleaned — only after the
+	// last one stopped, or a client could open a page after the cleanup
+	// checked the lane.
+	tunnelWG sync.WaitGroup
 
 	// Guarded by a.mu.
 	closers []sessionCall // close commands to answer once the lane is free
@@ -86,10 +92,43 @@ func (s *sessionRunner) run(sd SessionDriver, open sessionCall) {
 
 	s.serve(sess, log)
 
+	s.waitTunnels(log)
 	if err := sess.Close(); err != nil {
 		log.Warn("close session", "err", err)
 	}
 	s.end(log, context.Cause(s.ctx))
+}
+
+// LaneSuspecter is implemented by a Driver that can be told a lane's
+// browser is not to be trusted: its next user restarts it first.
+type LaneSuspecter interface {
+	MarkLaneSuspect(lane int, why string)
+}
+
+// tunnelDrain bounds the wait for a closing session's tunnels; their
+// sockets are closed when the session's context ends, so they stop at once
+// unless a socket write hangs.
+const tunnelDrain = 5 * time.Second
+
+// waitTunnels waits for the session's tunnel goroutines to stop. One that
+// does not within tunnelDrain makes the lane suspect: the cleanup after it
+// cannot be trusted, and the lane's next user gets a fresh browser.
+func (s *sessionRunner) waitTunnels(log *slog.Logger) {
+	done := make(chan struct{})
+	go func() { // ends when the last tunnel goroutine does
+		s.tunnelWG.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(tunnelDrain)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		log.Warn("CDP tunnels did not stop in time; closing the session without them", "timeout", tunnelDrain)
+		if m, ok := s.a.driver.(LaneSuspecter); ok {
+			m.MarkLaneSuspect(s.lane, "a CDP tunnel outlived its session")
+		}
+	}
 }
 
 // serve runs commands until the session's context ends.

@@ -75,7 +75,8 @@ func (a *Agent) handleTunnelOpen(f messages.Frame) {
 	default:
 		laneURL = a.laneDevTools(s.lane)
 		s.tunnels++
-		parent = s.ctx // the tunnel ends with its session
+		s.tunnelWG.Add(1) // under mu, before the session's end can wait
+		parent = s.ctx    // the tunnel ends with its session
 	}
 	a.sessWG.Add(1) // under mu, ordered before stop's wait by the stopping flag
 	a.mu.Unlock()
@@ -87,12 +88,13 @@ func (a *Agent) handleTunnelOpen(f messages.Frame) {
 // ends or the agent stops, and closes both.
 func (a *Agent) runTunnel(ctx context.Context, s *sessionRunner, tunnelID, target, laneURL, why string) {
 	defer a.sessWG.Done()
-	if s != nil {
+	if s != nil && why == "" {
 		defer func() {
 			a.mu.Lock()
 			s.tunnels--
 			a.mu.Unlock()
 			s.touch() // the worker's idle timer counts from the client's leaving
+			s.tunnelWG.Done()
 		}()
 	}
 	log := a.lg().With("tunnel_id", tunnelID)

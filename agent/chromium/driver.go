@@ -97,6 +97,14 @@ func (d *Driver) LaneURL(workerID string, lane int) string {
 	return fmt.Sprintf("chromium://%s/lane/%d", workerID, lane)
 }
 
+// MarkLaneSuspect implements agent.LaneSuspecter: the lane's next user
+// restarts its browser first.
+func (d *Driver) MarkLaneSuspect(lane int, why string) {
+	if lane >= 0 && lane < len(d.lanes) {
+		d.lanes[lane].markSuspect(why)
+	}
+}
+
 // DevToolsURL is the browser-level DevTools WebSocket URL of the lane's
 // running browser (ws://127.0.0.1:<port>/devtools/browser/<id>), for the
 // worker's own use (a CDP tunnel to the lane); ok is false while the lane

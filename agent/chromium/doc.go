@@ -140,8 +140,8 @@
 // asset downloads/<name> (downloads.go): the browser saves it into a
 // directory of the job's under the lane's profile, the driver waits after
 // the page work for the downloads in progress (at most 15 s, within the
-// deadline; after a macro whose last step is a click, type or eval at
-// least 500 ms, for one to begin), uploads each from its file and removes
+// deadline; after a macro whose last step is a click or type at least
+// 500 ms, for one to begin), uploads each from its file and removes
 // it. The name is the page's suggested one, sanitized (no separators,
 // control or bidi characters, no leading dot, at most 120 bytes) and
 // deduplicated ("a (2).bin"); at most 32 files of 512 MiB each. A session

@@ -42,10 +42,13 @@ const (
 	maxSessionDownloads = 100
 	// maxDownloadName bounds a stored file name, in bytes.
 	maxDownloadName = 120
-	// downloadSettle is how long a macro whose last step is a click, type
-	// or eval waits for a download to begin: a click on a download link
+	// downloadSettle is how long a macro whose last step is a click or
+	// type waits for a download to begin: a click on a download link
 	// returns before the browser has the response that makes it a
-	// download. Downloads in progress are waited for besides.
+	// download. Downloads in progress are waited for besides. Not after
+	// eval: a macro that ends reading the page (the common last step)
+	// would pay it every time; a script that starts a download ends with
+	// a wait step instead.
 	downloadSettle = 500 * time.Millisecond
 	// downloadGrace is how long a job waits after its page work for the
 	// downloads in progress to complete (within its deadline); one still
@@ -79,7 +82,7 @@ func (dl *download) finished() bool {
 
 // macroSettle is how long a macro waits for a download to begin after its
 // steps: downloadSettle when its last step may just have started one (a
-// click, typing — an Enter submits a form — or script), else nothing. A
+// click, or typing — an Enter submits a form), else nothing. A
 // step after the one that started a download gives the browser that time
 // itself, and a macro with no such step pays nothing.
 func macroSettle(steps []step) time.Duration {
@@ -87,7 +90,7 @@ func macroSettle(steps []step) time.Duration {
 		return 0
 	}
 	switch steps[len(steps)-1].Op {
-	case messages.OpClick, messages.OpType, messages.OpEval:
+	case messages.OpClick, messages.OpType:
 		return downloadSettle
 	}
 	return 0

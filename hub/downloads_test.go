@@ -84,7 +84,9 @@ func TestSessionAndJobDownloadsThroughTheHub(t *testing.T) {
 	require.Equal(t, file, body)
 	require.Equal(t, `attachment; filename=file.bin`, res.Header.Get("Content-Disposition"))
 
-	// A command session: the click's file is the session's download.
+	// A command session: the click's file is the session's download. The
+	// job's slot is freed a moment after its final state is stored.
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.InFlight == 0 }, 20*time.Second, 50*time.Millisecond)
 	id := openSession(t, url)
 	for _, c := range []string{`{"op":"navigate","url":"` + site.URL + `/"}`, `{"op":"click","selector":"#dl"}`} {
 		st, b := do(t, "POST", url+"/sessions/"+id+"/commands", c)

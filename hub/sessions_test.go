@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -166,12 +167,15 @@ func waitLaneStates(t *testing.T, url, want string) {
 }
 
 // requireNoDevToolsURL checks that an API answer carries no WebSocket
-// address: a lane's DevTools URL would let anyone on the worker's network
-// drive its browser past the hub.
+// address but the hub's own cdp_url: a lane's DevTools URL would let
+// anyone on the worker's network drive its browser past the hub.
 func requireNoDevToolsURL(t *testing.T, what string, body []byte) {
 	t.Helper()
-	require.NotContains(t, string(body), "ws://", "%s answered a WebSocket address: %s", what, body)
-	require.NotContains(t, string(body), "/devtools/", "%s answered a DevTools path: %s", what, body)
+	s := string(body)
+	for _, m := range regexp.MustCompile(`ws://[^"]*`).FindAllString(s, -1) {
+		require.Regexp(t, `^ws://127\.0\.0\.1:\d+/sessions/s-[0-9a-f]+/cdp$`, m, "%s answered a WebSocket address that is not the hub's: %s", what, body)
+	}
+	require.NotContains(t, s, "/devtools/", "%s answered a DevTools path: %s", what, body)
 }
 
 // TestSessionWorkerGone: the worker of an open session disappears; the

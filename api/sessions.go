@@ -84,6 +84,9 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	if sessions == nil {
 		sessions = []json.RawMessage{}
 	}
+	for i := range sessions { // each as GET /sessions/{id} answers it
+		sessions[i] = s.withCDPURL(r, sessions[i])
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": sessions, "next_cursor": next})
 }
 

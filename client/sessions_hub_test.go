@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -175,6 +176,7 @@ func TestSessionsAgainstAHub(t *testing.T) {
 	require.ElementsMatch(t, []string{s.ID, s2.ID}, []string{p1.Sessions[0].ID, p2.Sessions[0].ID})
 	for _, ls := range all.Sessions {
 		require.Equal(t, SessionOpen, ls.Status)
+		require.True(t, strings.HasSuffix(ls.CDPURL, "/sessions/"+ls.ID+"/cdp"), "a listed session carries its cdp_url: %q", ls.CDPURL)
 		require.Equal(t, "wsess", ls.WorkerID)
 		if ls.ID == s.ID {
 			require.Equal(t, map[string]string{"team": "qa"}, ls.Labels)

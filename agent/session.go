@@ -97,6 +97,8 @@ func (a *Agent) handleSessionCommand(l *link, f messages.Frame) {
 		a.closeSession(l, f)
 	case messages.OpTargets:
 		a.sessionTargets(l, f)
+	case messages.OpProtocol:
+		a.sessionProtocol(l, f)
 	default:
 		a.queueSessionCommand(l, f, cmd)
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,10 @@ const (
 	laneHTTPTimeout = 5 * time.Second
 	// maxLaneJSON bounds what the agent reads of them.
 	maxLaneJSON = 1 << 20
+	// maxLaneProtocol bounds the read of the lane's /json/protocol
+	// (Chromium 156 indents 1.6 MB of it; compacted it is 0.7 MB, which
+	// has to fit one link frame).
+	maxLaneProtocol = 8 << 20
 )
 
 // LaneDevTools is implemented by a Driver whose lanes speak CDP: the
@@ -269,8 +274,13 @@ func closeSocket(c *websocket.Conn, code int, reason string) {
 	_ = c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(tunnelCloseWait))
 }
 
-// laneHTTP reads one of the lane browser's /json endpoints.
+// laneHTTP reads one of the lane browser's /json endpoints, up to
+// maxLaneJSON bytes of it.
 func laneHTTP(ctx context.Context, laneURL, path string, v any) error {
+	return laneHTTPLimit(ctx, laneURL, path, v, maxLaneJSON)
+}
+
+func laneHTTPLimit(ctx context.Context, laneURL, path string, v any, limit int64) error {
 	u, err := url.Parse(laneURL)
 	if err != nil || u.Scheme != "ws" {
 		return fmt.Errorf("lane browser not running (%s)", laneURL)
@@ -289,7 +299,7 @@ func laneHTTP(ctx context.Context, laneURL, path string, v any) error {
 	if res.StatusCode != http.StatusOK {
 		return fmt.Errorf("lane %s: HTTP %d", path, res.StatusCode)
 	}
-	if err := json.NewDecoder(io.LimitReader(res.Body, maxLaneJSON)).Decode(v); err != nil {
+	if err := json.NewDecoder(io.LimitReader(res.Body, limit)).Decode(v); err != nil {
 		return fmt.Errorf("lane %s: %w", path, err)
 	}
 	return nil
@@ -314,6 +324,39 @@ func laneVersion(ctx context.Context, laneURL string) map[string]string {
 // sessionTargets answers the hub's cdp_targets: the lane's /json/list.
 // It runs on a goroutine of its own (owned through sessWG).
 func (a *Agent) sessionTargets(l *link, f messages.Frame) {
+	a.laneJSONReply(l, f, func(ctx context.Context, laneURL string) (json.RawMessage, error) {
+		var list []map[string]any
+		if err := laneHTTP(ctx, laneURL, "/json/list", &list); err != nil {
+			return nil, err
+		}
+		for _, t := range list { // the hub hands out its own URLs
+			delete(t, "webSocketDebuggerUrl")
+			delete(t, "devtoolsFrontendUrl")
+		}
+		return json.Marshal(list)
+	})
+}
+
+// sessionProtocol answers the hub's cdp_protocol: the lane's
+// /json/protocol, compacted.
+func (a *Agent) sessionProtocol(l *link, f messages.Frame) {
+	a.laneJSONReply(l, f, func(ctx context.Context, laneURL string) (json.RawMessage, error) {
+		var raw json.RawMessage
+		if err := laneHTTPLimit(ctx, laneURL, "/json/protocol", &raw, maxLaneProtocol); err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			return nil, fmt.Errorf("lane /json/protocol: %w", err)
+		}
+		return b.Bytes(), nil
+	})
+}
+
+// laneJSONReply answers a session op from the lane's HTTP endpoints
+// (read) on a goroutine of its own, owned through sessWG: the link's
+// reader never waits for the browser.
+func (a *Agent) laneJSONReply(l *link, f messages.Frame, read func(ctx context.Context, laneURL string) (json.RawMessage, error)) {
 	a.mu.Lock()
 	s := a.sessions[f.SessionID]
 	if s == nil || a.stopping {
@@ -326,18 +369,9 @@ func (a *Agent) sessionTargets(l *link, f messages.Frame) {
 	a.mu.Unlock()
 	go func() {
 		defer a.sessWG.Done()
-		var list []map[string]any
-		err := laneHTTP(s.ctx, laneURL, "/json/list", &list)
-		var b []byte
-		if err == nil {
-			for _, t := range list { // the hub hands out its own URLs
-				delete(t, "webSocketDebuggerUrl")
-				delete(t, "devtoolsFrontendUrl")
-			}
-			b, err = json.Marshal(list)
-		}
+		b, err := read(s.ctx, laneURL)
 		if err == nil && len(b) > maxSessionResultBytes {
-			err = fmt.Errorf("target list of %d bytes exceeds the limit of %d", len(b), maxSessionResultBytes)
+			err = fmt.Errorf("the lane's answer of %d bytes exceeds the link's limit of %d", len(b), maxSessionResultBytes)
 		}
 		replySession(l, f.SessionID, f.CommandID, b, err)
 	}()

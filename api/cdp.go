@@ -53,6 +53,9 @@ func (s *Server) cdpRoutes() {
 	for _, p := range []string{"/json", "/json/", "/json/list", "/json/list/"} {
 		cdp("GET /sessions/{id}"+p, s.cdpList)
 	}
+	for _, p := range []string{"/json/protocol", "/json/protocol/"} {
+		cdp("GET /sessions/{id}"+p, s.cdpProtocol)
+	}
 	cdp("GET /cdp", s.cdpOneStep)
 	s.mux.Handle("GET /workers/{id}/tunnels/{tunnel}", s.workerAuth(s.workerTunnel))
 }
@@ -189,6 +192,23 @@ func (s *Server) cdpList(w http.ResponseWriter, r *http.Request) {
 		out = append(out, e)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// cdpProtocol answers as Chromium's /json/protocol does: the lane
+// browser's protocol description (domains, commands, events, types).
+func (s *Server) cdpProtocol(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	raw, err := s.b.SessionProtocol(r.Context(), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(raw)
 }
 
 // cdpURL is the ws(s):// URL of session id's tunnel on this hub (a page

@@ -45,6 +45,9 @@ type Backend interface {
 	AttachCDP(ctx context.Context, workerID, tunnelID string) (CDPTunnel, error)
 	// SessionTargets is the lane's target list (Chromium's /json/list).
 	SessionTargets(ctx context.Context, id string) (json.RawMessage, error)
+	// SessionProtocol is the lane browser's protocol description
+	// (Chromium's /json/protocol); 410 for a session no longer open.
+	SessionProtocol(ctx context.Context, id string) (json.RawMessage, error)
 	// URL is this hub's base URL (hub.advertise_url, else the listener's).
 	URL() string
 	// InjectPanic makes one actor panic (fault injection, only routed when

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -14,6 +15,7 @@ import (
 	"github.com/paprika-hub/paprika/actors/tunnel"
 	"github.com/paprika-hub/paprika/api"
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // The browser gateway's assembly: the tunnel ends live under this hub's
@@ -112,6 +114,73 @@ func (t *workerTunnel) Serve(w http.ResponseWriter, r *http.Request) {
 // Cancel tells the client end no worker end comes.
 func (t *workerTunnel) Cancel() {
 	t.h.member.System.Root.Send(t.client, &messages.TunnelClose{Code: messages.CloseInternal, Reason: "the worker's tunnel socket failed"})
+}
+
+// maxCachedProtocols bounds the browser versions whose /json/protocol a
+// hub keeps (0.7 MB each): a fleet runs a few versions at a time.
+const maxCachedProtocols = 4
+
+// protocolCache holds each browser version's /json/protocol: the same for
+// every lane of one version, so a worker's link carries it once per
+// version and hub instead of 0.7 MB per request.
+type protocolCache struct {
+	mu sync.Mutex
+	m  map[string]json.RawMessage
+}
+
+func (c *protocolCache) get(key string) json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key]
+}
+
+func (c *protocolCache) put(key string, v json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]json.RawMessage{}
+	}
+	if _, ok := c.m[key]; !ok && len(c.m) >= maxCachedProtocols {
+		clear(c.m) // versions change rarely: starting over is simplest
+	}
+	c.m[key] = v
+}
+
+// SessionProtocol implements api.Backend: the lane's /json/protocol,
+// asked of the worker like a session command the first time a browser
+// version is asked for, then kept by version.
+func (h *Hub) SessionProtocol(ctx context.Context, id string) (json.RawMessage, error) {
+	raw, err := h.Session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var sess struct {
+		Status  string            `json:"status"`
+		Reason  string            `json:"reason"`
+		Browser map[string]string `json:"browser"`
+	}
+	_ = json.Unmarshal(raw, &sess)
+	if sess.Status != persistence.SessionOpen {
+		return nil, api.Errorf(http.StatusGone, "session_closed", "session %s is %s: %s", id, sess.Status, sess.Reason)
+	}
+	// The protocol is the browser build's: its version strings name it.
+	key := sess.Browser["Browser"] + " " + sess.Browser["V8-Version"] + " " + sess.Browser["WebKit-Version"]
+	if sess.Browser["Browser"] != "" {
+		if p := h.protocols.get(key); p != nil {
+			return p, nil
+		}
+	}
+	p, err := h.SessionCommand(ctx, id, json.RawMessage(`{"op":"`+messages.OpProtocol+`"}`))
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(p) {
+		return nil, api.Errorf(http.StatusBadGateway, "bad_protocol", "the worker's protocol description is not JSON")
+	}
+	if sess.Browser["Browser"] != "" {
+		h.protocols.put(key, p)
+	}
+	return p, nil
 }
 
 // SessionTargets implements api.Backend: the lane's /json/list, asked of

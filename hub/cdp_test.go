@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
+	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -288,4 +290,68 @@ func TestCDPSessionCloseClosesClients(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, websocket.CloseNormalClosure, ce.Code)
 	require.Contains(t, ce.Text, "session closed")
+}
+
+// TestCDPJSONProtocol: GET /sessions/{id}/json/protocol answers the lane
+// browser's protocol description as Chromium's /json/protocol does
+// (token by query, as the other /json routes); a second request is
+// answered from the hub's copy for that browser version, without a
+// round trip to the worker; a closed session answers 410, an unknown one
+// 404.
+func TestCDPJSONProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("auth.api_token", "tok"))
+	h, err := New(cfg, testLogger(t))
+	require.NoError(t, err)
+	var results atomic.Int64 // session_result frames read off the worker's link
+	h.deps.OnLinkFrame = func(_, typ string) {
+		if typ == messages.TypeSessionResult {
+			results.Add(1)
+		}
+	}
+	require.NoError(t, h.Start(context.Background()))
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	startChromiumAgent(t, h.URL(), "wc", 1)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 20*time.Second, 20*time.Millisecond)
+	id, _ := openCDPSession(t, h.URL(), "Authorization", "Bearer tok")
+
+	res, body := get(t, h.URL()+"/sessions/"+id+"/json/protocol")
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode, string(body))
+	res, first := get(t, h.URL()+"/sessions/"+id+"/json/protocol?token=tok")
+	require.Equal(t, http.StatusOK, res.StatusCode, string(first))
+	require.Contains(t, res.Header.Get("Content-Type"), "application/json")
+	var proto struct {
+		Version struct {
+			Major string `json:"major"`
+		} `json:"version"`
+		Domains []struct {
+			Domain   string            `json:"domain"`
+			Commands []json.RawMessage `json:"commands"`
+		} `json:"domains"`
+	}
+	require.NoError(t, json.Unmarshal(first, &proto))
+	require.Equal(t, "1", proto.Version.Major)
+	domains := map[string]int{}
+	for _, d := range proto.Domains {
+		domains[d.Domain] = len(d.Commands)
+	}
+	for _, d := range []string{"Browser", "Page", "Runtime", "Target", "Network"} {
+		require.Positive(t, domains[d], "domain %s with its commands", d)
+	}
+
+	asked := results.Load()
+	res, second := get(t, h.URL()+"/sessions/"+id+"/json/protocol/", "Authorization", "Bearer tok")
+	require.Equal(t, http.StatusOK, res.StatusCode, string(second))
+	require.Equal(t, first, second)
+	require.Equal(t, asked, results.Load(), "the second answer is the hub's copy: the worker was not asked")
+
+	st, b := do(t, "DELETE", h.URL()+"/sessions/"+id, "", "Authorization", "Bearer tok")
+	require.Equal(t, http.StatusOK, st, string(b))
+	res, body = get(t, h.URL()+"/sessions/"+id+"/json/protocol?token=tok")
+	require.Equal(t, http.StatusGone, res.StatusCode, string(body))
+	res, body = get(t, h.URL()+"/sessions/s-nope/json/protocol?token=tok")
+	require.Equal(t, http.StatusNotFound, res.StatusCode, string(body))
 }

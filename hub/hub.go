@@ -55,6 +55,8 @@ type Hub struct {
 	started    time.Time
 	serveDone  chan struct{}
 
+	protocols protocolCache // /json/protocol per browser version (cdp.go)
+
 	lostCh   chan struct{}
 	lostOnce sync.Once
 	stopOnce sync.Once

@@ -64,6 +64,10 @@ const (
 	// OpTargets lists the lane browser's targets as its /json/list does
 	// (the hub's /sessions/{id}/json/list rewrites their URLs).
 	OpTargets = "cdp_targets"
+	// OpProtocol answers the lane browser's /json/protocol, compacted (the
+	// hub's /sessions/{id}/json/protocol; the hub keeps it per browser
+	// version, so the link carries it once per version).
+	OpProtocol = "cdp_protocol"
 )
 
 // Lane states a worker reports in hello and heartbeat (Frame.LaneStates)

@@ -77,6 +77,12 @@ type Deps struct {
 	// frame (the API sealed it with the same key); nil: params go as
 	// stored.
 	ParamsKey *seal.Key
+	// OnLinkFrame, when set, is called on a worker link's reader as each
+	// frame from the worker is read and decoded, with the frame's type:
+	// the gateway benchmarks time heartbeats and log lines on the link
+	// while CDP tunnels carry large messages (BenchmarkCDPLinkDuringTransfer).
+	// It must not block. Nil in production.
+	OnLinkFrame func(workerID, frameType string)
 }
 
 // LogCloser ends a job's log on this hub without waiting (the log pipe's

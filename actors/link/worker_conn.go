@@ -216,6 +216,9 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 			root.Send(self, &badFrame{err: err, f: f})
 			continue
 		}
+		if seen := c.deps.OnLinkFrame; seen != nil {
+			seen(c.workerID, f.Type)
+		}
 		if f.Type == messages.TypeJobLog {
 			pid := streams[f.JobID]
 			if pid == nil {

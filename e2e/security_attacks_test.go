@@ -774,7 +774,9 @@ func TestSecurityAttacks(t *testing.T) {
 // atkErr is the code and limit of an API error body.
 func atkErr(t *testing.T, b []byte) (code, limit string) {
 	t.Helper()
-	var e struct{ Error struct{ Code, Message, Limit string } }
+	var e struct {
+		Error struct{ Code, Message, Limit string }
+	}
 	require.NoError(t, json.Unmarshal(b, &e), "%.300s", b)
 	require.NotEmpty(t, e.Error.Message)
 	return e.Error.Code, e.Error.Limit

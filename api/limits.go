@@ -75,11 +75,11 @@ func (l Limits) checkParams(params []byte) error {
 }
 
 // checkLabels refuses too many labels, or a label key or value too long,
-// with a 400 naming the limit and (for a length) the label's key. Keys are
+// with a 413 naming the limit and (for a length) the label's key. Keys are
 // visited in order so the same request always names the same label.
 func (l Limits) checkLabels(labels map[string]string) error {
 	if len(labels) > l.MaxLabels {
-		return limitError(http.StatusBadRequest, "bad_labels", "limits.max_labels", l.MaxLabels,
+		return limitError(http.StatusRequestEntityTooLarge, "labels_too_large", "limits.max_labels", l.MaxLabels,
 			"%d labels, over the limit", len(labels))
 	}
 	keys := make([]string, 0, len(labels))
@@ -89,13 +89,13 @@ func (l Limits) checkLabels(labels map[string]string) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if len(k) > l.MaxLabelKeyBytes {
-			e := limitError(http.StatusBadRequest, "bad_labels", "limits.max_label_key_bytes", l.MaxLabelKeyBytes,
+			e := limitError(http.StatusRequestEntityTooLarge, "labels_too_large", "limits.max_label_key_bytes", l.MaxLabelKeyBytes,
 				"label key %.40q… is %d bytes, over the limit", k, len(k))
 			e.Extra["label"] = k[:min(len(k), 64)]
 			return e
 		}
 		if v := labels[k]; len(v) > l.MaxLabelValueBytes {
-			e := limitError(http.StatusBadRequest, "bad_labels", "limits.max_label_value_bytes", l.MaxLabelValueBytes,
+			e := limitError(http.StatusRequestEntityTooLarge, "labels_too_large", "limits.max_label_value_bytes", l.MaxLabelValueBytes,
 				"label %q has a value of %d bytes, over the limit", k, len(v))
 			e.Extra["label"] = k
 			return e

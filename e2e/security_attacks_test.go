@@ -624,9 +624,9 @@ func TestSecurityAttacks(t *testing.T) {
 	t.Run("OversizeLabel", func(t *testing.T) {
 		// On main labels were stored at any size.
 		res, b := f.do(http.MethodPost, f.urls[0]+"/jobs", `{"mode":"noop","labels":{"team":"`+strings.Repeat("v", 2000)+`"}}`)
-		require.Equal(t, http.StatusBadRequest, res.StatusCode, "%s", b)
+		require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode, "%s", b)
 		code, limit := atkErr(t, b)
-		require.Equal(t, "bad_labels", code)
+		require.Equal(t, "labels_too_large", code)
 		require.Equal(t, "limits.max_label_value_bytes", limit)
 		res, b = f.do(http.MethodPost, f.urls[0]+"/jobs", `{"mode":"noop","labels":{"team":"`+strings.Repeat("v", 2<<20)+`"}}`)
 		require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode, "a label past the body bound: %.200s", b)

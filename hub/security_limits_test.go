@@ -72,9 +72,9 @@ func TestSecurityLimitsParamsAndLabels(t *testing.T) {
 			if path == "/sessions" {
 				st, b = do(t, "POST", h.URL()+path, `{"labels":`+tc.labels+`}`)
 			}
-			require.Equal(t, http.StatusBadRequest, st, "%s %s: %s", tc.name, path, b)
+			require.Equal(t, http.StatusRequestEntityTooLarge, st, "%s %s: %s", tc.name, path, b)
 			code, limit, label := limitBody(t, b)
-			require.Equal(t, "bad_labels", code)
+			require.Equal(t, "labels_too_large", code)
 			require.Equal(t, tc.limit, limit, tc.name)
 			require.Equal(t, tc.label, label, tc.name)
 		}

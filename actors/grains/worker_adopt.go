@@ -132,6 +132,12 @@ func (g *workerGrain) settleReported(ctx actor.Context, checks []reportCheck, er
 	}
 	g.info.InFlight = len(g.running)
 	g.publish(ctx)
+	if err == nil {
+		// The latest report may list more than this batch took (its bound,
+		// or a report that came while it was out): settle those now rather
+		// than at the next heartbeat. A failed read waits for one.
+		g.adoptRunning(ctx, g.info.Reported)
+	}
 }
 
 // refuseReport answers a listed id the worker does not hold: no slot, and

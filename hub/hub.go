@@ -74,17 +74,17 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 	}
 	h := &Hub{cfg: cfg, log: log, id: id, stores: stores, lostCh: make(chan struct{})}
 	h.deps = &grains.Deps{
-		HubID:     id,
-		Timing:    TimingFrom(cfg),
-		Jobs:      stores.Jobs,
-		Logs:      stores.Logs,
-		Workers:   stores.Workers,
-		Hubs:      stores.Hubs,
-		Sessions:  stores.Sessions,
-		Approvals: stores.Approvals,
-		Log:       log,
-		Metrics:   metrics.NewMetrics(),
+		HubID:    id,
+		Timing:   TimingFrom(cfg),
+		Jobs:     stores.Jobs,
+		Logs:     stores.Logs,
+		Workers:  stores.Workers,
+		Hubs:     stores.Hubs,
+		Sessions: stores.Sessions,
+		Log:      log,
+		Metrics:  metrics.NewMetrics(),
 	}
+	h.deps.Approvals = stores.Approvals // nil (approval off) unless auth.worker_approval
 	h.deps.Cluster = func() *cluster.Cluster { return h.member.Cluster }
 	h.deps.LogRoute = func() grains.LogCloser { return h.logs }
 	h.Front = grains.NewFront(h.deps)

@@ -67,15 +67,16 @@ type Deps struct {
 	Workers  persistence.WorkerRegistry
 	Hubs     persistence.HubRegistry
 	Sessions persistence.SessionStore
+	Log      *slog.Logger
+	Metrics  *metrics.Metrics
+	Cluster  func() *cluster.Cluster // set once the member starts
+	LogRoute func() LogCloser        // the hub's log pipe (local)
+	Now      func() time.Time
+
 	// Approvals holds the operator's approvals of worker ids
 	// (auth.worker_approval); nil when approval is off: every worker is
 	// given work as soon as it links.
 	Approvals persistence.ApprovalStore
-	Log       *slog.Logger
-	Metrics   *metrics.Metrics
-	Cluster   func() *cluster.Cluster // set once the member starts
-	LogRoute  func() LogCloser        // the hub's log pipe (local)
-	Now       func() time.Time
 }
 
 // LogCloser ends a job's log on this hub without waiting (the log pipe's

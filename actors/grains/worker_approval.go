@@ -63,7 +63,9 @@ func (g *workerGrain) readApproval(ctx actor.Context) {
 			if approved {
 				g.approval = approvalGranted
 			}
-			if now := g.status(); now != was {
+			// A grain woken for an id no worker linked under yet (an
+			// operator's request) records nothing.
+			if now := g.status(); now != was && !g.info.LastSeen.IsZero() {
 				g.log.Info("worker approval read", slog.String("status", now))
 				g.publish(ctx)
 			}

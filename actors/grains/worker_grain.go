@@ -388,7 +388,7 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) {
 		return
 	case g.taken() >= g.info.MaxConcurrent:
 		g.publish(ctx) // the scheduler's view was stale: correct it
-		reply(ctx, fail(messages.CodeFull, "worker %s has %d of %d slots taken", g.id, len(g.running), g.info.MaxConcurrent))
+		reply(ctx, fail(messages.CodeFull, "worker %s has %d of %d slots taken", g.id, g.taken(), g.info.MaxConcurrent))
 		return
 	}
 	conn := g.conn

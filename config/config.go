@@ -208,6 +208,15 @@ type AuthConfig struct {
 	// anyone who can reach it run jobs or pose as a worker, so that has to
 	// be asked for by name rather than fallen into.
 	Insecure bool `yaml:"insecure"`
+	// WorkerApproval makes every new worker id wait as "pending" — linked
+	// and listed in GET /workers, given no job and no session — until an
+	// operator approves it (PATCH /workers/{id} {"status": "active"}).
+	// Approvals are kept in the approval store (Redis, or
+	// approvals.db beside the embedded job file), so they outlive
+	// reconnects, hub restarts and the worker's registry record; PATCH
+	// {"status": "pending"} revokes one. Default false (every credential
+	// holder gets work at once).
+	WorkerApproval bool `yaml:"worker_approval"`
 }
 
 // WorkerConfig is the "worker" section.

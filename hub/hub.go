@@ -84,6 +84,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 		Log:      log,
 		Metrics:  metrics.NewMetrics(),
 	}
+	h.deps.Approvals = stores.Approvals // nil (approval off) unless auth.worker_approval
 	h.deps.Cluster = func() *cluster.Cluster { return h.member.Cluster }
 	h.deps.LogRoute = func() grains.LogCloser { return h.logs }
 	h.Front = grains.NewFront(h.deps)

@@ -30,6 +30,8 @@ const (
 	CodeTimeout       Code = "timeout"        // the worker did not answer in time
 	CodeBadCommand    Code = "bad_command"    // a session command that cannot be sent
 	CodeCommandFailed Code = "command_failed" // the worker ran the command and it failed
+	CodeNotApproved   Code = "not_approved"   // the worker awaits an operator's approval (auth.worker_approval)
+	CodeNotHolder     Code = "not_holder"     // a report names work the reporting worker does not hold
 )
 
 // Is reports whether r is a refusal with code c.

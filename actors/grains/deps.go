@@ -30,6 +30,7 @@ const (
 	WorkerActive  = persistence.WorkerActive
 	WorkerDrain   = persistence.WorkerDrain
 	WorkerStandby = persistence.WorkerStandby
+	WorkerPending = persistence.WorkerPending
 )
 
 // Timing holds every interval the actors use; the hub fills it from config.
@@ -71,6 +72,11 @@ type Deps struct {
 	Cluster  func() *cluster.Cluster // set once the member starts
 	LogRoute func() LogCloser        // the hub's log pipe (local)
 	Now      func() time.Time
+
+	// Approvals holds the operator's approvals of worker ids
+	// (auth.worker_approval); nil when approval is off: every worker is
+	// given work as soon as it links.
+	Approvals persistence.ApprovalStore
 }
 
 // LogCloser ends a job's log on this hub without waiting (the log pipe's

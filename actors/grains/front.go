@@ -89,7 +89,8 @@ func (f *Front) Workers(ctx context.Context) ([]persistence.WorkerInfo, error) {
 	return ws, nil
 }
 
-// SetWorkerStatus sets a worker's status (active, drain, standby).
+// SetWorkerStatus sets a worker's status (active, drain, standby; pending
+// with auth.worker_approval).
 func (f *Front) SetWorkerStatus(ctx context.Context, id, status string) (persistence.WorkerInfo, error) {
 	return f.PatchWorker(ctx, id, api.WorkerPatch{Status: status})
 }
@@ -107,8 +108,13 @@ func (f *Front) PatchWorker(ctx context.Context, id string, p api.WorkerPatch) (
 		return w, fmt.Errorf("set worker %s: %w: %w", id, persistence.ErrUnavailable, err)
 	}
 	if !r.Ok {
-		if messages.CodeNotFound.Is(r) {
+		switch {
+		case messages.CodeNotFound.Is(r):
 			return w, fmt.Errorf("worker %s: %w", id, persistence.ErrNotFound)
+		case messages.CodeNotApproved.Is(r):
+			return w, api.Errorf(http.StatusConflict, r.Code, "%s", r.Message)
+		case messages.CodeUnavailable.Is(r):
+			return w, fmt.Errorf("set worker %s: %w: %s", id, persistence.ErrUnavailable, r.Message)
 		}
 		return w, api.Errorf(http.StatusBadRequest, r.Code, "%s", r.Message)
 	}

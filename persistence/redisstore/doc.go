@@ -1,7 +1,8 @@
 // Package redisstore holds the Redis implementations of the coordination
 // contracts: the LogStore (live job logs), the WorkerRegistry (the
 // fleet-wide worker view), the HubRegistry (hub heartbeats) and the
-// SessionStore (interactive sessions, so they outlive their hub). All
+// SessionStore (interactive sessions, so they outlive their hub) and the
+// ApprovalStore (auth.worker_approval: approved worker ids). All
 // share one *redis.Client and one key prefix (WithPrefix, default
 // "paprika:"), so several deployments or tests can share a Redis without
 // touching each other's keys.
@@ -19,6 +20,7 @@
 //	<p>hubs                  zset    hub id → time of its last beat (Unix ms)
 //	<p>hubs:info             hash    hub id → last beat's record (JSON)
 //	<p>session:<id>          string  session record (JSON), PX ttl set by the hub
+//	<p>approved:<id>         string  time the worker was approved (RFC 3339, no expiry)
 //
 // Logs and marker expire after the retention (WithRetention, default 24 h),
 // refreshed by every Write.
@@ -37,9 +39,10 @@
 // write one job's log; neither duplicates a line.
 //
 // Read is one pipeline (LRANGE + EXISTS), Len one LLEN. SessionStore
-// operations are one command each (SET PX, GET, DEL). Registry writes
-// are one MULTI/EXEC pipeline each; List is two round trips (the index,
-// then the records), plus a rare third to prune expired entries.
+// operations are one command each (SET PX, GET, DEL), and so are
+// ApprovalStore's (SET, DEL, EXISTS). Registry writes are one MULTI/EXEC
+// pipeline each; List is two round trips (the index, then the records),
+// plus a rare third to prune expired entries.
 //
 // # Live logs
 //

@@ -14,3 +14,4 @@ func (k keys) hub(id string) string      { return k.prefix + "hub:" + id }
 func (k keys) hubs() string              { return k.prefix + "hubs" }
 func (k keys) hubsInfo() string          { return k.prefix + "hubs:info" }
 func (k keys) session(id string) string  { return k.prefix + "session:" + id }
+func (k keys) approval(id string) string { return k.prefix + "approved:" + id }

@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"github.com/paprika-hub/paprika/persistence"
 	"net/http"
 	"slices"
 	"strconv"
@@ -28,6 +30,9 @@ type Limits struct {
 	// MaxAssetBytes is limits.max_asset_bytes, the total of one job's
 	// assets.
 	MaxAssetBytes int64
+	// MaxListBytes is limits.max_list_bytes: one GET /jobs page's jobs
+	// by encoded size.
+	MaxListBytes int
 }
 
 // Built-in defaults of Limits, the same as config's.
@@ -37,6 +42,7 @@ const (
 	defaultMaxLabelKeyBytes   = 128
 	defaultMaxLabelValueBytes = 1024
 	defaultMaxAssetBytes      = 1 << 30
+	defaultMaxListBytes       = 4 << 20
 )
 
 // withDefaults fills the zero fields.
@@ -50,6 +56,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxLabels, defaultMaxLabels)
 	def(&l.MaxLabelKeyBytes, defaultMaxLabelKeyBytes)
 	def(&l.MaxLabelValueBytes, defaultMaxLabelValueBytes)
+	def(&l.MaxListBytes, defaultMaxListBytes)
 	if l.MaxAssetBytes <= 0 {
 		l.MaxAssetBytes = defaultMaxAssetBytes
 	}
@@ -63,6 +70,22 @@ func limitError(status int, code, key string, max int, format string, args ...an
 	e := Errorf(status, code, "%s (%s is %d)", fmt.Sprintf(format, args...), key, max)
 	e.Extra = map[string]any{"limit": key, "max": max}
 	return e
+}
+
+// fitList is how many of jobs, from the first, an answer holds within
+// MaxListBytes (at least one: a page always moves on).
+func (l Limits) fitList(jobs []persistence.Job) int {
+	total := 0
+	for i := range jobs {
+		b, err := json.Marshal(&jobs[i])
+		if err != nil {
+			return len(jobs) // the answer's own encoding fails the same way
+		}
+		if total += len(b) + 1; total > l.MaxListBytes && i > 0 {
+			return i
+		}
+	}
+	return len(jobs)
 }
 
 // checkParams refuses params over limits.max_params_bytes with a 413.

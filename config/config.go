@@ -97,6 +97,8 @@ const (
 	DefaultLimitsMaxLogLines = 100000
 	// DefaultLimitsMaxLogBytes is limits.max_log_bytes (64 MiB).
 	DefaultLimitsMaxLogBytes = 64 << 20
+	// DefaultLimitsMaxListBytes is limits.max_list_bytes (4 MiB).
+	DefaultLimitsMaxListBytes = 4 << 20
 	// DefaultLimitsMaxAssetBytes is limits.max_asset_bytes (1 GiB).
 	DefaultLimitsMaxAssetBytes = 1 << 30
 	// DefaultLimitsWorkerMaxLanes is limits.worker_max_lanes.
@@ -426,13 +428,13 @@ type LimitsConfig struct {
 	// more is answered 413. Default 65536 (64 KiB).
 	MaxParamsBytes int `yaml:"max_params_bytes"`
 	// MaxLabels bounds the number of labels of a job or session; more is
-	// answered 400. Default 32.
+	// answered 413. Default 32.
 	MaxLabels int `yaml:"max_labels"`
 	// MaxLabelKeyBytes bounds one label's key, in bytes; longer is
-	// answered 400. Default 128.
+	// answered 413. Default 128.
 	MaxLabelKeyBytes int `yaml:"max_label_key_bytes"`
 	// MaxLabelValueBytes bounds one label's value, in bytes; longer is
-	// answered 400. Default 1024.
+	// answered 413. Default 1024.
 	MaxLabelValueBytes int `yaml:"max_label_value_bytes"`
 	// MaxQueued bounds the fleet's queued jobs: POST /jobs answers 429,
 	// with Retry-After and the queue depth, while that many wait. Each hub
@@ -469,6 +471,11 @@ type LimitsConfig struct {
 	// its worker uploads); an upload past it is answered 413, besides the
 	// bound of 512 MiB on one asset. Default 1073741824 (1 GiB).
 	MaxAssetBytes int `yaml:"max_asset_bytes"`
+	// MaxListBytes bounds the jobs of one GET /jobs answer by their
+	// encoded size as well as by limit: a page that would be larger ends
+	// early, its next_cursor where it ended (one job always fits). Default
+	// 4194304 (4 MiB).
+	MaxListBytes int `yaml:"max_list_bytes"`
 	// WorkerMaxLanes bounds the slots any one worker may claim: a worker
 	// advertising more lanes gets this many placed on it (the operator's
 	// PATCH cap may lower it further). Default 256. 0 = no bound.
@@ -545,6 +552,7 @@ func Default() *Config {
 			MaxLogLines:        DefaultLimitsMaxLogLines,
 			MaxLogBytes:        DefaultLimitsMaxLogBytes,
 			MaxAssetBytes:      DefaultLimitsMaxAssetBytes,
+			MaxListBytes:       DefaultLimitsMaxListBytes,
 			WorkerMaxLanes:     DefaultLimitsWorkerMaxLanes,
 		},
 	}

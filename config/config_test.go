@@ -103,7 +103,7 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// max_label_key_bytes, max_label_value_bytes, max_queued,
 	// max_conns_per_ip, api_rate, api_burst, max_log_lines, max_log_bytes,
 	// max_asset_bytes, worker_max_lanes), auth.worker_approval
-	require.Len(t, keys, 64)
+	require.Len(t, keys, 65)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))

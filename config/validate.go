@@ -108,6 +108,7 @@ var fieldChecks = map[string]func(c *Config) string{
 	"limits.max_log_lines":         func(c *Config) string { return inRange(c.Limits.MaxLogLines, 0, 1<<40) },
 	"limits.max_log_bytes":         func(c *Config) string { return inRange(c.Limits.MaxLogBytes, 0, 1<<40) },
 	"limits.max_asset_bytes":       func(c *Config) string { return inRange(c.Limits.MaxAssetBytes, 1, 1<<50) },
+	"limits.max_list_bytes":        func(c *Config) string { return inRange(c.Limits.MaxListBytes, 64<<10, 1<<30) },
 	"limits.worker_max_lanes":      func(c *Config) string { return inRange(c.Limits.WorkerMaxLanes, 0, 10000) },
 }
 

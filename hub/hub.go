@@ -272,7 +272,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 				MaxParamsBytes: h.cfg.Limits.MaxParamsBytes, MaxLabels: h.cfg.Limits.MaxLabels,
 				MaxLabelKeyBytes: h.cfg.Limits.MaxLabelKeyBytes, MaxLabelValueBytes: h.cfg.Limits.MaxLabelValueBytes,
 				MaxQueued: h.cfg.Limits.MaxQueued, APIRate: h.cfg.Limits.APIRate, APIBurst: h.cfg.Limits.APIBurst,
-				MaxAssetBytes: int64(h.cfg.Limits.MaxAssetBytes),
+				MaxAssetBytes: int64(h.cfg.Limits.MaxAssetBytes), MaxListBytes: h.cfg.Limits.MaxListBytes,
 			},
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

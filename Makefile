@@ -4,7 +4,7 @@ BIN      ?= bin/paprika
 PKGS     ?= ./...
 PROTOC_GEN_GO_VERSION ?= v1.36.12
 
-.PHONY: help build run test test-short test-rolling bench bench-cdp chaos security lint fuzz generate verify services clean
+.PHONY: help build run test test-short test-rolling bench bench-cdp bench-tls chaos security lint fuzz generate verify services clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -35,6 +35,10 @@ bench: ## benchmarks (pick_worker, log path, ...)
 
 bench-cdp: services ## the browser gateway's benchmarks alone (two hubs, Chromium; a few minutes)
 	$(GO) test -run '^$$' -bench '^BenchmarkCDP' -timeout 20m ./hub/
+
+bench-tls: services ## the cost of TLS with real processes: cluster mTLS vs insecure (jobs/s), WSS vs WS (log lines/s), remoting round trip
+	$(GO) run ./loadgen/tlscost $(TLSCOST_FLAGS)
+	$(GO) test -run '^$$' -bench RemotingTLS -benchmem ./membership/
 
 chaos: services ## the fault-injection suite alone (real processes; also part of make test)
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 20m -v -run '^TestChaos' ./e2e/ | grep -E '^(---|ok|FAIL)|CHAOS'

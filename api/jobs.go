@@ -154,6 +154,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		lq.Limit = n
 	}
 	jobs, next, err := s.b.Jobs(r.Context(), lq)
+	if n := s.limits.fitList(jobs); err == nil && n < len(jobs) {
+		// Over limits.max_list_bytes: the same page, shorter, so that the
+		// store's own cursor says where it ended.
+		lq.Limit = n
+		jobs, next, err = s.b.Jobs(r.Context(), lq)
+	}
 	if err != nil {
 		if errors.Is(err, persistence.ErrBadCursor) {
 			err = Errorf(http.StatusBadRequest, "bad_cursor", "cursor %q is not one this hub handed out", lq.Cursor)

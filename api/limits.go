@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"github.com/paprika-hub/paprika/persistence"
 	"net/http"
 	"slices"
 	"strconv"
@@ -31,6 +33,9 @@ type Limits struct {
 	// MaxSessionDownloads is limits.max_session_downloads, the files one
 	// session may keep on the hub (their bytes: MaxAssetBytes).
 	MaxSessionDownloads int
+	// MaxListBytes is limits.max_list_bytes: one GET /jobs page's jobs
+	// by encoded size.
+	MaxListBytes int
 }
 
 // Built-in defaults of Limits, the same as config's.
@@ -41,6 +46,7 @@ const (
 	defaultMaxLabelValueBytes = 1024
 	defaultMaxAssetBytes      = 1 << 30
 	defaultMaxSessionDownload = 100
+	defaultMaxListBytes       = 4 << 20
 )
 
 // withDefaults fills the zero fields.
@@ -55,6 +61,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxLabelKeyBytes, defaultMaxLabelKeyBytes)
 	def(&l.MaxLabelValueBytes, defaultMaxLabelValueBytes)
 	def(&l.MaxSessionDownloads, defaultMaxSessionDownload)
+	def(&l.MaxListBytes, defaultMaxListBytes)
 	if l.MaxAssetBytes <= 0 {
 		l.MaxAssetBytes = defaultMaxAssetBytes
 	}
@@ -70,6 +77,22 @@ func limitError(status int, code, key string, max int, format string, args ...an
 	return e
 }
 
+// fitList is how many of jobs, from the first, an answer holds within
+// MaxListBytes (at least one: a page always moves on).
+func (l Limits) fitList(jobs []persistence.Job) int {
+	total := 0
+	for i := range jobs {
+		b, err := json.Marshal(&jobs[i])
+		if err != nil {
+			return len(jobs) // the answer's own encoding fails the same way
+		}
+		if total += len(b) + 1; total > l.MaxListBytes && i > 0 {
+			return i
+		}
+	}
+	return len(jobs)
+}
+
 // checkParams refuses params over limits.max_params_bytes with a 413.
 func (l Limits) checkParams(params []byte) error {
 	if len(params) > l.MaxParamsBytes {
@@ -80,11 +103,11 @@ func (l Limits) checkParams(params []byte) error {
 }
 
 // checkLabels refuses too many labels, or a label key or value too long,
-// with a 400 naming the limit and (for a length) the label's key. Keys are
+// with a 413 naming the limit and (for a length) the label's key. Keys are
 // visited in order so the same request always names the same label.
 func (l Limits) checkLabels(labels map[string]string) error {
 	if len(labels) > l.MaxLabels {
-		return limitError(http.StatusBadRequest, "bad_labels", "limits.max_labels", l.MaxLabels,
+		return limitError(http.StatusRequestEntityTooLarge, "labels_too_large", "limits.max_labels", l.MaxLabels,
 			"%d labels, over the limit", len(labels))
 	}
 	keys := make([]string, 0, len(labels))
@@ -94,13 +117,13 @@ func (l Limits) checkLabels(labels map[string]string) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if len(k) > l.MaxLabelKeyBytes {
-			e := limitError(http.StatusBadRequest, "bad_labels", "limits.max_label_key_bytes", l.MaxLabelKeyBytes,
+			e := limitError(http.StatusRequestEntityTooLarge, "labels_too_large", "limits.max_label_key_bytes", l.MaxLabelKeyBytes,
 				"label key %.40q… is %d bytes, over the limit", k, len(k))
 			e.Extra["label"] = k[:min(len(k), 64)]
 			return e
 		}
 		if v := labels[k]; len(v) > l.MaxLabelValueBytes {
-			e := limitError(http.StatusBadRequest, "bad_labels", "limits.max_label_value_bytes", l.MaxLabelValueBytes,
+			e := limitError(http.StatusRequestEntityTooLarge, "labels_too_large", "limits.max_label_value_bytes", l.MaxLabelValueBytes,
 				"label %q has a value of %d bytes, over the limit", k, len(v))
 			e.Extra["label"] = k
 			return e

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/paprika-hub/paprika/messages"
 	"io"
 	"net/http"
 	"strconv"
@@ -248,7 +249,7 @@ func (s *Server) putAsset(w http.ResponseWriter, r *http.Request, workerID strin
 		// Only the worker running the job may add to its assets: another
 		// worker's credential (or a late upload after the job moved on)
 		// changes nothing.
-		writeError(w, Errorf(http.StatusForbidden, "not_holder", "worker %s does not hold job %s", workerID, id))
+		writeError(w, Errorf(http.StatusForbidden, string(messages.CodeNotHolder), "worker %s does not hold job %s", workerID, id))
 		return
 	}
 	room, err := s.assetRoom(r.Context(), id, name)

@@ -29,7 +29,9 @@ func (s *Server) workers(w http.ResponseWriter, r *http.Request) {
 // WorkerPatch is the body of PATCH /workers/{id}: what an operator may
 // change of a worker. Absent fields stay as they are.
 type WorkerPatch struct {
-	// Status is active, drain or standby; "" keeps it.
+	// Status is active, drain or standby; "" keeps it. With
+	// auth.worker_approval, active approves a pending worker and pending
+	// revokes an approval.
 	Status string `json:"status,omitempty"`
 	// MaxConcurrent caps the worker's slots (0 removes the cap); never
 	// above what the worker reports. nil keeps it.

@@ -97,6 +97,8 @@ const (
 	DefaultLimitsMaxLogLines = 100000
 	// DefaultLimitsMaxLogBytes is limits.max_log_bytes (64 MiB).
 	DefaultLimitsMaxLogBytes = 64 << 20
+	// DefaultLimitsMaxListBytes is limits.max_list_bytes (4 MiB).
+	DefaultLimitsMaxListBytes = 4 << 20
 	// DefaultLimitsMaxAssetBytes is limits.max_asset_bytes (1 GiB).
 	DefaultLimitsMaxAssetBytes = 1 << 30
 	// DefaultLimitsMaxSessionDownloads is limits.max_session_downloads.
@@ -222,6 +224,15 @@ type AuthConfig struct {
 	// anyone who can reach it run jobs or pose as a worker, so that has to
 	// be asked for by name rather than fallen into.
 	Insecure bool `yaml:"insecure"`
+	// WorkerApproval makes every new worker id wait as "pending" — linked
+	// and listed in GET /workers, given no job and no session — until an
+	// operator approves it (PATCH /workers/{id} {"status": "active"}).
+	// Approvals are kept in the approval store (Redis, or
+	// approvals.db beside the embedded job file), so they outlive
+	// reconnects, hub restarts and the worker's registry record; PATCH
+	// {"status": "pending"} revokes one. Default false (every credential
+	// holder gets work at once).
+	WorkerApproval bool `yaml:"worker_approval"`
 }
 
 // WorkerConfig is the "worker" section.
@@ -431,13 +442,13 @@ type LimitsConfig struct {
 	// more is answered 413. Default 65536 (64 KiB).
 	MaxParamsBytes int `yaml:"max_params_bytes"`
 	// MaxLabels bounds the number of labels of a job or session; more is
-	// answered 400. Default 32.
+	// answered 413. Default 32.
 	MaxLabels int `yaml:"max_labels"`
 	// MaxLabelKeyBytes bounds one label's key, in bytes; longer is
-	// answered 400. Default 128.
+	// answered 413. Default 128.
 	MaxLabelKeyBytes int `yaml:"max_label_key_bytes"`
 	// MaxLabelValueBytes bounds one label's value, in bytes; longer is
-	// answered 400. Default 1024.
+	// answered 413. Default 1024.
 	MaxLabelValueBytes int `yaml:"max_label_value_bytes"`
 	// MaxQueued bounds the fleet's queued jobs: POST /jobs answers 429,
 	// with Retry-After and the queue depth, while that many wait. Each hub
@@ -479,6 +490,12 @@ type LimitsConfig struct {
 	// answered 413. Their bytes together are bounded by MaxAssetBytes, as
 	// a job's assets. Default 100.
 	MaxSessionDownloads int `yaml:"max_session_downloads"`
+
+	// MaxListBytes bounds the jobs of one GET /jobs answer by their
+	// encoded size as well as by limit: a page that would be larger ends
+	// early, its next_cursor where it ended (one job always fits). Default
+	// 4194304 (4 MiB).
+	MaxListBytes int `yaml:"max_list_bytes"`
 	// WorkerMaxLanes bounds the slots any one worker may claim: a worker
 	// advertising more lanes gets this many placed on it (the operator's
 	// PATCH cap may lower it further). Default 256. 0 = no bound.
@@ -565,6 +582,7 @@ func Default() *Config {
 			MaxLogBytes:          DefaultLimitsMaxLogBytes,
 			MaxAssetBytes:        DefaultLimitsMaxAssetBytes,
 			MaxSessionDownloads:  DefaultLimitsMaxSessionDownloads,
+			MaxListBytes:         DefaultLimitsMaxListBytes,
 			WorkerMaxLanes:       DefaultLimitsWorkerMaxLanes,
 		},
 	}

@@ -102,9 +102,9 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// and the limits section (max_params_bytes, max_labels,
 	// max_label_key_bytes, max_label_value_bytes, max_queued,
 	// max_conns_per_ip, api_rate, api_burst, max_log_lines, max_log_bytes,
-	// max_asset_bytes, max_session_downloads, worker_max_lanes,
-	// cdp_tunnels_per_session, cdp_max_message_bytes)
-	require.Len(t, keys, 67)
+	// max_asset_bytes, max_session_downloads, max_list_bytes, worker_max_lanes,
+	// cdp_tunnels_per_session, cdp_max_message_bytes), auth.worker_approval
+	require.Len(t, keys, 69)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -177,6 +177,7 @@ func TestEnvOverrides(t *testing.T) {
 	}{
 		{"PAPRIKA_HUB_LISTEN=127.0.0.1:80", "hub.listen", "127.0.0.1:80"}, // 0.0.0.0 needs tokens: TestSecurityOpenListen…
 		{"PAPRIKA_AUTH_INSECURE=true", "auth.insecure", "true"},
+		{"PAPRIKA_AUTH_WORKER_APPROVAL=true", "auth.worker_approval", "true"},
 		{"PAPRIKA_HUB_ADVERTISE_URL=http://hub1:8080", "hub.advertise_url", "http://hub1:8080"},
 		{"PAPRIKA_AUTH_API_TOKEN=s3cret", "auth.api_token", "s3cret"},
 		{"PAPRIKA_WORKER_ALIVE_WINDOW=2m", "worker.alive_window", "120s"},

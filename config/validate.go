@@ -111,6 +111,7 @@ var fieldChecks = map[string]func(c *Config) string{
 	"limits.max_log_bytes":           func(c *Config) string { return inRange(c.Limits.MaxLogBytes, 0, 1<<40) },
 	"limits.max_asset_bytes":         func(c *Config) string { return inRange(c.Limits.MaxAssetBytes, 1, 1<<50) },
 	"limits.max_session_downloads":   func(c *Config) string { return inRange(c.Limits.MaxSessionDownloads, 1, 1<<20) },
+	"limits.max_list_bytes":          func(c *Config) string { return inRange(c.Limits.MaxListBytes, 64<<10, 1<<30) },
 	"limits.worker_max_lanes":        func(c *Config) string { return inRange(c.Limits.WorkerMaxLanes, 0, 10000) },
 	"limits.cdp_tunnels_per_session": func(c *Config) string { return inRange(c.Limits.CDPTunnelsPerSession, 1, 1000) },
 	"limits.cdp_max_message_bytes":   func(c *Config) string { return inRange(c.Limits.CDPMaxMessageBytes, 1<<20, 1<<30) },

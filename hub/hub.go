@@ -98,6 +98,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 		Metrics:   metrics.NewMetrics(),
 		ParamsKey: paramsKey,
 	}
+	h.deps.Approvals = stores.Approvals // nil (approval off) unless auth.worker_approval
 	h.deps.Cluster = func() *cluster.Cluster { return h.member.Cluster }
 	h.deps.LogRoute = func() grains.LogCloser { return h.logs }
 	h.Front = grains.NewFront(h.deps)
@@ -290,6 +291,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 				MaxLabelKeyBytes: h.cfg.Limits.MaxLabelKeyBytes, MaxLabelValueBytes: h.cfg.Limits.MaxLabelValueBytes,
 				MaxQueued: h.cfg.Limits.MaxQueued, APIRate: h.cfg.Limits.APIRate, APIBurst: h.cfg.Limits.APIBurst,
 				MaxAssetBytes: int64(h.cfg.Limits.MaxAssetBytes), MaxSessionDownloads: h.cfg.Limits.MaxSessionDownloads,
+				MaxListBytes: h.cfg.Limits.MaxListBytes,
 			},
 		}),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -72,9 +72,9 @@ func TestSecurityLimitsParamsAndLabels(t *testing.T) {
 			if path == "/sessions" {
 				st, b = do(t, "POST", h.URL()+path, `{"labels":`+tc.labels+`}`)
 			}
-			require.Equal(t, http.StatusBadRequest, st, "%s %s: %s", tc.name, path, b)
+			require.Equal(t, http.StatusRequestEntityTooLarge, st, "%s %s: %s", tc.name, path, b)
 			code, limit, label := limitBody(t, b)
-			require.Equal(t, "bad_labels", code)
+			require.Equal(t, "labels_too_large", code)
 			require.Equal(t, tc.limit, limit, tc.name)
 			require.Equal(t, tc.label, label, tc.name)
 		}
@@ -299,4 +299,45 @@ func request(t *testing.T, method, url, body string) (*http.Response, []byte) {
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	return res, b
+}
+
+// A GET /jobs page is bounded by its encoded size as well as by limit: it
+// ends early with a next_cursor where it ended, and following the cursors
+// lists every job once.
+func TestSecurityLimitsListBytes(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("limits.max_list_bytes", "65536"))
+	h := startTestHub(t, cfg)
+	pad := strings.Repeat("p", 20<<10) // ~3 jobs fit in 64 KiB
+	want := map[string]bool{}
+	for range 7 {
+		// fetch jobs: no worker takes them, and a URL carries the size
+		want[submit(t, h.URL(), `{"mode":"fetch","params":{"url":"https://example.com/?q=`+pad+`"}}`).ID] = true
+	}
+	seen := map[string]bool{}
+	cursor, pages := "", 0
+	for {
+		st, b := do(t, "GET", h.URL()+"/jobs?limit=100&cursor="+cursor, "")
+		require.Equal(t, http.StatusOK, st, "%.300s", b)
+		require.LessOrEqual(t, len(b), 65536+4096, "a page stays near the bound")
+		var page struct {
+			Jobs []struct {
+				ID string `json:"id"`
+			} `json:"jobs"`
+			NextCursor string `json:"next_cursor"`
+		}
+		require.NoError(t, json.Unmarshal(b, &page))
+		pages++
+		for _, j := range page.Jobs {
+			require.False(t, seen[j.ID], "job %s listed twice", j.ID)
+			seen[j.ID] = true
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		require.NotEmpty(t, page.Jobs, "a page always moves on")
+		cursor = page.NextCursor
+	}
+	require.Equal(t, want, seen, "every job listed once")
+	require.GreaterOrEqual(t, pages, 3, "seven 20 KiB jobs do not fit in one 64 KiB page")
 }

@@ -1,7 +1,10 @@
 package hub
 
 import (
+	"github.com/gorilla/websocket"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -317,4 +320,34 @@ func TestSecurityLogOnlyFromTheHolder(t *testing.T) {
 	require.Equal(t, []string{"honest", "honest", "honest"}, lines, "only the holder's lines, from the start")
 	b.send(messages.Frame{Type: messages.TypeJobDone, JobID: onB.JobID, Attempt: onB.Attempt, Result: []byte(`{}`)})
 	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, onB.JobID, 10*time.Second).Status)
+}
+
+// A frame over the size limit is answered with an error frame and counted
+// before the hub closes the link; an honest worker beside it keeps working.
+func TestSecurityOversizeFrameIsAnsweredBeforeTheClose(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	url := h.URL()
+	honest := dialRawLink(t, url, "w-honest", 1)
+	big := dialRawLink(t, url, "w-big", 1)
+	before := h.Metrics().Get("paprika_link_bad_frames_total")
+
+	line := strings.Repeat("x", messages.MaxFrameBytes)
+	require.NoError(t, big.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"job_log","job_id":"j","line":"`+line+`"}`)))
+	var refusal messages.Frame
+	for f := range big.frames { // until the hub closes the socket
+		if f.Type == messages.TypeError {
+			refusal = f
+		}
+	}
+	require.Equal(t, string(messages.CodeFrameTooLarge), refusal.Code, "the error frame came before the close")
+	require.Contains(t, refusal.Message, strconv.Itoa(messages.MaxFrameBytes))
+	require.Greater(t, h.Metrics().Get("paprika_link_bad_frames_total"), before, "and was counted")
+
+	j := submit(t, url, `{"mode":"noop"}`)
+	a := honest.next(5 * time.Second)
+	require.Equal(t, messages.TypeAssignJob, a.Type, "the honest link still takes work")
+	require.Equal(t, j.ID, a.JobID)
+	honest.send(messages.Frame{Type: messages.TypeJobStarted, JobID: j.ID, Attempt: a.Attempt, Lane: "sim://w-honest/lane/0"})
+	honest.send(messages.Frame{Type: messages.TypeJobDone, JobID: j.ID, Attempt: a.Attempt, Result: []byte(`{}`)})
+	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, j.ID, 10*time.Second).Status)
 }

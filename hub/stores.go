@@ -28,7 +28,11 @@ type Stores struct {
 	// Sessions shares the coordination store: Redis when named, so a
 	// session outlives its hub; in memory otherwise (one hub).
 	Sessions persistence.SessionStore
-	Assets   persistence.AssetStore
+	// Approvals records the worker ids an operator approved
+	// (auth.worker_approval): Redis when named, so every hub shares them,
+	// else a file beside the embedded job file. nil when approval is off.
+	Approvals persistence.ApprovalStore
+	Assets    persistence.AssetStore
 	// Redis is the client of the real coordination store, nil when embedded;
 	// the cluster membership provider shares it.
 	Redis *redis.Client
@@ -40,6 +44,11 @@ type Stores struct {
 // JobsFile is the embedded job database, beside the embedded assets.
 func JobsFile(cfg *config.Config) string {
 	return filepath.Join(filepath.Dir(filepath.Clean(cfg.Assets.Dir)), "jobs.db")
+}
+
+// ApprovalsFile is the embedded approval file, beside the embedded job file.
+func ApprovalsFile(cfg *config.Config) string {
+	return filepath.Join(filepath.Dir(JobsFile(cfg)), "approvals.db")
 }
 
 // storeOpenTimeout bounds connecting to each real store at start.
@@ -90,11 +99,24 @@ func OpenStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *S
 		s.Hubs = redisstore.NewHubRegistry(rdb, opts...)
 		s.Sessions = redisstore.NewSessionStore(rdb, opts...)
 		s.Kinds["logs"], s.Kinds["workers"], s.Kinds["hubs"], s.Kinds["sessions"] = "redis", "redis", "redis", "redis"
+		if cfg.Auth.WorkerApproval {
+			s.Approvals, s.Kinds["approvals"] = redisstore.NewApprovalStore(rdb, opts...), "redis"
+		}
 	} else {
 		s.Logs, s.Kinds["logs"] = memory.NewLogStore(memory.WithRetention(cfg.Logs.Retention)), "embedded:memory"
 		s.Workers, s.Kinds["workers"] = memory.NewWorkerRegistry(), "embedded:memory"
 		s.Hubs, s.Kinds["hubs"] = memory.NewHubRegistry(), "embedded:memory"
 		s.Sessions, s.Kinds["sessions"] = memory.NewSessionStore(), "embedded:memory"
+		if cfg.Auth.WorkerApproval {
+			// Not in memory: an approval must survive the hub's restart.
+			path := ApprovalsFile(cfg)
+			approvals, err := bolt.OpenApprovals(path)
+			if err != nil {
+				return nil, fmt.Errorf("open embedded approval store (auth.worker_approval) %s: %w", path, err)
+			}
+			s.Approvals, s.Kinds["approvals"] = approvals, "embedded:"+path
+			s.close = append(s.close, approvals.Close)
+		}
 	}
 
 	if ep := cfg.MinIO.Endpoint; ep != "" {

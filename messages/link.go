@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/paprika-hub/paprika/persistence"
 	"unicode/utf8"
+
+	"github.com/paprika-hub/paprika/internal/credential"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // Frame types of the worker link (API.md, "Worker link"). Every frame is a
@@ -59,8 +61,13 @@ const (
 const MaxFrameBytes = 1 << 20
 
 // maxLanes bounds a worker's lane count as announced (max_concurrent,
-// lane_urls).
+// lane_urls), and the entries of a running list.
 const maxLanes = 10000
+
+// SessionSlotPrefix starts the key of a session's lane among a worker's
+// reservations ("session:<id>"), the one kind of entry of a running list
+// that is not a job id.
+const SessionSlotPrefix = "session:"
 
 // Bounds of the text a worker puts in its reports: a frame is capped as a
 // whole (MaxFrameBytes), these keep one field from filling the job object
@@ -234,6 +241,9 @@ func (f *Frame) validate() error {
 		if err := checkLaneStates(f.LaneStates); err != nil {
 			return err
 		}
+		if err := checkRunning(f.Running); err != nil {
+			return err
+		}
 	case TypeHeartbeat:
 		if f.Stats == nil {
 			return errors.New("stats missing")
@@ -245,6 +255,9 @@ func (f *Frame) validate() error {
 			return err
 		}
 		if err := checkLaneStates(f.LaneStates); err != nil {
+			return err
+		}
+		if err := checkRunning(f.Running); err != nil {
 			return err
 		}
 	case TypeJobStarted, TypeJobDone, TypeJobFailed, TypeAssignJob, TypeCancelJob, TypeJobAck:
@@ -317,6 +330,22 @@ func checkLaneStates(states []string) error {
 	for i, s := range states {
 		if !IsLaneState(s) {
 			return fmt.Errorf("lane_states[%d] %q is not one of %s", i, TruncateError(s), strings.Join(LaneStates, ", "))
+		}
+	}
+	return nil
+}
+
+// checkRunning bounds a running list: at most maxLanes entries, each a job
+// id or a session's slot, ids as the hub hands them out (credential.ValidID:
+// 1–64 of A-Z a-z 0-9 _ -). What the worker may hold of it is the hub's
+// to decide: it counts only jobs the job store says the worker holds.
+func checkRunning(ids []string) error {
+	if len(ids) > maxLanes {
+		return fmt.Errorf("running has %d entries, limit %d", len(ids), maxLanes)
+	}
+	for i, id := range ids {
+		if !credential.ValidID(strings.TrimPrefix(id, SessionSlotPrefix)) {
+			return fmt.Errorf("running[%d] %.80q is not a job id or a session slot", i, id)
 		}
 	}
 	return nil

@@ -93,6 +93,7 @@ func FuzzDecodeFrame(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"hello","worker_id":"w1","lan_ip":"10.0.0.1","capabilities":{"max_concurrent":4,"lane_urls":["a"]}}`,
 		`{"type":"heartbeat","stats":{"in_flight":1,"cpu_pct":3.5},"running":["j1"]}`,
+		`{"type":"heartbeat","stats":{"in_flight":1},"running":["session:s-1","01KB3Z0Q8X9V2M5N7P4R6T8W0Y"]}`,
 		`{"type":"heartbeat","stats":{"in_flight":0},"lane_urls":["ws://127.0.0.1:41235/devtools/browser/0b1c","chromium://w1/lane/1"]}`,
 		`{"type":"heartbeat","stats":{"in_flight":0},"lane_states":["idle","session"]}`,
 		`{"type":"job_log","job_id":"j","attempt":1,"seq":7,"line":"hello"}`,
@@ -117,7 +118,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decode of %s: %v", b, err)
 		}
-		if g.Type != fr.Type || g.JobID != fr.JobID || g.Seq != fr.Seq || !slices.Equal(g.LaneURLs, fr.LaneURLs) || !slices.Equal(g.LaneStates, fr.LaneStates) {
+		if g.Type != fr.Type || g.JobID != fr.JobID || g.Seq != fr.Seq || !slices.Equal(g.LaneURLs, fr.LaneURLs) ||
+			!slices.Equal(g.LaneStates, fr.LaneStates) || !slices.Equal(g.Running, fr.Running) {
 			t.Fatalf("round trip changed the frame: %+v vs %+v", fr, g)
 		}
 	})
@@ -136,11 +138,20 @@ func TestSecurityWorkerFieldsAreBounded(t *testing.T) {
 		{Type: TypeHello, LanIP: "not-an-ip", Capabilities: &Capabilities{MaxConcurrent: 1}},
 		{Type: TypeHello, LanIP: "10.0.0.1", Capabilities: &Capabilities{MaxConcurrent: 1, LaneURLs: []string{strings.Repeat("u", 3000)}}},
 		{Type: TypeHeartbeat, Stats: &Stats{}, LaneURLs: []string{strings.Repeat("u", 3000)}},
+		{Type: TypeHeartbeat, Stats: &Stats{}, Running: []string{strings.Repeat("j", 65)}},
+		{Type: TypeHeartbeat, Stats: &Stats{}, Running: []string{"01HZ", ""}},
+		{Type: TypeHeartbeat, Stats: &Stats{}, Running: []string{"../../etc"}},
+		{Type: TypeHeartbeat, Stats: &Stats{}, Running: []string{"job\x1b[2J"}},
+		{Type: TypeHeartbeat, Stats: &Stats{}, Running: []string{"session:"}},
+		{Type: TypeHeartbeat, Stats: &Stats{}, Running: make([]string, maxLanes+1)},
+		{Type: TypeHello, Capabilities: &Capabilities{MaxConcurrent: 1}, Running: []string{"a b"}},
 	} {
 		_, err := DecodeFrame(enc(bad))
 		require.ErrorIs(t, err, ErrMalformed, "%+v", bad.Type)
 	}
-	_, err := DecodeFrame(enc(Frame{Type: TypeJobFailed, JobID: "j", Attempt: 1, Reason: "lane_error", Error: TruncateError(strings.Repeat("é", MaxErrorBytes))}))
+	_, err := DecodeFrame(enc(Frame{Type: TypeHeartbeat, Stats: &Stats{}, Running: []string{"01KB3Z0Q8X9V2M5N7P4R6T8W0Y", "j-1_a", SessionSlotPrefix + "s-ab12"}}))
+	require.NoError(t, err, "job ids and session slots pass")
+	_, err = DecodeFrame(enc(Frame{Type: TypeJobFailed, JobID: "j", Attempt: 1, Reason: "lane_error", Error: TruncateError(strings.Repeat("é", MaxErrorBytes))}))
 	require.NoError(t, err, "a cut error passes")
 	require.LessOrEqual(t, len(TruncateError(strings.Repeat("é", MaxErrorBytes))), MaxErrorBytes)
 	require.True(t, utf8.ValidString(TruncateError(strings.Repeat("é", MaxErrorBytes))))

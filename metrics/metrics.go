@@ -53,7 +53,7 @@ type Metrics struct {
 	ClaimsLost             prometheus.Counter     // paprika_claims_lost_total
 	JobsSubmitted          *prometheus.CounterVec // paprika_jobs_submitted_total{mode}
 	JobsFinished           *prometheus.CounterVec // paprika_jobs_finished_total{status, reason}
-	FencedReports          *prometheus.CounterVec // paprika_fenced_reports_total{kind}: started, finished, log, session_result, tunnel_attach
+	FencedReports          *prometheus.CounterVec // paprika_fenced_reports_total{kind}: started, finished, log, session_result, tunnel_attach, running
 
 	// Logs.
 	LogLinesStored    prometheus.Counter // paprika_log_lines_stored_total
@@ -151,7 +151,8 @@ func NewMetrics() *Metrics {
 	m.JobsFinished = vec("paprika_jobs_finished_total",
 		"Jobs that reached a final state, by status and reason.", "status", "reason")
 	m.FencedReports = vec("paprika_fenced_reports_total",
-		"Worker reports refused because their attempt was not current.", "kind")
+		"Worker reports refused because their attempt was not current, or the worker does not hold the work "+
+			"(kind=running: an entry of a hello or heartbeat running list).", "kind")
 
 	m.LogLinesStored = counter("paprika_log_lines_stored_total",
 		"Log lines written to the log store.")

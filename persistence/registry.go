@@ -16,11 +16,15 @@ const (
 	WorkerActive  = "active"
 	WorkerDrain   = "drain"
 	WorkerStandby = "standby"
+	// WorkerPending is a worker not approved yet (auth.worker_approval):
+	// linked and listed, given no work. PATCH status active approves it;
+	// PATCH status pending withdraws an approval.
+	WorkerPending = "pending"
 )
 
 // WorkerStatuses lists every worker status, in the order error messages
 // name them.
-var WorkerStatuses = []string{WorkerActive, WorkerDrain, WorkerStandby}
+var WorkerStatuses = []string{WorkerActive, WorkerDrain, WorkerStandby, WorkerPending}
 
 // ValidWorkerStatus reports whether s is one of WorkerStatuses.
 func ValidWorkerStatus(s string) bool { return slices.Contains(WorkerStatuses, s) }

@@ -31,6 +31,7 @@ const (
 	WorkerActive  = persistence.WorkerActive
 	WorkerDrain   = persistence.WorkerDrain
 	WorkerStandby = persistence.WorkerStandby
+	WorkerPending = persistence.WorkerPending
 )
 
 // Timing holds every interval the actors use; the hub fills it from config.
@@ -83,6 +84,11 @@ type Deps struct {
 	// while CDP tunnels carry large messages (BenchmarkCDPLinkDuringTransfer).
 	// It must not block. Nil in production.
 	OnLinkFrame func(workerID, frameType string)
+
+	// Approvals holds the operator's approvals of worker ids
+	// (auth.worker_approval); nil when approval is off: every worker is
+	// given work as soon as it links.
+	Approvals persistence.ApprovalStore
 }
 
 // LogCloser ends a job's log on this hub without waiting (the log pipe's

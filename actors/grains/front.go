@@ -91,7 +91,8 @@ func (f *Front) Workers(ctx context.Context) ([]persistence.WorkerInfo, error) {
 	return ws, nil
 }
 
-// SetWorkerStatus sets a worker's status (active, drain, standby).
+// SetWorkerStatus sets a worker's status (active, drain, standby; pending
+// with auth.worker_approval).
 func (f *Front) SetWorkerStatus(ctx context.Context, id, status string) (persistence.WorkerInfo, error) {
 	return f.PatchWorker(ctx, id, api.WorkerPatch{Status: status})
 }
@@ -109,8 +110,13 @@ func (f *Front) PatchWorker(ctx context.Context, id string, p api.WorkerPatch) (
 		return w, fmt.Errorf("set worker %s: %w: %w", id, persistence.ErrUnavailable, err)
 	}
 	if !r.Ok {
-		if messages.CodeNotFound.Is(r) {
+		switch {
+		case messages.CodeNotFound.Is(r):
 			return w, fmt.Errorf("worker %s: %w", id, persistence.ErrNotFound)
+		case messages.CodeNotApproved.Is(r):
+			return w, api.Errorf(http.StatusConflict, r.Code, "%s", r.Message)
+		case messages.CodeUnavailable.Is(r):
+			return w, fmt.Errorf("set worker %s: %w: %s", id, persistence.ErrUnavailable, r.Message)
 		}
 		return w, api.Errorf(http.StatusBadRequest, r.Code, "%s", r.Message)
 	}
@@ -163,8 +169,8 @@ func (f *Front) sessionCall(ctx context.Context, id string, msg interface{}) (js
 	case string(messages.CodeTooMany):
 		return nil, &api.Error{Status: http.StatusTooManyRequests, Code: "too_many_cdp_clients", Message: r.Message,
 			Extra: map[string]any{"limit": "limits.cdp_tunnels_per_session", "max": f.cdpTunnels()}, RetryAfter: "5"}
-	case string(messages.CodeFenced):
-		return nil, api.Errorf(http.StatusForbidden, "not_holder", "%s", r.Message)
+	case string(messages.CodeNotHolder):
+		return nil, api.Errorf(http.StatusForbidden, string(messages.CodeNotHolder), "%s", r.Message)
 	case string(messages.CodeBadCommand):
 		return nil, api.Errorf(http.StatusBadRequest, "bad_tunnel", "%s", r.Message)
 	case string(messages.CodeConflict):

@@ -1,14 +1,19 @@
 package grains
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/paprika-hub/paprika/messages"
+)
 
 // A session holds its lane as a reservation among the worker grain's
 // running jobs, under the key "session:<id>" (SchedPlaced and
 // SchedPlaceFailed carry it as job_id). The prefix tells the two apart
-// wherever a slot key is read, so it is spelled here only.
+// wherever a slot key is read.
 
-// sessionSlotPrefix starts a session's key among a worker's reservations.
-const sessionSlotPrefix = "session:"
+// sessionSlotPrefix starts a session's key among a worker's reservations
+// (messages declares it: a running list may name one).
+const sessionSlotPrefix = messages.SessionSlotPrefix
 
 // sessionSlot is the key a session's lane has among a worker's
 // reservations, beside job ids.

@@ -97,7 +97,7 @@ func (g *sessionGrain) tunnelAttach(ctx actor.Context, m *messages.SessionTunnel
 		g.deps.Metrics.FencedReports.WithLabelValues("tunnel_attach").Inc()
 		g.log.Warn("tunnel claimed by a worker not holding the session; refused", slog.String("from", m.WorkerId),
 			slog.String("tunnel_id", m.TunnelId))
-		reply(ctx, fail(messages.CodeFenced, "worker %s does not hold session %s", m.WorkerId, g.id))
+		reply(ctx, fail(messages.CodeNotHolder, "worker %s does not hold session %s", m.WorkerId, g.id))
 		return
 	}
 	if g.notOpen(ctx) {

@@ -36,6 +36,17 @@ type workerGrain struct {
 	heldAt   map[string]time.Time
 	sending  map[string][]*actor.PID // job id → callers waiting for its link to take the frame
 	lostStop supervise.Stop
+	// verifying: reported ids whose holder the job store is being asked
+	// about; refused: reported ids it said this worker does not hold, and
+	// when (worker_adopt.go).
+	verifying map[string]struct{}
+	refused   map[string]time.Time
+	// approval (auth.worker_approval): what the store says, the number of
+	// operator decisions so far (a read older than the last is dropped),
+	// and whether a read is out (worker_approval.go).
+	approval        approvalState
+	approvalGen     int
+	approvalReading bool
 }
 
 // ConnAckTimeout bounds the wait for a WorkerConn to take a frame; a live
@@ -111,7 +122,10 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	g.running = map[string]int32{}
 	g.heldAt = map[string]time.Time{}
 	g.sending = map[string][]*actor.PID{}
+	g.verifying = map[string]struct{}{}
+	g.refused = map[string]time.Time{}
 	g.info = persistence.WorkerInfo{ID: g.id, Status: WorkerActive}
+	g.readApproval(ctx)
 	// The registry keeps what must outlive this activation: the operator's
 	// status (a drained worker stays drained) and the jobs it was running.
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.FleetReadTimeout)
@@ -119,6 +133,9 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	if w, err := g.deps.Workers.Get(rctx, g.id); err == nil {
 		g.info = w
 		g.info.Alive = false
+		if g.info.Status == WorkerPending {
+			g.info.Status = WorkerActive // the approval store decides that (status)
+		}
 		for _, j := range w.Running {
 			g.hold(j, 0)
 		}
@@ -213,12 +230,13 @@ func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, h
 	if hello.Stats != nil {
 		g.applyStats(hello.Stats)
 	}
-	g.adoptRunning(hello.Running)
+	g.readApproval(ctx)
+	g.adoptRunning(ctx, hello.Running)
 	g.pruneUnreported(ctx, hello.Running)
 	g.info.LastSeen = g.deps.Clock()
 	g.info.Reported, g.info.ReportedAt = hello.Running, g.info.LastSeen
 	g.log.Info("worker connected", slog.String("lan_ip", hello.LanIP), slog.Int("max_concurrent", caps.MaxConcurrent),
-		slog.Int("running", len(g.running)))
+		slog.Int("running", len(g.running)), slog.String("status", g.status()))
 	g.publish(ctx)
 	return ok(g.infoJSON())
 }
@@ -251,7 +269,10 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 			g.log.Debug("lane_states ignored: not one per lane", slog.Int("lanes", len(g.info.Lanes)), slog.Int("states", len(f.LaneStates)))
 		}
 	}
-	g.adoptRunning(f.Running)
+	if g.approval == approvalUnknown {
+		g.readApproval(ctx) // the last read failed: try again
+	}
+	g.adoptRunning(ctx, f.Running)
 	g.pruneUnreported(ctx, f.Running)
 	g.info.LastSeen = g.deps.Clock()
 	g.info.Reported, g.info.ReportedAt = f.Running, g.info.LastSeen
@@ -270,18 +291,6 @@ func laneStatuses(n int, states []string) []persistence.LaneStatus {
 		}
 	}
 	return out
-}
-
-// adoptRunning learns jobs the worker reports that this activation did not
-// reserve (it restarted, or the job was assigned through an earlier one):
-// the slot is taken whatever this grain remembers.
-func (g *workerGrain) adoptRunning(ids []string) {
-	for _, id := range ids {
-		if _, ok := g.running[id]; !ok {
-			g.hold(id, 0)
-		}
-	}
-	g.info.InFlight = len(g.running)
 }
 
 // pruneUnreported frees the slots of jobs the worker's report leaves out
@@ -397,12 +406,12 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) {
 	case g.conn == nil:
 		reply(ctx, fail(messages.CodeNotConnected, "worker %s has no link", g.id))
 		return
-	case g.info.Status != WorkerActive:
-		reply(ctx, fail(messages.CodeNotActive, "worker %s is %s", g.id, g.info.Status))
+	case g.status() != WorkerActive:
+		reply(ctx, fail(messages.CodeNotActive, "worker %s is %s", g.id, g.status()))
 		return
-	case len(g.running) >= g.info.MaxConcurrent:
+	case g.taken() >= g.info.MaxConcurrent:
 		g.publish(ctx) // the scheduler's view was stale: correct it
-		reply(ctx, fail(messages.CodeFull, "worker %s has %d of %d slots taken", g.id, len(g.running), g.info.MaxConcurrent))
+		reply(ctx, fail(messages.CodeFull, "worker %s has %d of %d slots taken", g.id, g.taken(), g.info.MaxConcurrent))
 		return
 	}
 	conn := g.conn
@@ -452,10 +461,16 @@ func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, 
 }
 
 // setStatus applies an operator's change: the status, the cap on the
-// worker's slots, or both.
+// worker's slots, or both. Every check comes before the first change, so
+// a refused request changes nothing. With auth.worker_approval, status
+// active approves a pending worker and pending revokes an approval (both
+// stored first); drain and standby apply to approved workers only.
 func (g *workerGrain) setStatus(ctx actor.Context, m *messages.WorkerSetStatus) *messages.Reply {
 	if m.Status != "" && !persistence.ValidWorkerStatus(m.Status) {
 		return fail(messages.CodeBadStatus, "status %q is not one of %s", m.Status, strings.Join(persistence.WorkerStatuses, ", "))
+	}
+	if m.Status == WorkerPending && g.deps.Approvals == nil {
+		return fail(messages.CodeBadStatus, "status %q needs auth.worker_approval: without it every worker is approved", m.Status)
 	}
 	if g.info.MaxConcurrent == 0 && g.info.LastSeen.IsZero() {
 		return fail(messages.CodeNotFound, "worker %s is not known", g.id)
@@ -468,13 +483,22 @@ func (g *workerGrain) setStatus(ctx actor.Context, m *messages.WorkerSetStatus) 
 			return fail(messages.CodeOutOfRange, "max_concurrent %d: worker %s reports %d lanes; a cap cannot raise that",
 				m.MaxConcurrent, g.id, g.info.ReportedMaxConcurrent)
 		}
+	}
+	if m.Status != "" && g.deps.Approvals != nil {
+		if r := g.setApprovalStatus(m.Status); r != nil {
+			return r
+		}
+	}
+	if m.SetMaxConcurrent {
 		g.info.MaxConcurrentCap = int(m.MaxConcurrent)
 		g.info.MaxConcurrent = g.slots()
 		g.log.Info("worker slots capped", slog.Int("max_concurrent", g.info.MaxConcurrent))
 	}
 	if m.Status != "" {
-		g.info.Status = m.Status
-		g.log.Info("worker status set", slog.String("status", m.Status))
+		if m.Status != WorkerPending {
+			g.info.Status = m.Status
+		}
+		g.log.Info("worker status set", slog.String("status", g.status()))
 	}
 	g.publish(ctx)
 	return ok(g.infoJSON())
@@ -518,10 +542,12 @@ func (g *workerGrain) publish(ctx actor.Context) {
 	for id := range g.running {
 		g.info.Running = append(g.info.Running, id)
 	}
+	rec := g.info
+	rec.Status = g.status()
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.FleetReadTimeout)
 	defer cancel()
 	ttl := g.deps.Timing.AliveWindow + g.deps.Timing.OrphanGrace
-	if err := g.deps.Workers.Put(rctx, g.info, ttl); err != nil {
+	if err := g.deps.Workers.Put(rctx, rec, ttl); err != nil {
 		g.deps.Metrics.RegistryErrors.Inc()
 		g.log.Warn("registry write failed; the scheduler still has the state", slog.Any("err", err))
 	}
@@ -530,11 +556,11 @@ func (g *workerGrain) publish(ctx actor.Context) {
 func (g *workerGrain) pushScheduler(ctx actor.Context) {
 	st := &messages.SchedWorkerState{
 		WorkerId:       g.id,
-		Status:         g.info.Status,
+		Status:         g.status(),
 		Connected:      g.conn != nil,
 		LastSeenUnixMs: g.info.LastSeen.UnixMilli(),
 		MaxConcurrent:  int32(g.info.MaxConcurrent),
-		InFlight:       int32(len(g.running)),
+		InFlight:       int32(g.taken()),
 		Lanes:          int32(len(g.info.Lanes)),
 		HasBrowser:     g.info.BrowserURL != "",
 		DiskPct:        g.info.DiskPct,
@@ -545,6 +571,7 @@ func (g *workerGrain) pushScheduler(ctx actor.Context) {
 
 func (g *workerGrain) infoJSON() []byte {
 	w := g.info
+	w.Status = g.status()
 	w.Connected = g.conn != nil
 	w.Alive = w.Connected && g.deps.Clock().Sub(w.LastSeen) <= g.deps.Timing.AliveWindow
 	w.InFlight = len(g.running)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -77,6 +78,10 @@ type badFrame struct {
 	f   messages.Frame
 }
 type connClosed struct{ err error }
+
+// frameTooLarge: the worker sent a message over messages.MaxFrameBytes; the
+// reader stopped reading (the rest of it is still in the socket).
+type frameTooLarge struct{}
 type helloTimeout struct{}
 
 // pongSeen: the worker answered a ping (the reader saw its pong).
@@ -128,6 +133,12 @@ func (c *workerConn) Receive(ctx actor.Context) {
 			// worker drops it instead of re-sending it on every reconnect.
 			c.sendFrame(ctx, messages.Frame{Type: messages.TypeJobAck, JobID: f.JobID, Attempt: f.Attempt})
 		}
+	case *frameTooLarge:
+		// Counted and answered before the close: the reader cannot find
+		// the next frame's start without reading the rest of this one.
+		c.deps.Metrics.LinkBadFrames.Inc()
+		c.log.Warn("oversize frame from worker; closing its link", slog.Int("limit_bytes", messages.MaxFrameBytes))
+		c.closeWith(ctx, string(messages.CodeFrameTooLarge), fmt.Sprintf("a frame is at most %d bytes", messages.MaxFrameBytes))
 	case *connClosed:
 		c.closed(ctx, msg.err)
 	case *helloTimeout:
@@ -184,7 +195,11 @@ func (c *workerConn) start(ctx actor.Context) {
 func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 	defer c.wg.Done()
 	streams := map[string]*actor.PID{} // reader-confined cache
-	c.ws.SetReadLimit(messages.MaxFrameBytes)
+	// The reader bounds each message itself (readFrame), so that an
+	// oversize one is answered with an error frame before the close;
+	// gorilla's own limit, which closes at once with no word, only guards
+	// against a frame header claiming more than any reader would take.
+	c.ws.SetReadLimit(hardFrameBytes)
 	deadline := c.deps.Timing.AliveWindow
 	_ = c.ws.SetReadDeadline(time.Now().Add(deadline))
 	c.ws.SetPongHandler(func(string) error {
@@ -201,7 +216,11 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 		}
 	}()
 	for {
-		typ, data, err := c.ws.ReadMessage()
+		typ, data, err := readFrame(c.ws)
+		if errors.Is(err, errFrameTooLarge) {
+			root.Send(self, &frameTooLarge{})
+			return
+		}
 		if err != nil {
 			root.Send(self, &connClosed{err: err})
 			return
@@ -240,6 +259,31 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 		}
 		root.Send(self, &inFrame{f: f, raw: data})
 	}
+}
+
+// hardFrameBytes is gorilla's read limit on the link: far above
+// messages.MaxFrameBytes, which readFrame enforces with an answer.
+const hardFrameBytes = 64 * messages.MaxFrameBytes
+
+// errFrameTooLarge: a message longer than messages.MaxFrameBytes.
+var errFrameTooLarge = errors.New("frame too large")
+
+// readFrame reads one message, at most messages.MaxFrameBytes of it: a
+// longer one is errFrameTooLarge after MaxFrameBytes+1 bytes, its rest
+// left unread.
+func readFrame(ws *websocket.Conn) (int, []byte, error) {
+	typ, r, err := ws.NextReader()
+	if err != nil {
+		return 0, nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, messages.MaxFrameBytes+1))
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(data) > messages.MaxFrameBytes {
+		return 0, nil, errFrameTooLarge
+	}
+	return typ, data, nil
 }
 
 func (c *workerConn) writeLoop(root *actor.RootContext, self *actor.PID) {

@@ -1,6 +1,9 @@
 // Package bolt is the embedded JobStore: jobs in one bbolt file (by default
 // ./data/jobs.db), so a single hub runs without MariaDB and keeps its jobs
-// across restarts.
+// across restarts. The embedded ApprovalStore (auth.worker_approval) keeps
+// the approved worker ids in a file of its own (./data/approvals.db,
+// bucket approvals: id → approval time), so approvals survive a restart
+// whichever job store the hub uses.
 //
 // Layout (all keys are bytes; ts is created_at as big-endian Unix
 // nanoseconds with the sign bit flipped, so byte order is time order):

@@ -1,7 +1,8 @@
 // Package redisstore holds the Redis implementations of the coordination
 // contracts: the LogStore (live job logs), the WorkerRegistry (the
 // fleet-wide worker view), the HubRegistry (hub heartbeats) and the
-// SessionStore (interactive sessions, so they outlive their hub). All
+// SessionStore (interactive sessions, so they outlive their hub) and the
+// ApprovalStore (auth.worker_approval: approved worker ids). All
 // share one *redis.Client and one key prefix (WithPrefix, default
 // "paprika:"), so several deployments or tests can share a Redis without
 // touching each other's keys.
@@ -20,6 +21,7 @@
 //	<p>hubs:info             hash    hub id → last beat's record (JSON)
 //	<p>session:<id>          string  session record (JSON), PX ttl set by the hub
 //	<p>sessions              zset    session ids, all scored 0 (so in id order): List's index
+//	<p>approved:<id>         string  time the worker was approved (RFC 3339, no expiry)
 //
 // Logs and marker expire after the retention (WithRetention, default 24 h),
 // refreshed by every Write.
@@ -40,9 +42,10 @@
 // Read is one pipeline (LRANGE + EXISTS), Len one LLEN. SessionStore
 // Get is one GET; Put and Delete are one MULTI/EXEC each (SET PX + ZADD,
 // DEL + ZREM); List is two round trips (ZRANGEBYLEX from the cursor, then
-// MGET), plus a prune of expired ids, like the registries'. Registry writes
-// are one MULTI/EXEC pipeline each; List is two round trips (the index,
-// then the records), plus a rare third to prune expired entries.
+// MGET), plus a prune of expired ids. ApprovalStore's operations are one
+// command each (SET, DEL, EXISTS). Registry writes are one MULTI/EXEC
+// pipeline each; List is two round trips (the index, then the records),
+// plus a rare third to prune expired entries.
 //
 // # Live logs
 //

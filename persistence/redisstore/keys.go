@@ -15,3 +15,4 @@ func (k keys) hubs() string              { return k.prefix + "hubs" }
 func (k keys) hubsInfo() string          { return k.prefix + "hubs:info" }
 func (k keys) session(id string) string  { return k.prefix + "session:" + id }
 func (k keys) sessions() string          { return k.prefix + "sessions" }
+func (k keys) approval(id string) string { return k.prefix + "approved:" + id }

@@ -27,6 +27,9 @@
 //   - SessionStore.Put with an empty id or a TTL that is not positive is an
 //     error and stores nothing; every Put resets the TTL. Labels come back
 //     as stored (nil and empty alike), times in UTC to the millisecond.
+//   - ApprovalStore: approving twice and revoking what is not approved are
+//     not errors; an empty worker id is ErrEmptyWorkerID; an approval
+//     never expires and survives the store being opened again.
 //   - AssetStore names and job ids are single path elements: empty, ".",
 //     "..", names starting with "." and names with "/" or "\" are errors.
 //     An empty content type reads back as application/octet-stream. A

@@ -1,0 +1,119 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+var _ persistence.ApprovalStore = (*ApprovalStore)(nil)
+
+// bucketApprovals maps an approved worker id to when it was approved
+// (RFC 3339, for whoever inspects the file).
+var bucketApprovals = []byte("approvals")
+
+// ApprovalStore is the embedded persistence.ApprovalStore: the approved
+// worker ids in a bbolt file of their own (by default ./data/approvals.db),
+// so approvals outlive a hub restart whichever job store the hub uses. It
+// is safe for concurrent use.
+type ApprovalStore struct {
+	db   *bbolt.DB
+	path string
+}
+
+// OpenApprovals opens (creating it and its directory if needed) the
+// approval file at path.
+func OpenApprovals(path string, opts ...Option) (*ApprovalStore, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("open approval store %s: %w", path, err)
+		}
+	}
+	bo := &bbolt.Options{Timeout: DefaultLockTimeout}
+	for _, o := range opts {
+		o(bo)
+	}
+	db, err := bbolt.Open(path, 0o600, bo)
+	if errors.Is(err, bberrors.ErrTimeout) {
+		return nil, fmt.Errorf("open approval store %s: file is locked (another hub on the same data directory?): %w", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open approval store %s: %w", path, err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketApprovals)
+		return err
+	}); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open approval store %s: bucket %s: %w", path, bucketApprovals, err)
+	}
+	return &ApprovalStore{db: db, path: path}, nil
+}
+
+// Approve records workerID as approved.
+func (s *ApprovalStore) Approve(ctx context.Context, workerID string) error {
+	if err := checkApproval(ctx, "approve worker", workerID); err != nil {
+		return err
+	}
+	at := []byte(time.Now().UTC().Format(time.RFC3339))
+	if err := s.db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketApprovals).Put([]byte(workerID), at)
+	}); err != nil {
+		return fmt.Errorf("approve worker %s: %w", workerID, err)
+	}
+	return nil
+}
+
+// Revoke withdraws workerID's approval.
+func (s *ApprovalStore) Revoke(ctx context.Context, workerID string) error {
+	if err := checkApproval(ctx, "revoke worker", workerID); err != nil {
+		return err
+	}
+	if err := s.db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketApprovals).Delete([]byte(workerID))
+	}); err != nil {
+		return fmt.Errorf("revoke worker %s: %w", workerID, err)
+	}
+	return nil
+}
+
+// Approved reports whether workerID is approved.
+func (s *ApprovalStore) Approved(ctx context.Context, workerID string) (bool, error) {
+	if err := checkApproval(ctx, "read approval of worker", workerID); err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := s.db.View(func(tx *bbolt.Tx) error {
+		ok = tx.Bucket(bucketApprovals).Get([]byte(workerID)) != nil
+		return nil
+	}); err != nil {
+		return false, fmt.Errorf("read approval of worker %s: %w", workerID, err)
+	}
+	return ok, nil
+}
+
+// Close closes the file; safe twice.
+func (s *ApprovalStore) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close approval store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func checkApproval(ctx context.Context, op, workerID string) error {
+	if workerID == "" {
+		return fmt.Errorf("%s: %w", op, persistence.ErrEmptyWorkerID)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s %s: %w", op, workerID, err)
+	}
+	return nil
+}

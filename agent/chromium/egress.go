@@ -222,23 +222,12 @@ type egressCache struct {
 // check is p.check, remembered per host for decisions that did not come
 // from a failed or cut-short lookup.
 func (c *egressCache) check(ctx context.Context, p *egressPolicy, raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return nil
+	if known, err := c.known(raw); known {
+		return err
 	}
+	u, _ := url.Parse(raw) // known parsed it
 	key := strings.ToLower(u.Hostname())
-	c.mu.Lock()
-	cached, ok := c.m[key]
-	c.mu.Unlock()
-	if ok {
-		if cached == nil {
-			return nil
-		}
-		e := *cached.(*EgressError)
-		e.URL = raw
-		return &e
-	}
-	err = p.check(ctx, raw)
+	err := p.check(ctx, raw)
 	var ee *EgressError
 	if err == nil || (errors.As(err, &ee) && ee.Addr.IsValid()) {
 		c.mu.Lock()
@@ -249,6 +238,28 @@ func (c *egressCache) check(ctx context.Context, p *egressPolicy, raw string) er
 		c.mu.Unlock()
 	}
 	return err
+}
+
+// known is the decision for raw when it needs no lookup: a URL without a
+// host (it never reaches the network), or a host decided before. A guard
+// answers those at once and leaves only lookups to its workers.
+func (c *egressCache) known(raw string) (bool, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return true, nil
+	}
+	c.mu.Lock()
+	cached, ok := c.m[strings.ToLower(u.Hostname())]
+	c.mu.Unlock()
+	switch {
+	case !ok:
+		return false, nil
+	case cached == nil:
+		return true, nil
+	}
+	e := *cached.(*EgressError)
+	e.URL = raw
+	return true, &e
 }
 
 // envOr is os.Getenv unless the test gave its own.

@@ -46,6 +46,12 @@ func newReportSite(t testing.TB) *reportSite {
 <script>window.report = {ua: navigator.userAgent, width: innerWidth, height: innerHeight,
   lang: navigator.language, tz: Intl.DateTimeFormat().resolvedOptions().timeZone, cookie: document.cookie,
   ads: typeof window.adsRan !== "undefined"};</script></body></html>`)
+		case "/frame":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, `<script>fetch("http://127.0.0.2:"+location.hash.slice(1)+"/iframe", {mode:"no-cors"})</script>`)
+		case "/sw.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, `self.addEventListener("install", () => fetch(new URL(location).searchParams.get("p") + "/sw", {mode:"no-cors"}))`)
 		case "/ads/banner.js":
 			w.Header().Set("Content-Type", "text/javascript")
 			fmt.Fprint(w, `window.adsRan = true;`)

@@ -45,7 +45,7 @@ type lane struct {
 	// lane: a session's guard disconnects there (guard.go).
 	beforeFree func()
 	closed     bool
-	starts  int // browser starts so far, for tests and logs
+	starts     int // browser starts so far, for tests and logs
 }
 
 // acquire takes the lane, waiting while another user holds it (or a

@@ -14,11 +14,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/internal/syncbuf"
@@ -320,4 +322,73 @@ func TestProxyAuthAnswers(t *testing.T) {
 	require.Len(t, a.order, maxAnswered)
 	require.Equal(t, cancel, ask(fmt.Sprintf("n%d", 3*maxAnswered-1), "http://proxy.example", fetch.AuthChallengeSourceProxy))
 	require.Nil(t, newProxyAuth(&messages.BrowserOptions{Proxy: &messages.ProxyOptions{Server: "http://p:1"}}), "no credentials, no answers")
+}
+
+// BenchmarkGuard measures what a session's guard costs a raw CDP client:
+// a page with guardBenchImages images (each URL new, so each one a
+// request) loaded by a client in the default context, on a session with
+// the guard (egress policy only: no options) and on one without
+// (Config.noGuard), the two loads interleaved in each iteration so that
+// the machine's load hits both alike. Reported: ms per page each way,
+// their ratio, and the guard's cost per request in µs.
+func BenchmarkGuard(b *testing.B) {
+	const guardBenchImages = 40
+	pixel := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa75\x81\x84\x00\x00\x00\x00IEND\xaeB`\x82")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Path == "/px.png" {
+			w.Header().Set("Content-Type", "image/png")
+			_, _ = w.Write(pixel)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<!DOCTYPE html><title>bench</title>")
+		for i := range guardBenchImages {
+			fmt.Fprintf(w, `<img src="/px.png?n=%s-%d">`, r.URL.Query().Get("n"), i)
+		}
+	}))
+	defer srv.Close()
+
+	open := func(noGuard bool) context.Context {
+		d, _ := newDriver(b, 1, func(c *Config) { c.getenv = noEnv; c.noGuard = noGuard })
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		s, err := d.OpenSession(ctx, 0, "s-bench", messages.BrowserOptions{})
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = s.Close() })
+		devtools, _ := d.DevToolsURL(0)
+		actx, cancelAlloc := remote.NewAllocator(context.Background(), devtools, remote.NoModifyURL)
+		page, cancelPage := chromedp.NewContext(actx)
+		b.Cleanup(func() { cancelPage(); cancelAlloc() })
+		require.NoError(b, chromedp.Do(page))
+		return page
+	}
+	guarded, bare := open(false), open(true)
+	load := func(page context.Context, n int) time.Duration {
+		start := time.Now()
+		if err := chromedp.Do(page, chromedp.Navigate(fmt.Sprintf("%s/?n=%d", srv.URL, n))); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for i := range 3 { // warm up both
+		load(guarded, -i-1)
+		load(bare, -i-1)
+	}
+	var withGuard, without time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 { // alternate which goes first
+			withGuard += load(guarded, 2*i)
+			without += load(bare, 2*i+1)
+		} else {
+			without += load(bare, 2*i+1)
+			withGuard += load(guarded, 2*i)
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(withGuard.Milliseconds())/n, "guard-ms/page")
+	b.ReportMetric(float64(without.Milliseconds())/n, "noguard-ms/page")
+	b.ReportMetric(float64(withGuard)/float64(without), "ratio")
+	b.ReportMetric(float64((withGuard-without).Microseconds())/n/(guardBenchImages+1), "guard-µs/request")
 }

@@ -114,6 +114,7 @@ type guardPaused struct {
 // startGuard connects to the tab's browser and guards every request of
 // it, with the session's options o. ctx bounds the start only.
 func (t *tab) startGuard(ctx context.Context, o *messages.BrowserOptions, sessionID string) (*guard, error) {
+	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, guardCallTimeout)
 	defer cancel()
 	conn, err := remote.DialContext(dctx, t.b.wsURL)
@@ -142,6 +143,7 @@ func (t *tab) startGuard(ctx context.Context, o *messages.BrowserOptions, sessio
 		g.stop()
 		return nil, fmt.Errorf("guard: intercept the browser's requests: %w", err)
 	}
+	g.log.Debug("guard started", "took", time.Since(start).Round(time.Microsecond))
 	return g, nil
 }
 

@@ -392,3 +392,55 @@ func BenchmarkGuard(b *testing.B) {
 	b.ReportMetric(float64(withGuard)/float64(without), "ratio")
 	b.ReportMetric(float64((withGuard-without).Microseconds())/n/(guardBenchImages+1), "guard-µs/request")
 }
+
+// TestSessionGuardSlowLookups: a lookup that outlasts the policy's
+// timeout fails its request; and while lookups hang (more of them than
+// the guard has workers), the requests whose decision is known go on —
+// the reader never waits for a handler.
+func TestSessionGuardSlowLookups(t *testing.T) {
+	release := make(chan struct{})
+	var hung atomic.Int32
+	d := guardedDriver(t, func(c *Config) {
+		c.lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			switch {
+			case strings.HasSuffix(host, ".late.test"): // answers after the policy's timeout
+				<-ctx.Done()
+				return nil, ctx.Err()
+			case strings.HasSuffix(host, ".hung.test"): // a resolver that does not answer at all
+				hung.Add(1)
+				<-release
+				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+			}
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		}
+	})
+	d.egress.timeout = time.Second // before any lookup
+	site := newSite(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	s, err := d.OpenSession(ctx, 0, "s-slow", messages.BrowserOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	devtools, _ := d.DevToolsURL(0)
+	c := dialRaw(t, devtools)
+	page := clientPage(t, c)
+	require.NoError(t, chromedp.Do(page, chromedp.Navigate(site.URL+"/static")))
+	fetchAll := func(n int, domain string) string {
+		return fmt.Sprintf(`Promise.allSettled(Array.from({length: %d}, (_, i) => fetch("http://h" + i + ".%s:1/x", {mode: "no-cors"})))
+  .then(rs => rs.map(r => r.status).join(","))`, n, domain)
+	}
+	require.Equal(t, "rejected,rejected", evalString(t, page, fetchAll(2, "late.test")))
+
+	const n = guardWorkers + 4
+	func() {
+		defer close(release)
+		evalString(t, page, "window.hung = "+fetchAll(n, "hung.test")+`; "started"`)
+		waitFor(t, func() bool { return hung.Load() == guardWorkers }) // every worker is stuck, 4 more queue
+		for range 3 {
+			require.Equal(t, "200", evalString(t, page, `fetch("/static").then(r => String(r.status))`))
+		}
+		require.EqualValues(t, guardWorkers, hung.Load())
+	}()
+	// Released: they resolve to 127.0.0.1 port 1, where nothing listens.
+	require.Equal(t, strings.TrimSuffix(strings.Repeat("rejected,", n), ","), evalString(t, page, "window.hung"))
+}

@@ -224,8 +224,8 @@
 // working: Chromium hands each request to the client's first and the
 // guard's last, so the guard judges what the client let go, rewrites
 // included. The guard costs each request one more DevTools round trip,
-// about 1 ms on loopback (BenchmarkGuard: a page of 41 local requests
-// loads in 1.27x the time it takes without a guard); it is not skipped
+// 0.6 to 1 ms on loopback (BenchmarkGuard: a page of 41 local requests
+// loads in 1.25-1.27x the time it takes without a guard); it is not skipped
 // for a session without options, since the egress policy applies to
 // every session. When the session closes, its guard first fails every
 // request (nothing a client left running goes out unjudged), the lane is

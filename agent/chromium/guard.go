@@ -185,7 +185,10 @@ func (g *guard) lost() {
 		}
 		g.log.Warn("guard lost its connection to the session's browser; stopping the browser", "cause", context.Cause(g.ctx))
 		g.l.markSuspect("the session's guard failed")
-		go g.b.stop() // ends soon; not on the reader's way out, as stop waits for chromedp
+		// Not on the caller's way: it may be the reader or a write's timer.
+		// Added before stop's Wait: stop calls lost first, and endOnce
+		// makes it wait for this run.
+		g.wg.Go(g.b.stop)
 	})
 }
 

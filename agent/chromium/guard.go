@@ -36,9 +36,10 @@ import (
 // waitForDebuggerOnStart, Fetch.enable on each target attached, then
 // Runtime.runIfWaitingForDebugger) was built and measured first, and it
 // leaks: a dedicated worker has no Fetch domain, and a shared worker's
-// requests escaped its own Fetch in 8 of 15 tries (the worker's loader is
-// set up before the enable takes effect); with the browser's Fetch none
-// escaped (TestSessionGuardWorkers).
+// requests escaped its own Fetch in 8 of 15 tries (apparently its loader
+// is set up before the enable takes effect); with the browser's Fetch
+// none of 15 escaped, and TestSecuritySessionGuardWithoutOptions checks
+// every kind of target.
 //
 // Each paused request is judged as a tab judges it (judge: the block
 // option, then the egress policy on the resolved addresses) and continued

@@ -87,7 +87,7 @@ func evalString(t *testing.T, ctx context.Context, js string) string {
 	return v
 }
 
-// TestSessionGuard: on a session's lane, the pages a raw CDP client opens
+// TestSecuritySessionGuard: on a session's lane, the pages a raw CDP client opens
 // itself in the browser's default context get the session's options and
 // the egress policy: the authenticating proxy's challenge is answered
 // with the session's credentials, the blocked script is never requested,
@@ -95,7 +95,7 @@ func evalString(t *testing.T, ctx context.Context, js string) string {
 // interception rewrites to a denied address fails too (its interception
 // works alongside), a website's own 401 and another proxy's 407 get no
 // credentials, and the password is never logged.
-func TestSessionGuard(t *testing.T) {
+func TestSecuritySessionGuard(t *testing.T) {
 	var logs syncbuf.Buffer
 	d := guardedDriver(t, func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -251,10 +251,10 @@ func requireWorkersGuarded(t *testing.T, c *rawClient, site *reportSite, probe *
 	require.Zero(t, probe.hits.Load(), "a worker reached the denied address: %v", probe.paths())
 }
 
-// TestSessionGuardWithoutOptions: a session without options is guarded
+// TestSecuritySessionGuardWithoutOptions: a session without options is guarded
 // by the egress policy alone — pages, workers, iframes of the client's; its browser is the driver's default one,
 // and the next job on the lane finds it clean and unguarded.
-func TestSessionGuardWithoutOptions(t *testing.T) {
+func TestSecuritySessionGuardWithoutOptions(t *testing.T) {
 	d := guardedDriver(t)
 	site := newSite(t)
 	reports := newReportSite(t)
@@ -279,10 +279,10 @@ func TestSessionGuardWithoutOptions(t *testing.T) {
 	require.Equal(t, 1, laneStarts(d, 0), "the same browser served the job")
 }
 
-// TestSessionGuardLost: a guard that loses its connection while its
+// TestSecuritySessionGuardLost: a guard that loses its connection while its
 // session is open stops the lane's browser rather than let the client's
 // pages run unguarded; the lane restarts for its next user.
-func TestSessionGuardLost(t *testing.T) {
+func TestSecuritySessionGuardLost(t *testing.T) {
 	d := guardedDriver(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()

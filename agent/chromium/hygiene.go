@@ -194,7 +194,8 @@ func (d *Driver) Hygiene() HygieneCounts {
 
 // release is the end of a user's hold on the lane (acquire's release): it
 // cleans the browser for the next user, or restarts it when cleaning does
-// not suffice, and frees the lane.
+// not suffice, runs the holder's beforeFree once the browser is clean or
+// stopped (a session's guard disconnects there), and frees the lane.
 func (l *lane) release() {
 	l.mu.Lock()
 	b, why, closed := l.b, l.suspect, l.closed

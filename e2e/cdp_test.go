@@ -11,13 +11,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
+	"github.com/paprika-hub/paprika/internal/testproxy"
 	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 
@@ -120,23 +123,34 @@ func waitLaneFree(t *testing.T, hubURL string) {
 	}, 30*time.Second, 100*time.Millisecond, "the worker's lane is free")
 }
 
+// clientSaw is what drive.js printed.
+type clientSaw struct {
+	Version     string `json:"version"`
+	Text        string `json:"text"`
+	PNG         string `json:"png"`
+	PNGBytes    int    `json:"pngBytes"`
+	Cookies     []struct{ Name, Value string }
+	Intercepted int `json:"intercepted"` // requests the client's own interception continued (PAPRIKA_INTERCEPT=1)
+}
+
 // runClient runs drive.js and checks what the client saw.
 func runClient(t *testing.T, dir, client, endpoint, pageURL string) {
+	t.Helper()
+	runClientEnv(t, dir, client, endpoint, pageURL)
+}
+
+// runClientEnv is runClient with more environment for drive.js.
+func runClientEnv(t *testing.T, dir, client, endpoint, pageURL string, env ...string) clientSaw {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "drive.js", client, endpoint, pageURL)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	require.NoError(t, cmd.Run(), "%s via %s: %s", client, endpoint, errOut.String())
-	var got struct {
-		Version  string `json:"version"`
-		Text     string `json:"text"`
-		PNG      string `json:"png"`
-		PNGBytes int    `json:"pngBytes"`
-		Cookies  []struct{ Name, Value string }
-	}
+	var got clientSaw
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
 	require.Equal(t, "hello paprika", got.Text, "%s typed, clicked and read the text", client)
 	require.Equal(t, "89504e470d0a1a0a", got.PNG, "%s took a PNG screenshot", client)
@@ -144,6 +158,7 @@ func runClient(t *testing.T, dir, client, endpoint, pageURL string) {
 	require.Contains(t, got.Cookies, struct{ Name, Value string }{"flavor", "paprika"}, "%s read the page's cookie", client)
 	require.NotEmpty(t, got.Version, "the browser's version, from the lane")
 	t.Logf("%s via %s: %s", client, endpoint, out.String())
+	return got
 }
 
 // TestCDPClientsThroughAnotherHub: Puppeteer (connect with
@@ -384,5 +399,65 @@ func TestCDPSlowClientMemoryFlat(t *testing.T) {
 			require.True(t, bytes.Contains(b, []byte(`"sessionId"`)))
 			got++
 		}
+	}
+}
+
+// TestCDPSessionWithAuthenticatingProxy: a session opened with a proxy
+// that asks for credentials and a block option, driven by Puppeteer
+// through a hub the worker is not linked to: the page it opens itself
+// loads through the proxy with the session's credentials (the worker's
+// guard answers the 407), and the blocked script is never requested —
+// also while Puppeteer intercepts the page's requests itself.
+func TestCDPSessionWithAuthenticatingProxy(t *testing.T) {
+	needChromium(t)
+	dir := cdpClients(t)
+	var mu sync.Mutex
+	var paths []string
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		http.SetCookie(w, &http.Cookie{Name: "flavor", Value: "paprika", Path: "/"})
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, formPage+`<script src="/ads/tracker.js"></script>`)
+	}))
+	t.Cleanup(page.Close)
+	const user, pass = "dora", "e2e-pr0xy-Pw"
+	proxy := testproxy.New(user, pass)
+	t.Cleanup(proxy.Close)
+	f := newFleet(t, 2)
+	startChromiumWorker(t, "wp", f.urls[1])
+	waitLaneFree(t, f.urls[0])
+
+	body, err := json.Marshal(map[string]any{"idle_timeout_s": 120,
+		"proxy": map[string]string{"server": proxy.URL, "username": user, "password": pass},
+		"block": map[string]any{"url_patterns": []string{"*/ads/*"}}})
+	require.NoError(t, err)
+	for _, intercept := range []string{"0", "1"} {
+		var s sessionAnswer
+		require.Eventually(t, func() bool {
+			st, b := httpDo(t, "POST", f.urls[0]+"/sessions", string(body))
+			if st != http.StatusCreated {
+				t.Logf("POST /sessions: %d %s", st, b)
+				return false
+			}
+			require.NoError(t, json.Unmarshal(b, &s))
+			return true
+		}, 30*time.Second, 500*time.Millisecond, "a session opens")
+		saw := runClientEnv(t, dir, "puppeteer", s.CDPURL, page.URL+"/form", "PAPRIKA_INTERCEPT="+intercept)
+		if intercept == "1" {
+			require.Positive(t, saw.Intercepted, "Puppeteer's own interception saw the requests")
+		}
+		authed := slices.ContainsFunc(proxy.Requests(), func(r testproxy.Request) bool {
+			return r.Auth == "ok" && strings.HasSuffix(r.Target, "/form")
+		})
+		require.True(t, authed, "the proxy saw the page with the session's credentials: %+v", proxy.Requests())
+		mu.Lock()
+		require.Contains(t, paths, "/form")
+		require.NotContains(t, paths, "/ads/tracker.js", "the blocked script was requested")
+		mu.Unlock()
+		st, b := httpDo(t, "DELETE", f.urls[0]+"/sessions/"+s.ID, "")
+		require.Equal(t, http.StatusOK, st, string(b))
+		waitLaneFree(t, f.urls[0])
 	}
 }

@@ -105,10 +105,12 @@ type Config struct {
 
 	// Test hooks: the environment and the resolver of the egress policy
 	// (nil: os.Getenv, net.DefaultResolver), and a fault for a step of the
-	// lane cleanup (called with the step's name; an error fails the step).
+	// lane cleanup (called with the step's name; an error fails the step),
+	// and sessions without a guard (the baseline of BenchmarkGuard).
 	getenv       func(string) string
 	lookup       lookupFunc
 	cleanupFault func(step string) error
+	noGuard      bool
 }
 
 // Validate reports every invalid field at once.

@@ -79,10 +79,12 @@
 // BlockedByClient. Denied by default: link-local and the cloud metadata
 // addresses; Config.EgressDeny/EgressAllow and $PAPRIKA_BROWSER_EGRESS_DENY
 // /$PAPRIKA_BROWSER_EGRESS_ALLOW add rules. A denied top-level URL fails the
-// job at once with job_error "egress policy denies …". Residual risks: DNS
-// rebinding between the check and Chromium's own lookup, and requests the
-// page's Fetch domain does not pause (service and shared workers,
-// WebSocket, WebRTC); a firewall on the worker covers them.
+// job at once with job_error "egress policy denies …". A session's lane is
+// guarded as a whole, the pages raw CDP clients open included ("A
+// session's guard", below). Residual risks: DNS rebinding between the
+// check and Chromium's own lookup, and requests the Fetch domain does not
+// pause (a job page's service and shared workers; WebSocket and WebRTC
+// connections everywhere); a firewall on the worker covers them.
 //
 // # Health and restarts
 //
@@ -205,13 +207,34 @@
 // --user-agent, --lang and --accept-lang, TZ, --window-size) and its
 // cookies in the default context, so that pages a raw CDP client opens
 // through the gateway see them too; the lane's next user gets a fresh
-// default browser (the browser's launch key names the session). What such
-// a client still controls: its own Emulation and Network overrides,
-// Target.createBrowserContext with a proxyServer of its own, clearing
-// cookies; and what it does not get: block, and answers to the proxy's
-// challenges, which are applied to the session's own page only (an
-// agent-side auto-attach connection would be needed for the client's
-// pages).
+// default browser (the browser's launch key names the session).
+//
+// # A session's guard
+//
+// Every session, with options or without, has a guard (guard.go): a
+// DevTools connection of the driver's own to the lane's browser, opened
+// before the session is handed out, with Fetch enabled on the browser
+// target, so that every request of the browser — the pages, iframes and
+// workers a raw CDP client opens, in any BrowserContext — pauses until
+// the guard judged it as a tab judges its own: the block option, then the
+// egress policy on the resolved addresses; and the session's proxy's 407
+// challenges are answered with its credentials (only that proxy's: a
+// context a client gives a proxy of its own gets none; never a website's
+// 401; once per request). A client's own Fetch interception keeps
+// working: Chromium hands each request to the client's first and the
+// guard's last, so the guard judges what the client let go, rewrites
+// included. The guard costs each request one more DevTools round trip,
+// 0.6 to 1 ms on loopback (BenchmarkGuard: a page of 41 local requests
+// loads in 1.25-1.27x the time it takes without a guard); it is not skipped
+// for a session without options, since the egress policy applies to
+// every session. When the session closes, its guard first fails every
+// request (nothing a client left running goes out unjudged), the lane is
+// cleaned, and only then the guard disconnects, before the next user gets
+// the lane. A guard that loses its connection while its session is open
+// stops the lane's browser. What a client still controls: its own
+// Emulation and Network overrides, clearing cookies, answers it makes up
+// itself with Fetch.fulfillRequest (they never reach the network), and
+// connections the Fetch domain does not pause (WebSocket, WebRTC).
 //
 // # Wiring
 //

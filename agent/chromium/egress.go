@@ -211,44 +211,76 @@ func (p *egressPolicy) resolve(ctx context.Context, host string) ([]netip.Addr, 
 	return addrs, err
 }
 
-// egressCache remembers a tab's decisions by scheme and host, so that a
-// page's hundred subresources from one host cost one lookup. It lives as
-// long as the tab (one job or session).
+// egressCache remembers a tab's or a guard's decisions by host, so that a
+// page's hundred subresources from one host cost one lookup. A tab lives
+// for one job or session; a guard's cache, for a session of hours, so
+// decisions are forgotten after egressCacheTTL (a name's addresses
+// change) and the whole cache once it holds egressCacheHosts hosts.
 type egressCache struct {
-	mu sync.Mutex
-	m  map[string]error
+	mu  sync.Mutex
+	m   map[string]egressDecision
+	now func() time.Time // time.Now unless a test sets it
+}
+
+// egressDecision is one host's decision: nil or an *EgressError.
+type egressDecision struct {
+	err error
+	at  time.Time
+}
+
+const (
+	egressCacheTTL   = time.Minute
+	egressCacheHosts = 4096
+)
+
+func (c *egressCache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
 }
 
 // check is p.check, remembered per host for decisions that did not come
 // from a failed or cut-short lookup.
 func (c *egressCache) check(ctx context.Context, p *egressPolicy, raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return nil
+	if known, err := c.known(raw); known {
+		return err
 	}
+	u, _ := url.Parse(raw) // known parsed it
 	key := strings.ToLower(u.Hostname())
-	c.mu.Lock()
-	cached, ok := c.m[key]
-	c.mu.Unlock()
-	if ok {
-		if cached == nil {
-			return nil
-		}
-		e := *cached.(*EgressError)
-		e.URL = raw
-		return &e
-	}
-	err = p.check(ctx, raw)
+	err := p.check(ctx, raw)
 	var ee *EgressError
 	if err == nil || (errors.As(err, &ee) && ee.Addr.IsValid()) {
 		c.mu.Lock()
-		if c.m == nil {
-			c.m = map[string]error{}
+		if c.m == nil || len(c.m) >= egressCacheHosts {
+			c.m = map[string]egressDecision{}
 		}
-		c.m[key] = err
+		c.m[key] = egressDecision{err: err, at: c.clock()}
 		c.mu.Unlock()
 	}
 	return err
+}
+
+// known is the decision for raw when it needs no lookup: a URL without a
+// host (it never reaches the network), or a host decided lately. A guard
+// answers those at once and leaves only lookups to its workers.
+func (c *egressCache) known(raw string) (bool, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return true, nil
+	}
+	c.mu.Lock()
+	d, ok := c.m[strings.ToLower(u.Hostname())]
+	c.mu.Unlock()
+	switch {
+	case !ok || c.clock().Sub(d.at) >= egressCacheTTL:
+		return false, nil
+	case d.err == nil:
+		return true, nil
+	}
+	e := *d.err.(*EgressError)
+	e.URL = raw
+	return true, &e
 }
 
 // envOr is os.Getenv unless the test gave its own.

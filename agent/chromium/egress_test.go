@@ -145,6 +145,21 @@ func TestSecurityEgressResolution(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("http://metadata.test/%d", i), ee.URL)
 	}
 	require.EqualValues(t, 2, calls.Load())
+	// For a while: a session's guard looks a host up again after the TTL,
+	// and holds at most egressCacheHosts hosts.
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	now = now.Add(egressCacheTTL - time.Second)
+	require.NoError(t, c.check(ctx, p, "http://ok.test/again"))
+	require.EqualValues(t, 2, calls.Load(), "still fresh")
+	now = now.Add(time.Second)
+	require.NoError(t, c.check(ctx, p, "http://ok.test/again"))
+	require.EqualValues(t, 3, calls.Load(), "looked up again after the TTL")
+	for i := 0; len(c.m) < egressCacheHosts; i++ {
+		c.m[fmt.Sprintf("h%d.test", i)] = egressDecision{at: now}
+	}
+	require.Error(t, c.check(ctx, p, "http://dual.test/x"))
+	require.Len(t, c.m, 1, "a full cache starts over")
 
 	// The real resolver: localhost is loopback, allowed by default.
 	real, err := newEgressPolicy(nil, nil, noEnv, nil)

@@ -194,13 +194,20 @@ func (d *Driver) Hygiene() HygieneCounts {
 
 // release is the end of a user's hold on the lane (acquire's release): it
 // cleans the browser for the next user, or restarts it when cleaning does
-// not suffice, and frees the lane.
+// not suffice, runs the holder's beforeFree once the browser is clean or
+// stopped (a session's guard disconnects there), and frees the lane.
 func (l *lane) release() {
 	l.mu.Lock()
 	b, why, closed := l.b, l.suspect, l.closed
+	last := l.beforeFree
+	l.beforeFree = nil
 	l.mu.Unlock()
+	if last == nil {
+		last = func() {}
+	}
 	switch {
 	case closed || b == nil: // nothing ran, or Close stopped it: nothing to clean
+		last()
 		<-l.sem
 		return
 	case why != "":
@@ -212,23 +219,25 @@ func (l *lane) release() {
 		if err == nil {
 			l.d.cleanups.Add(1)
 			l.d.log.Debug("lane cleaned", "lane", l.idx, "took", time.Since(start).Round(time.Microsecond))
+			last()
 			<-l.sem
 			return
 		}
 		if l.d.ctx.Err() != nil { // Close is killing every browser
+			last()
 			<-l.sem
 			return
 		}
 		why = "cleanup failed: " + err.Error()
 	}
-	l.restart(b, why)
+	l.restart(b, why, last)
 }
 
 // restart stops b at once — the previous user's profile goes with it — and
 // starts a new browser in the background, holding the lane until it is up
-// (or its start failed: then the next user starts one). The caller holds
-// sem; restart frees it.
-func (l *lane) restart(b *browserProc, why string) {
+// (or its start failed: then the next user starts one). last runs once b
+// is stopped. The caller holds sem; restart frees it.
+func (l *lane) restart(b *browserProc, why string, last func()) {
 	l.d.restarts.Add(1)
 	l.d.log.Warn("lane not clean; restarting chromium", "lane", l.idx, "pid", b.pid, "why", why)
 	l.setRestarting(true)
@@ -244,6 +253,7 @@ func (l *lane) restart(b *browserProc, why string) {
 	}
 	l.mu.Unlock()
 	b.stop()
+	last()
 	if closed {
 		l.setRestarting(false)
 		<-l.sem

@@ -40,8 +40,12 @@ type lane struct {
 	mu      sync.Mutex
 	b       *browserProc // nil until the first use, and after a failed restart
 	suspect string       // why the next user must restart the browser; "" if none
-	closed  bool
-	starts  int // browser starts so far, for tests and logs
+	// beforeFree is the holder's last word, run by release once the
+	// browser is clean or stopped and before the next user may take the
+	// lane: a session's guard disconnects there (guard.go).
+	beforeFree func()
+	closed     bool
+	starts     int // browser starts so far, for tests and logs
 }
 
 // acquire takes the lane, waiting while another user holds it (or a
@@ -158,6 +162,14 @@ func (l *lane) setRestarting(on bool) {
 	if l.restarting.Swap(on) != on {
 		l.d.laneChanged()
 	}
+}
+
+// setBeforeFree sets what release runs before the next user may take the
+// lane (see beforeFree). Only the holder calls it.
+func (l *lane) setBeforeFree(fn func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.beforeFree = fn
 }
 
 // markSuspect makes the lane restart its browser when its user releases it

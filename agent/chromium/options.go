@@ -3,6 +3,8 @@ package chromium
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -178,32 +180,67 @@ func globMatch(pattern, s string) bool {
 
 // proxyAuth answers a page's proxy challenges with the options'
 // credentials: once per request (a proxy that refuses them gets a cancel,
-// not a loop), and never a website's own challenge (source Server), so
-// the credentials go to the proxy only.
+// not a loop), and only the challenge of the options' own proxy server —
+// never a website's (source Server), nor another proxy's (a raw CDP
+// client may give a BrowserContext a proxy of its own) — so the
+// credentials go to that proxy only. Safe for concurrent use.
 type proxyAuth struct {
 	username, password string
+	origin             string // the proxy server's, as Chromium names a challenger
 
 	mu       sync.Mutex
 	answered map[fetch.RequestID]bool
+	order    []fetch.RequestID // answered, oldest first; at most maxAnswered
 }
+
+// maxAnswered bounds the requests a proxyAuth remembers answering. A
+// request's second challenge follows its first answer at once, so the
+// most recent ones suffice; a session's guard sees requests for hours.
+const maxAnswered = 1024
 
 func newProxyAuth(o *messages.BrowserOptions) *proxyAuth {
 	if o == nil || o.Proxy == nil || o.Proxy.Username == "" {
 		return nil
 	}
-	return &proxyAuth{username: o.Proxy.Username, password: o.Proxy.Password, answered: map[fetch.RequestID]bool{}}
+	return &proxyAuth{username: o.Proxy.Username, password: o.Proxy.Password, origin: serverOrigin(o.Proxy.Server),
+		answered: map[fetch.RequestID]bool{}}
+}
+
+// serverOrigin is a URL's scheme://host:port, lower-cased, with the
+// scheme's default port filled in, so that Chromium's way of writing a
+// challenger's origin ("http://proxy:80" is "http://proxy") compares
+// equal; "" for what does not parse.
+func serverOrigin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443", "socks4": "1080", "socks5": "1080"}[u.Scheme]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // response is the answer to one challenge. The tab's log lines name the
 // decision, never the credentials.
 func (a *proxyAuth) response(ev *fetch.EventAuthRequired) *fetch.AuthChallengeResponse {
-	if a == nil || ev.AuthChallenge == nil || ev.AuthChallenge.Source != fetch.AuthChallengeSourceProxy {
-		// No credentials here for a website: its 401 stays the page's.
+	if a == nil || ev.AuthChallenge == nil || ev.AuthChallenge.Source != fetch.AuthChallengeSourceProxy ||
+		serverOrigin(ev.AuthChallenge.Origin) != a.origin {
+		// No credentials here for a website (its 401 stays the page's),
+		// nor for a proxy other than the options'.
 		return &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseCancelAuth}
 	}
 	a.mu.Lock()
 	again := a.answered[ev.RequestID]
-	a.answered[ev.RequestID] = true
+	if !again {
+		if len(a.order) >= maxAnswered {
+			delete(a.answered, a.order[0])
+			a.order = a.order[1:]
+		}
+		a.answered[ev.RequestID] = true
+		a.order = append(a.order, ev.RequestID)
+	}
 	a.mu.Unlock()
 	if again {
 		return &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseCancelAuth}

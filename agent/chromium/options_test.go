@@ -46,6 +46,12 @@ func newReportSite(t testing.TB) *reportSite {
 <script>window.report = {ua: navigator.userAgent, width: innerWidth, height: innerHeight,
   lang: navigator.language, tz: Intl.DateTimeFormat().resolvedOptions().timeZone, cookie: document.cookie,
   ads: typeof window.adsRan !== "undefined"};</script></body></html>`)
+		case "/frame": // a cross-site iframe (an out-of-process one) fetching the address in its hash
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, `<script>fetch(location.hash.slice(1), {mode: "no-cors"}).then(() => "reached", () => "blocked").then(v => parent.postMessage(v, "*"))</script>`)
+		case "/sw.js": // a service worker fetching ?p=<address> as it installs
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, `self.addEventListener("install", e => e.waitUntil(fetch(new URL(location).searchParams.get("p") + "/sw", {mode: "no-cors"}).catch(() => {})))`)
 		case "/ads/banner.js":
 			w.Header().Set("Content-Type", "text/javascript")
 			fmt.Fprint(w, `window.adsRan = true;`)
@@ -167,8 +173,8 @@ func TestBrowserOptions(t *testing.T) {
 
 		// A raw CDP client on the lane's DevTools URL, with a page of its
 		// own in the browser's default context, sees the options that the
-		// command line and the default context carry (not block: see
-		// doc.go).
+		// command line and the default context carry, and block through
+		// the session's guard (guard.go).
 		site.reset()
 		devtools, ok := d.DevToolsURL(0)
 		require.True(t, ok, "the session's lane runs a browser")
@@ -178,6 +184,8 @@ func TestBrowserOptions(t *testing.T) {
 		require.Equal(t, "Asia/Tokyo", raw2.TZ)
 		require.Equal(t, "pre=loaded", raw2.Cookie)
 		require.Equal(t, 640, raw2.Width)
+		require.False(t, raw2.Ads, "the blocked script ran in the client's page")
+		require.False(t, site.asked("/img/pixel.png"), "the blocked image was requested by the client's page")
 	})
 
 	t.Run("proxy", func(t *testing.T) {

@@ -28,6 +28,7 @@ type session struct {
 	id      string
 	t       *tab
 	dls     *downloads // uploads the page's downloads as they complete
+	guard   *guard     // every request of the lane's browser (guard.go); nil only in a benchmark's baseline
 	release func()
 
 	mu     sync.Mutex
@@ -59,14 +60,31 @@ func (d *Driver) OpenSession(ctx context.Context, lane int, sessionID string, op
 			return nil, fmt.Errorf("cookies: %w", err)
 		}
 	}
+	// Before the session is handed out, so before any CDP tunnel opens:
+	// every page a client opens is guarded from its first request.
+	var g *guard
+	if !d.cfg.noGuard {
+		if g, err = t.startGuard(ctx, &opts, sessionID); err != nil {
+			t.close()
+			if ctx.Err() != nil {
+				release()
+				return nil, ctx.Err()
+			}
+			t.l.markSuspect(err.Error())
+			release()
+			return nil, agent.Fail(agent.ReasonLaneError, "lane %d: %v", lane, err)
+		}
+		t.l.setBeforeFree(g.stop)
+	}
 	dls, err := watchDownloads(t, true, d.sessionDownloadStore(sessionID), log)
 	if err != nil {
+		g.lockdown()
 		t.close()
 		t.l.markSuspect(err.Error())
 		release()
 		return nil, agent.Fail(agent.ReasonLaneError, "lane %d: %v", lane, err)
 	}
-	return &session{d: d, id: sessionID, t: t, dls: dls, release: release}, nil
+	return &session{d: d, id: sessionID, t: t, dls: dls, guard: g, release: release}, nil
 }
 
 // Do implements agent.Session: command is a step, as in a macro (op
@@ -108,8 +126,9 @@ func (s *session) Do(ctx context.Context, command json.RawMessage) (json.RawMess
 	return b, nil
 }
 
-// Close implements agent.Session: it closes the page, disposes of its
-// BrowserContext, cleans the lane (hygiene.go) and frees it. A CDP tunnel
+// Close implements agent.Session: it locks the session's guard down,
+// closes the page, disposes of its BrowserContext, cleans the lane
+// (hygiene.go), frees it and disconnects the guard. A CDP tunnel
 // to the lane's browser must be closed first. Safe to call twice.
 func (s *session) Close() error {
 	s.mu.Lock()
@@ -118,8 +137,12 @@ func (s *session) Close() error {
 		return nil
 	}
 	s.closed = true
+	// The CDP tunnels are closed already. Whatever a client left running
+	// fails from here on, until the lane is clean (guard.go).
+	s.guard.lockdown()
 	s.dls.close() // uploads what completed, removes the files; before the tab closes
 	s.t.close()
-	s.release()
+	s.release() // disconnects the guard once the lane is clean (beforeFree)
+	s.guard.stop()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -174,41 +175,63 @@ func (t *tab) guardEgress(paused iter.Seq2[fetch.EventRequestPaused, error]) {
 	}
 }
 
-// decideRequest answers one paused request. The check is on the
-// addresses the worker resolves now; Chromium resolves the name again
-// when it connects, so a name whose DNS answer changes in between (DNS
-// rebinding, a TTL of 0) can still reach a denied address. That residual
-// risk is accepted here; a deny list that must hold against it belongs in
-// the worker's firewall as well. Requests Chromium does not pause through
-// the page's Fetch domain (service and shared workers, WebSocket and
-// WebRTC connections) are not checked either.
+// decideRequest answers one paused request of the tab's page (verdict
+// says what is checked, and what is not).
 func (t *tab) decideRequest(ev fetch.EventRequestPaused) {
 	var u string
 	if ev.Request != nil {
 		u = ev.Request.URL
 	}
-	if blocked, why := t.block.blocks(ev.ResourceType, u); blocked {
-		t.l.d.log.Debug("options blocked a request", "lane", t.l.idx, "url", u, "why", why)
-		if _, err := chromedp.Call(t.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}); err != nil && t.ctx.Err() == nil {
-			t.l.d.log.Debug("fail request", "lane", t.l.idx, "url", u, "err", err)
-		}
-		return
-	}
-	err := t.egressSeen.check(t.ctx, t.l.d.egress, u)
-	if err == nil {
+	v := judge(t.ctx, t.block, &t.egressSeen, t.l.d.egress, ev.ResourceType, u)
+	if !v.fails() {
 		if _, err := chromedp.Call(t.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); err != nil && t.ctx.Err() == nil {
 			t.l.d.log.Debug("continue request", "lane", t.l.idx, "url", u, "err", err)
 		}
 		return
 	}
 	var ee *EgressError
-	if errors.As(err, &ee) && ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == cdp.FrameID(t.id) {
+	if errors.As(v.egress, &ee) && ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == cdp.FrameID(t.id) {
 		t.docBlocked.Store(ee) // navigate reports it instead of Chromium's ERR_BLOCKED_BY_CLIENT
 	}
-	t.l.d.log.Info("egress policy blocked a request", "lane", t.l.idx, "url", u, "type", ev.ResourceType, "err", err)
+	v.log(t.l.d.log, u, ev.ResourceType, "lane", t.l.idx)
 	if _, err := chromedp.Call(t.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}); err != nil && t.ctx.Err() == nil {
 		t.l.d.log.Debug("fail request", "lane", t.l.idx, "url", u, "err", err)
 	}
+}
+
+// verdict is what a Fetch pause does with one request: continue it, or
+// fail it with BlockedByClient because the block option or the egress
+// policy refuses it. A job's or session's own page (tab) and the pages a
+// raw CDP client opens on a session's lane (guard) are judged alike.
+type verdict struct {
+	blockedBy string // the block option's rule that refuses the request, or ""
+	egress    error  // the egress policy's refusal (*EgressError), or nil
+}
+
+func (v verdict) fails() bool { return v.blockedBy != "" || v.egress != nil }
+
+// log records a refusal: the egress policy's at Info (an operator wants
+// to see what a user tried to reach), the options' at Debug.
+func (v verdict) log(log *slog.Logger, url string, rt network.ResourceType, attrs ...any) {
+	if v.blockedBy != "" {
+		log.Debug("options blocked a request", append(attrs, "url", url, "why", v.blockedBy)...)
+		return
+	}
+	log.Info("egress policy blocked a request", append(attrs, "url", url, "type", rt, "err", v.egress)...)
+}
+
+// judge decides one request. The egress check is on the addresses the
+// worker resolves now; Chromium resolves the name again when it connects,
+// so a name whose DNS answer changes in between (DNS rebinding, a TTL of
+// 0) can still reach a denied address. That residual risk is accepted
+// here; a deny list that must hold against it belongs in the worker's
+// firewall as well. Requests Chromium does not pause through a target's
+// Fetch domain (WebSocket and WebRTC connections) are not checked either.
+func judge(ctx context.Context, b *blocker, seen *egressCache, p *egressPolicy, rt network.ResourceType, url string) verdict {
+	if blocked, why := b.blocks(rt, url); blocked {
+		return verdict{blockedBy: why}
+	}
+	return verdict{egress: seen.check(ctx, p, url)}
 }
 
 // bind derives from the tab's context one that also ends when ctx does,

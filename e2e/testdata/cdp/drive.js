@@ -5,6 +5,10 @@
 //   node drive.js puppeteer  <browserWSEndpoint> <pageURL>
 //   node drive.js playwright <endpointURL>       <pageURL>
 //
+// With PAPRIKA_INTERCEPT=1 the Puppeteer client intercepts its page's
+// requests itself (page.setRequestInterception: its own Fetch domain,
+// auth challenges included) and continues each; "intercepted" counts them.
+//
 // Prints one JSON line with what it saw; exits 1 on any failure.
 'use strict';
 
@@ -14,7 +18,13 @@ async function withPuppeteer(endpoint, pageURL) {
   try {
     const version = await browser.version();
     const page = await browser.newPage();
-    await page.goto(pageURL);
+    let intercepted = 0;
+    if (process.env.PAPRIKA_INTERCEPT === '1') {
+      await page.setRequestInterception(true);
+      page.on('request', (req) => { intercepted++; req.continue(); });
+    }
+    const res = await page.goto(pageURL);
+    if (!res.ok()) throw new Error(`${pageURL}: HTTP ${res.status()}`);
     await page.type('#name', 'paprika');
     await page.click('#go');
     await page.waitForFunction(() => document.querySelector('#out').textContent !== '');
@@ -22,7 +32,7 @@ async function withPuppeteer(endpoint, pageURL) {
     const png = Buffer.from(await page.screenshot({ type: 'png' }));
     const cookies = await browser.cookies();
     await page.close();
-    return { version, text, png: png.subarray(0, 8).toString('hex'), pngBytes: png.length, cookies };
+    return { version, text, png: png.subarray(0, 8).toString('hex'), pngBytes: png.length, cookies, intercepted };
   } finally {
     await browser.disconnect();
   }

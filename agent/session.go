@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/paprika-hub/paprika/messages"
@@ -221,17 +222,26 @@ func (a *Agent) stopSessions() {
 
 // waitSessions waits up to timeout for the session goroutines to end.
 func (a *Agent) waitSessions(timeout time.Duration) {
+	if !waitGroupFor(&a.sessWG, timeout) {
+		a.lg().Error("sessions did not close in time; stopping without them", "timeout", timeout)
+	}
+}
+
+// waitGroupFor waits up to timeout for wg; false when it timed out. The
+// waiting goroutine then lives on until wg is done: its owner is wg's.
+func waitGroupFor(wg *sync.WaitGroup, timeout time.Duration) bool {
 	done := make(chan struct{})
-	go func() { // ends when the last session goroutine does
-		a.sessWG.Wait()
+	go func() { // ends when the last of wg does
+		wg.Wait()
 		close(done)
 	}()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-done:
+		return true
 	case <-t.C:
-		a.lg().Error("sessions did not close in time; stopping without them", "timeout", timeout)
+		return false
 	}
 }
 

@@ -114,16 +114,7 @@ const tunnelDrain = 5 * time.Second
 // does not within tunnelDrain makes the lane suspect: the cleanup after it
 // cannot be trusted, and the lane's next user gets a fresh browser.
 func (s *sessionRunner) waitTunnels(log *slog.Logger) {
-	done := make(chan struct{})
-	go func() { // ends when the last tunnel goroutine does
-		s.tunnelWG.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(tunnelDrain)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
+	if !waitGroupFor(&s.tunnelWG, tunnelDrain) {
 		log.Warn("CDP tunnels did not stop in time; closing the session without them", "timeout", tunnelDrain)
 		if m, ok := s.a.driver.(LaneSuspecter); ok {
 			m.MarkLaneSuspect(s.lane, "a CDP tunnel outlived its session")

@@ -444,7 +444,6 @@ func TestSecurityAttacks(t *testing.T) {
 	honest := f.honestLoad(40*time.Millisecond, stopLoad)
 
 	// The slow ones start now and are judged at the end.
-	silent := f.startSilentLink()
 	idle := f.startIdleConns()
 
 	t.Run("RemotingPeerWithoutCert", func(t *testing.T) {
@@ -550,6 +549,8 @@ func TestSecurityAttacks(t *testing.T) {
 		}, 20*time.Second, 20*time.Millisecond, "target %s running", j.ID)
 		require.Contains(t, []string{"w0", "w1"}, targets[i].WorkerID)
 	}
+	// Linked only now, so that the targets cannot land on it.
+	silent := f.startSilentLink()
 
 	t.Run("WorkerReportsAnothersJob", func(t *testing.T) {
 		// w-evil says it started, finished and failed an honest worker's
@@ -711,7 +712,7 @@ func TestSecurityAttacks(t *testing.T) {
 		// has been silent for the alive window (its pings go unanswered),
 		// and the job is run again elsewhere by the orphan rules.
 		r := silent()
-		require.NotEmpty(t, r.job, "w-mute got a job")
+		require.NotEmpty(t, r.job, "w-mute got a job (%v)", r.err)
 		require.Eventually(t, func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -780,7 +781,10 @@ func atkErr(t *testing.T, b []byte) (code, limit string) {
 }
 
 // silentResult is what startSilentLink saw.
-type silentResult struct{ job string }
+type silentResult struct {
+	job string
+	err error // why the link ended before a job came
+}
 
 // startSilentLink links w-mute, waits for its first job, reports it
 // started and then neither reads nor writes again (TCP stays open: the
@@ -800,6 +804,7 @@ func (f *secFleet) startSilentLink() func() silentResult {
 		for {
 			_, b, err := conn.ReadMessage()
 			if err != nil {
+				r.err = err
 				return
 			}
 			fr, err := messages.DecodeFrame(b)
@@ -812,7 +817,7 @@ func (f *secFleet) startSilentLink() func() silentResult {
 			return // and silence: no reads (so no pongs), no heartbeats
 		}
 	}()
-	return func() silentResult { return <-got }
+	return sync.OnceValue(func() silentResult { return <-got })
 }
 
 // idleResult is what startIdleConns saw.

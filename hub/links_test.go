@@ -41,6 +41,15 @@ func dialRawLinkAs(t *testing.T, hubURL, id string, lanes int, token string) *ra
 // dialRawLinkWith links as id presenting token (none when "") and says it
 // has drivers.
 func dialRawLinkWith(t *testing.T, hubURL, id string, lanes int, token string, drivers ...string) *rawLink {
+	return dialRawLinkHello(t, hubURL, id, token, messages.Frame{Type: messages.TypeHello, WorkerID: id, LanIP: "127.0.0.1", Version: "test",
+		Capabilities: &messages.Capabilities{MaxConcurrent: lanes, LaneURLs: laneURLs(id, lanes), Drivers: drivers},
+		Stats:        &messages.Stats{}})
+}
+
+// dialRawLinkHello links as id presenting token and says hello, then
+// waits for the welcome.
+func dialRawLinkHello(t *testing.T, hubURL, id, token string, hello messages.Frame) *rawLink {
+	t.Helper()
 	conn, err := dialLink(hubURL, id, token)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
@@ -57,9 +66,7 @@ func dialRawLinkWith(t *testing.T, hubURL, id string, lanes int, token string, d
 			}
 		}
 	}()
-	l.send(messages.Frame{Type: messages.TypeHello, WorkerID: id, LanIP: "127.0.0.1", Version: "test",
-		Capabilities: &messages.Capabilities{MaxConcurrent: lanes, LaneURLs: laneURLs(id, lanes), Drivers: drivers},
-		Stats:        &messages.Stats{}})
+	l.send(hello)
 	require.Equal(t, messages.TypeWelcome, l.next(5*time.Second).Type)
 	return l
 }

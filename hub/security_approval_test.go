@@ -154,27 +154,9 @@ func TestSecurityWorkerApprovalOffChangesNothing(t *testing.T) {
 // dialRawLinkRunning links as id with token, its hello listing running.
 func dialRawLinkRunning(t *testing.T, hubURL, id string, lanes int, token string, running ...string) *rawLink {
 	t.Helper()
-	conn, err := dialLink(hubURL, id, token)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	l := &rawLink{t: t, conn: conn, frames: make(chan messages.Frame, 64)}
-	go func() {
-		defer close(l.frames)
-		for {
-			_, b, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			if f, err := messages.DecodeFrame(b); err == nil {
-				l.frames <- f
-			}
-		}
-	}()
-	l.send(messages.Frame{Type: messages.TypeHello, WorkerID: id, LanIP: "127.0.0.1", Version: "test",
+	return dialRawLinkHello(t, hubURL, id, token, messages.Frame{Type: messages.TypeHello, WorkerID: id, LanIP: "127.0.0.1", Version: "test",
 		Capabilities: &messages.Capabilities{MaxConcurrent: lanes, LaneURLs: laneURLs(id, lanes), Drivers: []string{"simulated"}},
 		Stats:        &messages.Stats{InFlight: len(running)}, Running: running})
-	require.Equal(t, messages.TypeWelcome, l.next(5*time.Second).Type)
-	return l
 }
 
 // workerNow reads one worker of GET /workers.

@@ -56,8 +56,8 @@ type Hub struct {
 	metricsServer   *http.Server
 	metricsListener net.Listener
 	metricsDone     chan struct{}
-	started    time.Time
-	serveDone  chan struct{}
+	started         time.Time
+	serveDone       chan struct{}
 
 	protocols protocolCache // /json/protocol per browser version (cdp.go)
 

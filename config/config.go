@@ -166,6 +166,8 @@ type Config struct {
 	Assets AssetsConfig `yaml:"assets"`
 	// Limits bounds what one client, request or job may take of a hub.
 	Limits LimitsConfig `yaml:"limits"`
+	// Metrics configures where /metrics is served.
+	Metrics MetricsConfig `yaml:"metrics"`
 	// Debug holds switches for tests and drills; all off by default.
 	Debug DebugConfig `yaml:"debug"`
 
@@ -507,6 +509,17 @@ type LimitsConfig struct {
 	// a client or a worker's tunnel; a longer one closes the tunnel with
 	// 1009. Default 268435456 (256 MiB).
 	CDPMaxMessageBytes int `yaml:"cdp_max_message_bytes"`
+}
+
+// MetricsConfig is the "metrics" section.
+type MetricsConfig struct {
+	// Listen is a second host:port that serves GET /metrics, and nothing
+	// else, without the API token: the usual Prometheus scrape setup. It
+	// may be a non-loopback address even on an open hub, since it exposes
+	// only metrics (counts, latencies and worker ids), never jobs or
+	// params; the hub logs a warning naming it. Default "" (/metrics only
+	// on hub.listen, behind the API token).
+	Listen string `yaml:"listen"`
 }
 
 // DebugConfig is the "debug" section.

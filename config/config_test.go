@@ -103,8 +103,9 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// max_label_key_bytes, max_label_value_bytes, max_queued,
 	// max_conns_per_ip, api_rate, api_burst, max_log_lines, max_log_bytes,
 	// max_asset_bytes, max_session_downloads, max_list_bytes, worker_max_lanes,
-	// cdp_tunnels_per_session, cdp_max_message_bytes), auth.worker_approval
-	require.Len(t, keys, 69)
+	// cdp_tunnels_per_session, cdp_max_message_bytes), auth.worker_approval,
+	// metrics.listen
+	require.Len(t, keys, 70)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -177,6 +178,7 @@ func TestEnvOverrides(t *testing.T) {
 	}{
 		{"PAPRIKA_HUB_LISTEN=127.0.0.1:80", "hub.listen", "127.0.0.1:80"}, // 0.0.0.0 needs tokens: TestSecurityOpenListen…
 		{"PAPRIKA_AUTH_INSECURE=true", "auth.insecure", "true"},
+		{"PAPRIKA_METRICS_LISTEN=0.0.0.0:9090", "metrics.listen", "0.0.0.0:9090"}, // allowed open: metrics only
 		{"PAPRIKA_AUTH_WORKER_APPROVAL=true", "auth.worker_approval", "true"},
 		{"PAPRIKA_HUB_ADVERTISE_URL=http://hub1:8080", "hub.advertise_url", "http://hub1:8080"},
 		{"PAPRIKA_AUTH_API_TOKEN=s3cret", "auth.api_token", "s3cret"},
@@ -278,7 +280,7 @@ func TestFileErrors(t *testing.T) {
 		{"unknown leaf", "hub:\n  lisen: 1.2.3.4:80\n",
 			[]string{`2: hub.lisen: unknown key (hub has: listen, id, advertise_url, tls_cert, tls_key)`}},
 		{"unknown section", "hubs:\n  listen: x\n",
-			[]string{`1: hubs: unknown key (sections: hub, auth, worker, scheduler, redrive, reconciler, jobs, logs, cluster, redis, mysql, minio, assets, limits, debug)`}},
+			[]string{`1: hubs: unknown key (sections: hub, auth, worker, scheduler, redrive, reconciler, jobs, logs, cluster, redis, mysql, minio, assets, limits, metrics, debug)`}},
 		{"duplicate", "hub:\n  id: a\n  id: b\n",
 			[]string{`3: hub.id: given twice (first on line 2)`}},
 		{"list value", "hub:\n  listen: [a, b]\n",
@@ -334,6 +336,9 @@ func TestValidateErrors(t *testing.T) {
 	}{
 		{"listen not host:port", func(c *Config) { c.Hub.Listen = "localhost" }, `hub.listen: "localhost" is not host:port (e.g. 127.0.0.1:8080, :8080)`},
 		{"listen bad port", func(c *Config) { c.Hub.Listen = "127.0.0.1:99999" }, `hub.listen: "127.0.0.1:99999": port "99999" is not a number in 0..65535`},
+		{"metrics listen not host:port", func(c *Config) { c.Metrics.Listen = "9090" }, `metrics.listen: "9090" is not host:port (e.g. 127.0.0.1:8080, :8080)`},
+		{"metrics listen is hub listen", func(c *Config) { c.Metrics.Listen = c.Hub.Listen },
+			`metrics.listen: "127.0.0.1:8080" is hub.listen as well: give another port (or "" to serve /metrics on hub.listen only)`},
 		{"hub id", func(c *Config) { c.Hub.ID = "hub one" }, `hub.id: "hub one" may hold only letters, digits, '.', '_' and '-' (at most 64, starting with a letter or digit)`},
 		{"advertise url", func(c *Config) { c.Hub.AdvertiseURL = "hub1:8080" }, `hub.advertise_url: "hub1:8080" is not an http:// or https:// URL with a host`},
 		{"heartbeat zero", func(c *Config) { c.Worker.HeartbeatInterval = 0 }, `worker.heartbeat_interval: 0s must be greater than 0`},
@@ -522,7 +527,7 @@ func TestSet(t *testing.T) {
 	require.Equal(t, 2500*time.Millisecond, c.Reconciler.FleetReadTimeout)
 
 	require.EqualError(t, c.Set("hub.lisen", "x"), "hub.lisen: unknown key (hub has: listen, id, advertise_url, tls_cert, tls_key)")
-	require.EqualError(t, c.Set("listen", "x"), "listen: unknown key (sections: hub, auth, worker, scheduler, redrive, reconciler, jobs, logs, cluster, redis, mysql, minio, assets, limits, debug)")
+	require.EqualError(t, c.Set("listen", "x"), "listen: unknown key (sections: hub, auth, worker, scheduler, redrive, reconciler, jobs, logs, cluster, redis, mysql, minio, assets, limits, metrics, debug)")
 	require.EqualError(t, c.Set("hub.listen", "nope"), `hub.listen: "nope" is not host:port (e.g. 127.0.0.1:8080, :8080)`)
 	require.EqualError(t, c.Set("jobs.max_attempts", "x"), `jobs.max_attempts: "x" is not an integer`)
 

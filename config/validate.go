@@ -54,6 +54,12 @@ var fieldChecks = map[string]func(c *Config) string{
 	"hub.listen":        func(c *Config) string { return checkListen(c.Hub.Listen) },
 	"hub.id":            func(c *Config) string { return checkID(c.Hub.ID) },
 	"hub.advertise_url": func(c *Config) string { return checkHTTPURL(c.Hub.AdvertiseURL) },
+	"metrics.listen": func(c *Config) string {
+		if c.Metrics.Listen == "" {
+			return ""
+		}
+		return checkListen(c.Metrics.Listen)
+	},
 
 	"auth.worker_secret": func(c *Config) string { return checkWorkerSecret(c) },
 	"auth.params_key":    func(c *Config) string { return checkParamsKey(c) },
@@ -121,6 +127,13 @@ var fieldChecks = map[string]func(c *Config) string{
 // and a message, or "" when the rule holds.
 var crossChecks = []func(c *Config) (string, string){
 	checkOpenListen,
+	func(c *Config) (string, string) {
+		// One address cannot be bound twice; port 0 picks two free ones.
+		if l := c.Metrics.Listen; l != "" && l == c.Hub.Listen && !strings.HasSuffix(l, ":0") {
+			return "metrics.listen", fmt.Sprintf("%q is hub.listen as well: give another port (or \"\" to serve /metrics on hub.listen only)", l)
+		}
+		return "", ""
+	},
 	func(c *Config) (string, string) {
 		// A window no longer than the heartbeat period makes healthy
 		// workers flap between alive and dead.

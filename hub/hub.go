@@ -52,8 +52,12 @@ type Hub struct {
 	beat       *actor.PID
 	server     *http.Server
 	listener   net.Listener
-	started    time.Time
-	serveDone  chan struct{}
+	// metricsServer serves /metrics alone on metrics.listen; nil without it.
+	metricsServer   *http.Server
+	metricsListener net.Listener
+	metricsDone     chan struct{}
+	started         time.Time
+	serveDone       chan struct{}
 
 	protocols protocolCache // /json/protocol per browser version (cdp.go)
 
@@ -210,6 +214,19 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("listen on hub.listen %s: %w", h.cfg.Hub.Listen, err)
 	}
 	h.listener = ln
+	if l := h.cfg.Metrics.Listen; l != "" {
+		if h.metricsListener, err = net.Listen("tcp", l); err != nil {
+			_ = ln.Close()
+			_ = h.stores.Close()
+			return fmt.Errorf("listen on metrics.listen %s: %w", l, err)
+		}
+	}
+	closeListeners := func() {
+		_ = ln.Close()
+		if h.metricsListener != nil {
+			_ = h.metricsListener.Close()
+		}
+	}
 	// Counted before net/http sees a connection: a client opening sockets
 	// without end is refused at accept, not after a goroutine each.
 	ln = api.LimitConnsPerIP(ln, h.cfg.Limits.MaxConnsPerIP)
@@ -223,7 +240,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		// Validate loaded these already; they may have changed since.
 		c, terr := certs.Load(h.cfg.Cluster.TLSCA, h.cfg.Cluster.TLSCert, h.cfg.Cluster.TLSKey)
 		if terr != nil {
-			_ = ln.Close()
+			closeListeners()
 			_ = h.stores.Close()
 			return fmt.Errorf("cluster TLS (cluster.tls_ca, cluster.tls_cert, cluster.tls_key): %w", terr)
 		}
@@ -250,12 +267,13 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		ClientTLS:       clusterTLS.Client,
 	})
 	if err != nil {
-		_ = ln.Close()
+		closeListeners()
 		_ = h.stores.Close()
 		return fmt.Errorf("start cluster member: %w", err)
 	}
 	system := h.member.System
 	supervise.CountRestarts(system, d.Metrics)
+	grains.RegisterMetrics(system, d.Metrics)
 	h.sup, _ = system.Root.SpawnNamed(newSupervisorProps(), "hub")
 	spawn := spawner(system, h.sup)
 	var errs []error
@@ -272,11 +290,12 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	errs = append(errs, serr)
 	if err := errors.Join(errs...); err != nil {
 		h.member.Stop(false)
-		_ = ln.Close()
+		closeListeners()
 		_ = h.stores.Close()
 		return fmt.Errorf("start hub actors: %w", err)
 	}
 	d.Metrics.MarkStarted(h.started)
+	d.Metrics.Fleet.SetSource(h.fleet, fleetScrapeTimeout)
 	h.recover(ctx)
 
 	h.server = &http.Server{
@@ -316,6 +335,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			h.log.Error("http server stopped", slog.Any("err", err))
 		}
 	}()
+	h.serveMetrics()
 	h.log.Info("hub started", slog.String("url", h.URL()), slog.String("cluster_address", h.member.Address()),
 		slog.Any("stores", h.stores.Kinds))
 	return nil
@@ -374,6 +394,12 @@ func (h *Hub) Stop(ctx context.Context) error {
 			_ = h.server.Shutdown(sctx) // hijacked links are not waited for
 			cancel()
 			<-h.serveDone
+		}
+		if h.metricsServer != nil {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_ = h.metricsServer.Shutdown(sctx)
+			cancel()
+			<-h.metricsDone
 		}
 		spread := time.Duration(0)
 		if h.member.Cluster.MemberList.Length() > 1 {

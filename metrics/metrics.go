@@ -80,6 +80,21 @@ type Metrics struct {
 	// HubUptime reads the start time set by MarkStarted at scrape time.
 	HubUptime prometheus.GaugeFunc // paprika_hub_uptime_seconds
 
+	// Latencies, one observation per job, placement, flush or grain call:
+	// never per log line.
+	QueueWait        prometheus.Histogram     // paprika_queue_wait_seconds
+	PlacementLatency prometheus.Histogram     // paprika_sched_placement_latency_seconds
+	JobDuration      *prometheus.HistogramVec // paprika_job_duration_seconds{mode}
+	LogFlush         prometheus.Histogram     // paprika_log_flush_duration_seconds
+	GrainRequest     *prometheus.HistogramVec // paprika_grain_request_duration_seconds{kind}
+
+	// Fleet reads the scheduler, the session store and the member list at
+	// scrape time (see fleet.go): paprika_queue_depth{mode},
+	// paprika_workers_alive, paprika_lanes{state},
+	// paprika_worker_in_flight{worker}, paprika_sessions_open,
+	// paprika_hub_members, paprika_fleet_scrape_errors_total.
+	Fleet *FleetCollector
+
 	registry *prometheus.Registry
 	started  atomic.Int64 // unix nanoseconds; 0 until MarkStarted
 }
@@ -191,9 +206,45 @@ func NewMetrics() *Metrics {
 	}, m.uptime)
 	reg.MustRegister(m.HubUptime)
 
+	hist := func(name, help string, buckets []float64) prometheus.Histogram {
+		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+		reg.MustRegister(h)
+		return h
+	}
+	histVec := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+		reg.MustRegister(h)
+		return h
+	}
+	m.QueueWait = hist("paprika_queue_wait_seconds",
+		"Seconds from a job's submission to its worker's job_started report, first attempt only (a retry's wait would include the failed attempt).",
+		waitBuckets)
+	m.PlacementLatency = hist("paprika_sched_placement_latency_seconds",
+		"Seconds from the moment a queued job became placeable to the scheduler assigning it: the later of the job reaching "+
+			"the scheduler's queue and the chosen worker last reporting a lane freed (or becoming eligible).",
+		fastBuckets)
+	m.JobDuration = histVec("paprika_job_duration_seconds",
+		"Seconds from a job's start (its claim by a worker) to its final state, by mode; jobs that ended while queued are not observed.",
+		waitBuckets, "mode")
+	m.LogFlush = hist("paprika_log_flush_duration_seconds",
+		"Seconds one log flush took: the log store write round trip of the batches coalesced since the last flush, failed ones included.",
+		fastBuckets)
+	m.GrainRequest = histVec("paprika_grain_request_duration_seconds",
+		"Seconds a grain request took, from the call (grains.Ask, AskOnce, Call) to its answer or final failure, retries included, by grain kind.",
+		fastBuckets, "kind")
+
+	m.Fleet = newFleetCollector()
+	reg.MustRegister(m.Fleet)
+
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// fastBuckets cover in-process and store round trips: 0.5 ms to 10 s.
+var fastBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// waitBuckets cover queue waits and job runs: 10 ms to an hour.
+var waitBuckets = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 
 // MarkStarted sets the start the uptime gauge counts from: the hub creates
 // its Metrics before it starts (the actors' Deps need them), so the time
@@ -217,7 +268,7 @@ func (m *Metrics) Handler() http.Handler {
 
 // Get reads one series as tests and views name it: the family name and
 // its label pairs as "k=v", all of them (a series of a labelled family is
-// not its sum). It gathers like a scrape does, so it sees exactly what
+// not its sum). A histogram reads as its count of observations. It gathers like a scrape does, so it sees exactly what
 // /metrics would; an absent series, or a nil Metrics, reads 0.
 func (m *Metrics) Get(name string, labels ...string) int64 {
 	if m == nil {
@@ -261,6 +312,8 @@ func value(s *dto.Metric) float64 {
 		return s.GetCounter().GetValue()
 	case s.Gauge != nil:
 		return s.GetGauge().GetValue()
+	case s.Histogram != nil:
+		return float64(s.GetHistogram().GetSampleCount())
 	default:
 		return s.GetUntyped().GetValue()
 	}

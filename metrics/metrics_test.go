@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -57,6 +60,11 @@ func TestMetricsEveryFamilyHasHelp(t *testing.T) {
 	m.LogLinesRefused.WithLabelValues("lines").Inc()
 	m.ActorPanics.WithLabelValues("job").Inc()
 	m.ActorSupervision.WithLabelValues("RestartDirective").Inc()
+	m.JobDuration.WithLabelValues("noop").Observe(1)
+	m.GrainRequest.WithLabelValues("job").Observe(0.01)
+	m.Fleet.SetSource(func(context.Context) (Fleet, error) {
+		return Fleet{QueueDepth: map[string]int{"noop": 1}, InFlight: map[string]int{"w1": 1}, HubMembers: 1}, nil
+	}, 0)
 
 	text, fams := scrape(t, m)
 	n := 0
@@ -68,7 +76,11 @@ func TestMetricsEveryFamilyHasHelp(t *testing.T) {
 		require.NotEmpty(t, f.GetHelp(), name)
 		require.Contains(t, text, "# HELP "+name+" "+f.GetHelp()+"\n", name)
 	}
-	require.Equal(t, collectorFields(m), n, "every declared family is exposed")
+	// The fleet collector is one field of eight families.
+	require.Equal(t, collectorFields(m)-1+len(fleetFamilies), n, "every declared family is exposed")
+	for _, name := range fleetFamilies {
+		require.Contains(t, fams, name)
+	}
 	require.Contains(t, fams, "go_goroutines", "Go collector registered")
 	require.Contains(t, fams, "process_start_time_seconds", "process collector registered")
 	up := m.Get("paprika_hub_uptime_seconds")
@@ -96,4 +108,42 @@ func TestMetricsLabelValuesEscaped(t *testing.T) {
 	require.EqualValues(t, 2, m.Get("paprika_jobs_finished_total", "status=failed", "reason="+reason))
 	require.Zero(t, m.Get("paprika_jobs_finished_total", "status=failed"), "a series is named by all its labels")
 	require.Zero(t, (*Metrics)(nil).Get("paprika_jobs_finished_total"))
+}
+
+var fleetFamilies = []string{"paprika_queue_depth", "paprika_workers_alive", "paprika_lanes", "paprika_worker_in_flight",
+	"paprika_worker_series_dropped", "paprika_sessions_open", "paprika_hub_members", "paprika_fleet_scrape_errors_total"}
+
+func TestMetricsFleetCapsWorkerSeries(t *testing.T) {
+	m := NewMetrics()
+	in := map[string]int{}
+	for i := range MaxWorkerSeries + 5 {
+		in[fmt.Sprintf("w%d", i)] = 1
+	}
+	m.Fleet.SetSource(func(context.Context) (Fleet, error) {
+		return Fleet{InFlight: in, Dropped: 2, WorkersAlive: len(in), LanesBusy: 3, LanesFree: 4}, nil
+	}, 0)
+	_, fams := scrape(t, m)
+	require.Len(t, fams["paprika_worker_in_flight"].GetMetric(), MaxWorkerSeries)
+	require.EqualValues(t, 7, m.Get("paprika_worker_series_dropped"), "over the cap plus what the source dropped")
+	require.EqualValues(t, 3, m.Get("paprika_lanes", "state=busy"))
+	require.EqualValues(t, 4, m.Get("paprika_lanes", "state=free"))
+
+	// A worker gone from the source is gone from the next scrape.
+	in = map[string]int{"w1": 2}
+	_, fams = scrape(t, m)
+	require.Len(t, fams["paprika_worker_in_flight"].GetMetric(), 1)
+	require.EqualValues(t, 2, m.Get("paprika_worker_in_flight", "worker=w1"))
+}
+
+func TestMetricsFleetReadFailureLeavesGaugesOut(t *testing.T) {
+	m := NewMetrics()
+	m.Fleet.SetSource(func(ctx context.Context) (Fleet, error) {
+		<-ctx.Done() // a scheduler that never answers
+		return Fleet{HubMembers: 2, SessionsOpen: -1}, errors.New("scheduler stats: timeout")
+	}, 50*time.Millisecond)
+	_, fams := scrape(t, m)
+	require.NotContains(t, fams, "paprika_queue_depth")
+	require.NotContains(t, fams, "paprika_sessions_open")
+	require.EqualValues(t, 2, m.Get("paprika_hub_members"), "local numbers still reported")
+	require.EqualValues(t, 3, m.Get("paprika_fleet_scrape_errors_total"), "one per gather: the scrape and both Gets, this one included")
 }

@@ -103,6 +103,8 @@ type GrainCall struct {
 	timers         *supervise.Timers
 	done           func(*messages.Reply, error)
 	tries          int
+	began          time.Time
+	system         *actor.ActorSystem
 }
 
 // Ask starts a grain call of at most timeout, in short attempts, from the
@@ -110,7 +112,9 @@ type GrainCall struct {
 // hands a *GrainCall it receives to its Run (the retry).
 func Ask(ctx actor.Context, t *supervise.Timers, cl *cluster.Cluster, identity, kind string, msg interface{},
 	timeout time.Duration, done func(*messages.Reply, error)) {
-	c := &GrainCall{cl: cl, identity: identity, kind: kind, msg: msg, deadline: time.Now().Add(timeout), timers: t, done: done}
+	now := time.Now()
+	c := &GrainCall{cl: cl, identity: identity, kind: kind, msg: msg, deadline: now.Add(timeout), timers: t, done: done,
+		began: now, system: ctx.ActorSystem()}
 	c.Run(ctx)
 }
 
@@ -118,7 +122,9 @@ func Ask(ctx actor.Context, t *supervise.Timers, cl *cluster.Cluster, identity, 
 // are the caller's own.
 func AskOnce(ctx actor.Context, t *supervise.Timers, cl *cluster.Cluster, identity, kind string, msg interface{},
 	timeout time.Duration, done func(*messages.Reply, error)) {
-	c := &GrainCall{cl: cl, identity: identity, kind: kind, msg: msg, deadline: time.Now().Add(timeout), timers: t, done: done, once: true}
+	now := time.Now()
+	c := &GrainCall{cl: cl, identity: identity, kind: kind, msg: msg, deadline: now.Add(timeout), timers: t, done: done, once: true,
+		began: now, system: ctx.ActorSystem()}
 	c.Run(ctx)
 }
 
@@ -189,6 +195,7 @@ func (c *GrainCall) retry(ctx actor.Context, err error) {
 }
 
 func (c *GrainCall) finish(r *messages.Reply, err error) {
+	observeCall(c.system, c.kind, c.began)
 	if c.done != nil {
 		c.done(r, err)
 	}
@@ -200,6 +207,7 @@ var outsideRetry = backoff.Policy{Base: 20 * time.Millisecond, Max: 500 * time.M
 // requestGrain calls a grain from outside any actor (HTTP handlers, the
 // hub's assembly): the caller's goroutine waits, bounded by timeout.
 func requestGrain(cl *cluster.Cluster, identity, kind string, msg interface{}, timeout time.Duration) (*messages.Reply, error) {
+	defer observeCall(cl.ActorSystem, kind, time.Now())
 	res, err := cl.Request(identity, kind, msg,
 		cluster.WithTimeout(timeout),
 		cluster.WithRetryCount(4),

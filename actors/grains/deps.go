@@ -131,6 +131,9 @@ func Wake(cl *cluster.Cluster, jobID string) error {
 // newKind registers a grain kind whose panics become error replies and
 // restarts (supervise.Recover).
 func newKind(d *Deps, kind string, produce func() actor.Actor) *cluster.Kind {
+	// A series at 0 from the start: a rate or an alert over panics sees
+	// "none", not "no data".
+	d.Metrics.ActorPanics.WithLabelValues(kind)
 	props := actor.PropsFromProducer(produce, actor.WithReceiverMiddleware(supervise.Recover(kind, d.Log, d.Metrics)))
 	return cluster.NewKind(kind, props)
 }

@@ -34,6 +34,7 @@ type jobGrain struct {
 	audit    supervise.Stop
 	audited  int   // the attempt its worker said it runs: no more queries
 	checking int32 // an attempt its worker stopped reporting: ask even if started
+	waitSeen int32 // the attempt whose queue wait was observed
 	// enqueued: the activation's load asked the scheduler already, so the
 	// JobEnsure that woke the grain (a new job's) need not ask again.
 	enqueued bool
@@ -422,6 +423,11 @@ func (g *jobGrain) started(ctx actor.Context, m *messages.JobStarted) *messages.
 	if err := g.deps.Jobs.SetLane(rctx, g.id, int(m.Attempt), m.Lane); err != nil {
 		return fail(messages.CodeStore, "set lane: %v", err)
 	}
+	if m.Attempt == 1 && g.waitSeen != m.Attempt {
+		// Once per activation: a re-sent job_started is not a second wait.
+		g.waitSeen = m.Attempt
+		g.deps.Metrics.QueueWait.Observe(g.deps.Clock().Sub(g.job.CreatedAt).Seconds())
+	}
 	g.job.Lane = m.Lane
 	g.stopAudit()
 	return ok(nil)
@@ -489,6 +495,9 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	g.job = j
 	g.arm(ctx)
 	g.deps.Metrics.JobsFinished.WithLabelValues(string(j.Status), j.Reason).Inc()
+	if prev.Status == persistence.StatusRunning && !j.StartedAt.IsZero() {
+		g.deps.Metrics.JobDuration.WithLabelValues(j.Mode).Observe(j.FinishedAt.Sub(j.StartedAt).Seconds())
+	}
 	g.log.Debug("job final", slog.String("status", string(j.Status)), slog.String("reason", j.Reason))
 	switch prev.Status {
 	case persistence.StatusRunning:

@@ -8,20 +8,28 @@ import (
 
 // queuedJob is a job waiting in the scheduler's queue.
 type queuedJob struct {
-	id      string
-	mode    string
-	created time.Time
+	id       string
+	mode     string
+	created  time.Time
+	enqueued time.Time // when it reached this queue (placement latency)
 }
 
 // jobQueue is the scheduler's FIFO of waiting jobs, indexed by job id:
 // membership, removal and a re-enqueue are O(1), so a job that asks again
 // (re-drive, recovery) costs nothing however long the queue is.
 type jobQueue struct {
-	order *list.List // of queuedJob, oldest first
-	byID  map[string]*list.Element
+	order  *list.List // of queuedJob, oldest first
+	byID   map[string]*list.Element
+	byMode map[string]int // waiting jobs per mode, kept so a scrape costs no scan
 }
 
-func newJobQueue() jobQueue { return jobQueue{order: list.New(), byID: map[string]*list.Element{}} }
+func newJobQueue() jobQueue {
+	return jobQueue{order: list.New(), byID: map[string]*list.Element{}, byMode: map[string]int{}}
+}
+
+// ByMode yields the number of waiting jobs per mode; the map is the
+// queue's own, read it only on the scheduler's turn.
+func (q jobQueue) ByMode() map[string]int { return q.byMode }
 
 // Len is the number of waiting jobs.
 func (q jobQueue) Len() int { return len(q.byID) }
@@ -30,6 +38,7 @@ func (q jobQueue) Len() int { return len(q.byID) }
 func (q jobQueue) PushBack(j queuedJob) {
 	if _, ok := q.byID[j.id]; !ok {
 		q.byID[j.id] = q.order.PushBack(j)
+		q.byMode[j.mode]++
 	}
 }
 
@@ -38,6 +47,7 @@ func (q jobQueue) PushBack(j queuedJob) {
 func (q jobQueue) PushFront(j queuedJob) {
 	if _, ok := q.byID[j.id]; !ok {
 		q.byID[j.id] = q.order.PushFront(j)
+		q.byMode[j.mode]++
 	}
 }
 
@@ -46,6 +56,10 @@ func (q jobQueue) Remove(id string) {
 	if e, ok := q.byID[id]; ok {
 		q.order.Remove(e)
 		delete(q.byID, id)
+		mode := e.Value.(queuedJob).mode
+		if q.byMode[mode]--; q.byMode[mode] <= 0 {
+			delete(q.byMode, mode)
+		}
 	}
 }
 

@@ -38,3 +38,16 @@ func TestJobQueueKeepsOrderAndIndex(t *testing.T) {
 	require.Zero(t, q.Len())
 	require.True(t, slices.Equal(ids(q), nil))
 }
+
+func TestJobQueueCountsByMode(t *testing.T) {
+	q := newJobQueue()
+	q.PushBack(queuedJob{id: "a", mode: "noop"})
+	q.PushBack(queuedJob{id: "b", mode: "macro"})
+	q.PushFront(queuedJob{id: "c", mode: "noop"})
+	q.PushBack(queuedJob{id: "a", mode: "noop"}) // queued already: not counted twice
+	require.Equal(t, map[string]int{"noop": 2, "macro": 1}, q.ByMode())
+	q.Remove("b")
+	q.Remove("b")
+	q.Remove("a")
+	require.Equal(t, map[string]int{"noop": 1}, q.ByMode(), "a mode with no job left is dropped")
+}

@@ -21,8 +21,9 @@ type Candidate struct {
 	Drivers       []string
 
 	// scheduler bookkeeping: InFlight = reported + placing
-	reported int // in_flight as the worker grain last reported it
-	placing  int // placements sent but not yet settled
+	reported int       // in_flight as the worker grain last reported it
+	placing  int       // placements sent but not yet settled
+	freedAt  time.Time // last report of a lane freed, or of becoming eligible
 }
 
 // PickRule holds the thresholds of pick_worker (DESIGN.md, "Scheduling").

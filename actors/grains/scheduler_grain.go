@@ -12,6 +12,7 @@ import (
 
 	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/metrics"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -34,6 +35,7 @@ type schedulerGrain struct {
 	queue        jobQueue
 	pending      map[string]string // job id → worker id, placement in flight
 	pendingSince map[string]time.Time
+	pendingMode  map[string]string         // job id → mode, so a failed placement requeues it as what it is
 	placeStops   map[string]supervise.Stop // job id → its placement timeout
 	self         *actor.PID
 }
@@ -59,10 +61,20 @@ const ownerCheckEvery = 3 * time.Second
 type schedRebuild struct{}
 
 // SchedStats is the scheduler's state in numbers (SchedGetStats reply).
+// The fleet fields feed /metrics at scrape time (metrics.Fleet).
 type SchedStats struct {
 	Queued  int `json:"queued"`
 	Pending int `json:"pending"`
 	Workers int `json:"workers"`
+
+	QueuedByMode map[string]int `json:"queued_by_mode,omitempty"`
+	WorkersAlive int            `json:"workers_alive"`
+	LanesBusy    int            `json:"lanes_busy"`
+	LanesFree    int            `json:"lanes_free"`
+	// InFlight holds the alive workers' counts, at most
+	// metrics.MaxWorkerSeries of them; Dropped counts the rest.
+	InFlight map[string]int `json:"in_flight,omitempty"`
+	Dropped  int            `json:"dropped,omitempty"`
 }
 
 // NewSchedulerKind registers the scheduler grain.
@@ -123,7 +135,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		s.armPlaceTimeout(slot, c.ID)
 		reply(ctx, ok([]byte(`{"worker_id":"`+c.ID+`"}`)))
 	case *messages.SchedGetStats:
-		b, _ := json.Marshal(SchedStats{Queued: s.queue.Len(), Pending: len(s.pending), Workers: len(s.workers)})
+		b, _ := json.Marshal(s.stats())
 		reply(ctx, ok(b))
 	}
 }
@@ -137,6 +149,7 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.queue = newJobQueue()
 	s.pending = map[string]string{}
 	s.pendingSince = map[string]time.Time{}
+	s.pendingMode = map[string]string{}
 	s.placeStops = map[string]supervise.Stop{}
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
@@ -178,12 +191,52 @@ func (s *schedulerGrain) loadQueued() int {
 	return n
 }
 
+// stats is SchedStats now. One pass over the candidates: a scrape every
+// few seconds costs the scheduler as much as one placement pass.
+func (s *schedulerGrain) stats() SchedStats {
+	st := SchedStats{Queued: s.queue.Len(), Pending: len(s.pending), Workers: len(s.workers),
+		QueuedByMode: make(map[string]int, len(messages.Modes)), InFlight: map[string]int{}}
+	for _, m := range messages.Modes {
+		st.QueuedByMode[m] = 0 // every mode has a series, so a rate or an alert never sees a gap
+	}
+	for m, n := range s.queue.ByMode() {
+		if m == "" {
+			m = messages.ModeNoop // placed as noop (supportsMode)
+		}
+		st.QueuedByMode[m] += n
+	}
+	now := s.deps.Clock()
+	for _, c := range s.cands {
+		if !c.Connected || now.Sub(c.LastSeen) > s.rule.AliveWindow {
+			continue
+		}
+		st.WorkersAlive++
+		busy := min(c.InFlight, c.MaxConcurrent)
+		st.LanesBusy += busy
+		if c.Status == WorkerActive {
+			st.LanesFree += c.MaxConcurrent - busy
+		}
+		if len(st.InFlight) < metrics.MaxWorkerSeries {
+			st.InFlight[c.ID] = c.InFlight
+		} else {
+			st.Dropped++
+		}
+	}
+	return st
+}
+
 func (s *schedulerGrain) workerState(m *messages.SchedWorkerState) {
 	c, ok := s.workers[m.WorkerId]
 	if !ok {
 		c = &Candidate{ID: m.WorkerId}
 		s.workers[m.WorkerId] = c
 		s.cands = append(s.cands, c)
+	}
+	// A lane freed, or the worker became one placement may pick: jobs
+	// waiting for it are placeable from now (placement latency).
+	if !ok || int(m.MaxConcurrent)-int(m.InFlight) > c.MaxConcurrent-c.reported ||
+		m.Status != c.Status || m.Connected != c.Connected {
+		c.freedAt = s.deps.Clock()
 	}
 	c.Status = m.Status
 	c.Connected = m.Connected
@@ -209,7 +262,7 @@ func (s *schedulerGrain) enqueue(id, mode string, created time.Time) {
 	if s.pending[id] != "" {
 		return
 	}
-	s.queue.PushBack(queuedJob{id: id, mode: mode, created: created}) // a job it holds already stays where it is
+	s.queue.PushBack(queuedJob{id: id, mode: mode, created: created, enqueued: s.deps.Clock()}) // a job it holds already stays where it is
 }
 
 func (s *schedulerGrain) remove(id string) { s.queue.Remove(id) }
@@ -223,6 +276,7 @@ func (s *schedulerGrain) armPlaceTimeout(jobID, workerID string) {
 }
 
 func (s *schedulerGrain) placeFailed(m *messages.SchedPlaceFailed) {
+	mode := s.pendingMode[m.JobId]
 	s.settle(m.JobId, m.WorkerId)
 	if m.Requeue && m.RetryAfterMs > 0 {
 		// The job grain enqueues itself again (with its mode) when woken.
@@ -231,7 +285,7 @@ func (s *schedulerGrain) placeFailed(m *messages.SchedPlaceFailed) {
 	}
 	if m.Requeue && !isSessionSlot(m.JobId) {
 		// Back to the front: it waited longest.
-		s.queue.PushFront(queuedJob{id: m.JobId})
+		s.queue.PushFront(queuedJob{id: m.JobId, mode: mode, enqueued: s.deps.Clock()})
 	}
 }
 
@@ -252,7 +306,7 @@ func (s *schedulerGrain) checkOwner(ctx actor.Context) {
 	for id := range s.pending {
 		Send(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
 	}
-	s.queue, s.pending = newJobQueue(), map[string]string{}
+	s.queue, s.pending, s.pendingMode = newJobQueue(), map[string]string{}, map[string]string{}
 	ctx.Stop(ctx.Self())
 }
 
@@ -264,6 +318,7 @@ func (s *schedulerGrain) settle(jobID, workerID string) {
 	}
 	delete(s.pending, jobID)
 	delete(s.pendingSince, jobID)
+	delete(s.pendingMode, jobID)
 	if stop := s.placeStops[jobID]; stop != nil {
 		stop()
 		delete(s.placeStops, jobID)
@@ -299,9 +354,17 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 		c.placing++ // at once, so the next pick of this pass sees it
 		c.InFlight = c.reported + c.placing
 		s.queue.Remove(q.id)
-		s.pending[q.id], s.pendingSince[q.id] = c.ID, s.deps.Clock()
+		s.pending[q.id], s.pendingSince[q.id], s.pendingMode[q.id] = c.ID, now, q.mode
 		s.deps.Metrics.SchedPlacements.Inc()
+		s.deps.Metrics.PlacementLatency.Observe(now.Sub(laterOf(q.enqueued, c.freedAt)).Seconds())
 		Send(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})
 		s.armPlaceTimeout(q.id, c.ID)
 	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

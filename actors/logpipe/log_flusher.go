@@ -201,9 +201,11 @@ func (f *logFlusher) start(ctx actor.Context) {
 		defer f.writes.Done()
 		var err error
 		if len(batches) > 0 {
+			began := time.Now()
 			wctx, cancel := context.WithTimeout(context.Background(), timeout)
 			err = f.deps.Logs.Write(wctx, batches)
 			cancel()
+			f.deps.Metrics.LogFlush.Observe(time.Since(began).Seconds())
 		}
 		root.Send(self, &writeDone{id: id, reqs: reqs, err: err})
 	}()

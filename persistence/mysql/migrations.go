@@ -32,7 +32,7 @@ var migrations = []migration{
 // the default priority, as a submission without one does; IF NOT EXISTS
 // (MariaDB) makes a re-run after a crash between the change and its
 // schema_migrations row harmless.
-const addJobPriority = "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS priority TINYINT NOT NULL DEFAULT 5 AFTER labels"
+const addJobPriority = "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS priority TINYINT NOT NULL DEFAULT 5"
 
 // createJobsTable holds exactly the fields of persistence.Job plus
 // updated_at (for operators). Indexes:

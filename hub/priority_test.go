@@ -132,6 +132,9 @@ func TestWaitingForAndRequireCapacity(t *testing.T) {
 	}, 5*time.Second, 50*time.Millisecond, "fetch with a chromium worker alive: %d %s", st, b)
 	require.NoError(t, json.Unmarshal(b, &j))
 	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, h.URL(), j.ID, 60*time.Second).Status)
+	// Free the noop lane so the worker stops at once.
+	st, b = do(t, "POST", h.URL()+"/jobs/"+blocker.ID+"/cancel", "")
+	require.Equal(t, http.StatusOK, st, string(b))
 }
 
 // TestPriorityJumpsTheQueue: one lane, busy; three priority-5 jobs queue,

@@ -146,6 +146,23 @@ func (q *jobQueue) Next(now time.Time, skip uint64) (queuedJob, int, bool) {
 	return best, class, found
 }
 
+// nextPlacement returns the job to place now and the worker pick chose
+// for it, without removing the job. A class whose best job pick finds no
+// worker for is marked in *full and skipped: every job of a class needs the
+// same driver, so none of them could go either. False when no job can go.
+func (q *jobQueue) nextPlacement(now time.Time, full *uint64, pick func(mode string) *Candidate) (queuedJob, *Candidate, bool) {
+	for {
+		j, class, ok := q.Next(now, *full)
+		if !ok {
+			return j, nil, false
+		}
+		if c := pick(j.mode); c != nil {
+			return j, c, true
+		}
+		*full |= 1 << class
+	}
+}
+
 // All yields every waiting job (by class, highest priority first, oldest
 // first within one); the loop body may Remove the job it is given.
 func (q *jobQueue) All() iter.Seq[queuedJob] {

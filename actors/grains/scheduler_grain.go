@@ -303,15 +303,11 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 	}
 	now := s.deps.Clock()
 	var full uint64 // bit i: class i has no eligible worker in this pass
+	pick := func(mode string) *Candidate { return s.rule.PickWorker(s.cands, mode, now, s.rng) }
 	for {
-		q, class, found := s.queue.Next(now, full)
+		q, c, found := s.queue.nextPlacement(now, &full, pick)
 		if !found {
 			return
-		}
-		c := s.rule.PickWorker(s.cands, q.mode, now, s.rng)
-		if c == nil {
-			full |= 1 << class
-			continue
 		}
 		c.placing++ // at once, so the next pick of this pass sees it
 		c.InFlight = c.reported + c.placing

@@ -166,3 +166,32 @@ func TestPriorityJumpsTheQueue(t *testing.T) {
 			order[i], started[i], order[i-1], started[i-1])
 	}
 }
+
+// TestPrioritiesSurviveAHubRestart: jobs queued with no worker are in the
+// store only when the hub stops; the next hub's scheduler rebuilds its
+// queue from the store and places them by priority, oldest first within
+// one.
+func TestPrioritiesSurviveAHubRestart(t *testing.T) {
+	cfg := testConfig(t)
+	h1 := startTestHub(t, cfg)
+	var order []string // the order they must run in
+	five1 := submit(t, h1.URL(), `{"mode":"noop","params":{"lines":1}}`).ID
+	zero := submit(t, h1.URL(), `{"mode":"noop","priority":0,"params":{"lines":1}}`).ID
+	five2 := submit(t, h1.URL(), `{"mode":"noop","params":{"lines":1}}`).ID
+	nine := submit(t, h1.URL(), `{"mode":"noop","priority":9,"params":{"lines":1}}`).ID
+	order = append(order, nine, five1, five2, zero)
+	require.NoError(t, h1.Stop(context.Background()))
+
+	h2 := startTestHub(t, cfg)
+	startAgent(t, h2.URL(), "wa", 1)
+	var started []time.Time
+	for _, id := range order {
+		j := waitFinal(t, h2.URL(), id, 20*time.Second)
+		require.Equal(t, persistence.StatusSucceeded, j.Status)
+		started = append(started, j.StartedAt)
+	}
+	for i := 1; i < len(started); i++ {
+		require.True(t, started[i-1].Before(started[i]), "job %s started at %v, before %s at %v",
+			order[i], started[i], order[i-1], started[i-1])
+	}
+}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/paprika-hub/paprika/internal/seal"
+	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -22,6 +24,11 @@ type SubmitRequest struct {
 	TimeoutS    int               `json:"timeout_s"`
 	MaxAttempts int               `json:"max_attempts"`
 	Labels      map[string]string `json:"labels"`
+	// Priority is 0..9; nil means persistence.DefaultPriority.
+	Priority *int `json:"priority"`
+	// RequireCapacity refuses the job (503 no_capacity) instead of queuing
+	// it when no alive worker could ever run it.
+	RequireCapacity bool `json:"require_capacity"`
 }
 
 // Limits of a submission.
@@ -48,6 +55,16 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if req.RequireCapacity {
+		if err := s.checkCapacity(r.Context(), req.Mode); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	priority := persistence.DefaultPriority
+	if req.Priority != nil {
+		priority = *req.Priority
+	}
 	timeout := req.TimeoutS
 	if timeout == 0 {
 		timeout = int(s.opts.DefaultTimeout / time.Second)
@@ -65,7 +82,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	job, created, err := s.b.Submit(r.Context(), persistence.Job{
 		Mode: req.Mode, Params: params, TimeoutS: timeout, MaxAttempts: attempts,
-		Labels: req.Labels, IdempotencyKey: key,
+		Labels: req.Labels, IdempotencyKey: key, Priority: priority,
 	})
 	if err != nil {
 		writeError(w, err)
@@ -110,6 +127,11 @@ func (s *Server) decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitReq
 	if req.MaxAttempts < 0 || req.MaxAttempts > maxAttemptsCap {
 		return req, Errorf(http.StatusBadRequest, "bad_max_attempts", "max_attempts %d is out of range 1..%d", req.MaxAttempts, maxAttemptsCap)
 	}
+	if p := req.Priority; p != nil && (*p < persistence.MinPriority || *p > persistence.MaxPriority) {
+		return req, &Error{Status: http.StatusBadRequest, Code: "bad_priority",
+			Message: fmt.Sprintf("priority %d is out of range %d..%d", *p, persistence.MinPriority, persistence.MaxPriority),
+			Extra:   map[string]any{"field": "priority"}}
+	}
 	if err := s.limits.checkLabels(req.Labels); err != nil {
 		return req, err
 	}
@@ -135,7 +157,29 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(err, "job", id))
 		return
 	}
+	if job.Status == persistence.StatusQueued {
+		// Best effort: without the fleet's view the job is shown as stored.
+		if wf, err := s.b.WaitingFor(r.Context(), job.Mode); err == nil {
+			job.WaitingFor = wf
+		}
+	}
 	writeJSON(w, http.StatusOK, redacted(job))
+}
+
+// checkCapacity answers require_capacity: 503 no_capacity when no alive
+// worker could ever run a job of mode. Busy workers count: the job may
+// queue for them.
+func (s *Server) checkCapacity(ctx context.Context, mode string) error {
+	wf, err := s.b.WaitingFor(ctx, mode)
+	if err != nil {
+		return fmt.Errorf("require_capacity: read the fleet: %w", err)
+	}
+	if wf != "" {
+		return &Error{Status: http.StatusServiceUnavailable, Code: string(messages.CodeNoCapacity),
+			Message: fmt.Sprintf("no alive worker can run a %s job: it would wait for %s", mode, wf),
+			Extra:   map[string]any{"waiting_for": wf}}
+	}
+	return nil
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {

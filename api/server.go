@@ -57,6 +57,10 @@ type Backend interface {
 	Link(w http.ResponseWriter, r *http.Request, workerID string)
 	// Ready reports each store's reachability (nil = reachable).
 	Ready(ctx context.Context) map[string]error
+	// WaitingFor names what a job of mode needs that no alive worker has
+	// ("a worker with a chromium lane"), or "" when some alive worker could
+	// run it (busy or not). It reads the fleet-wide view, cached briefly.
+	WaitingFor(ctx context.Context, mode string) (string, error)
 	// QueueDepth counts the fleet's queued jobs (limits.max_queued). It may
 	// cross hubs: the API calls it at most once a second (queueGate).
 	QueueDepth(ctx context.Context) (int, error)

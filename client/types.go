@@ -66,6 +66,12 @@ type SubmitRequest struct {
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// Labels are free key/value tags, also used to match workers.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Priority is 0..9 (nil: the hub's default, 5); a higher one is placed
+	// first.
+	Priority *int `json:"priority,omitempty"`
+	// RequireCapacity makes the hub answer 503 no_capacity instead of
+	// queuing when no alive worker could run the job.
+	RequireCapacity bool `json:"require_capacity,omitempty"`
 }
 
 // ListOptions filters GET /jobs. Zero values leave the filter out.

@@ -17,6 +17,8 @@ const (
 	DefaultWorkerAliveWindow = 120 * time.Second
 	// DefaultSchedulerAssignGrace is scheduler.assign_grace.
 	DefaultSchedulerAssignGrace = 8 * time.Second
+	// DefaultSchedulerPriorityAging is scheduler.priority_aging.
+	DefaultSchedulerPriorityAging = 30 * time.Second
 	// DefaultSchedulerDiskExcludePct is scheduler.disk_exclude_pct.
 	DefaultSchedulerDiskExcludePct = 90
 	// DefaultRedriveInterval is redrive.interval.
@@ -257,6 +259,12 @@ type SchedulerConfig struct {
 	// DiskExcludePct excludes workers whose disk use is at or above this
 	// percentage from pick_worker. Default 90. Range 1..100.
 	DiskExcludePct int `yaml:"disk_exclude_pct"`
+	// PriorityAging is how long a queued job waits for its effective
+	// priority to rise one level (up to 9), so a low-priority job still runs
+	// under a steady stream of high ones: a priority-p job is placed at
+	// the latest once it has waited (9-p) × this and the jobs of effective
+	// priority 9 older than it have gone. Default 30s.
+	PriorityAging time.Duration `yaml:"priority_aging"`
 }
 
 // RedriveConfig is the "redrive" section. Env aliases from the source
@@ -542,6 +550,7 @@ func Default() *Config {
 		Scheduler: SchedulerConfig{
 			AssignGrace:    DefaultSchedulerAssignGrace,
 			DiskExcludePct: DefaultSchedulerDiskExcludePct,
+			PriorityAging:  DefaultSchedulerPriorityAging,
 		},
 		Redrive: RedriveConfig{
 			Interval: DefaultRedriveInterval,

@@ -104,8 +104,8 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// max_conns_per_ip, api_rate, api_burst, max_log_lines, max_log_bytes,
 	// max_asset_bytes, max_session_downloads, max_list_bytes, worker_max_lanes,
 	// cdp_tunnels_per_session, cdp_max_message_bytes), auth.worker_approval,
-	// metrics.listen
-	require.Len(t, keys, 70)
+	// metrics.listen, scheduler.priority_aging
+	require.Len(t, keys, 71)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -184,6 +184,7 @@ func TestEnvOverrides(t *testing.T) {
 		{"PAPRIKA_AUTH_API_TOKEN=s3cret", "auth.api_token", "s3cret"},
 		{"PAPRIKA_WORKER_ALIVE_WINDOW=2m", "worker.alive_window", "120s"},
 		{"PAPRIKA_SCHEDULER_DISK_EXCLUDE_PCT=95", "scheduler.disk_exclude_pct", "95"},
+		{"PAPRIKA_SCHEDULER_PRIORITY_AGING=45s", "scheduler.priority_aging", "45s"},
 		{"PAPRIKA_REDRIVE_DISABLE=true", "redrive.disable", "true"},
 		{"PAPRIKA_RECONCILER_ORPHAN_GRACE=5s", "reconciler.orphan_grace", "5s"},
 		{"PAPRIKA_RECONCILER_FLEET_READ_TIMEOUT=250ms", "reconciler.fleet_read_timeout", "250ms"},
@@ -346,6 +347,7 @@ func TestValidateErrors(t *testing.T) {
 		{"alive window short", func(c *Config) { c.Worker.AliveWindow = 10 * time.Second }, `worker.alive_window: 10s must be longer than worker.heartbeat_interval (15s)`},
 		{"assign grace", func(c *Config) { c.Scheduler.AssignGrace = -time.Second }, `scheduler.assign_grace: -1s must be greater than 0`},
 		{"disk pct high", func(c *Config) { c.Scheduler.DiskExcludePct = 140 }, `scheduler.disk_exclude_pct: 140 is out of range 1..100`},
+		{"priority aging zero", func(c *Config) { c.Scheduler.PriorityAging = 0 }, `scheduler.priority_aging: 0s must be greater than 0`},
 		{"disk pct zero", func(c *Config) { c.Scheduler.DiskExcludePct = 0 }, `scheduler.disk_exclude_pct: 0 is out of range 1..100`},
 		{"redrive interval", func(c *Config) { c.Redrive.Interval = 0 }, `redrive.interval: 0s must be greater than 0`},
 		{"redrive min age", func(c *Config) { c.Redrive.MinAge = -time.Second }, `redrive.min_age: -1s must not be negative`},

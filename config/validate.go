@@ -69,6 +69,7 @@ var fieldChecks = map[string]func(c *Config) string{
 
 	"scheduler.assign_grace":     func(c *Config) string { return positive(c.Scheduler.AssignGrace) },
 	"scheduler.disk_exclude_pct": func(c *Config) string { return inRange(c.Scheduler.DiskExcludePct, 1, 100) },
+	"scheduler.priority_aging":   func(c *Config) string { return positive(c.Scheduler.PriorityAging) },
 
 	"redrive.interval": func(c *Config) string { return positive(c.Redrive.Interval) },
 	"redrive.min_age":  func(c *Config) string { return nonNegative(c.Redrive.MinAge) },

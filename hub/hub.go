@@ -121,6 +121,7 @@ func TimingFrom(cfg *config.Config) grains.Timing {
 		AliveWindow:       cfg.Worker.AliveWindow,
 		AssignGrace:       cfg.Scheduler.AssignGrace,
 		DiskExcludePct:    float64(cfg.Scheduler.DiskExcludePct),
+		PriorityAging:     cfg.Scheduler.PriorityAging,
 		RedriveInterval:   cfg.Redrive.Interval,
 		RedriveMinAge:     cfg.Redrive.MinAge,
 		RedriveDisable:    cfg.Redrive.Disable,

@@ -754,6 +754,9 @@ type SchedEnqueue struct {
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	CreatedUnixMs int64                  `protobuf:"varint,2,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
 	Mode          string                 `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	// priority is the job's 0..9; absent (an older hub's grain) means the
+	// default, 5.
+	Priority      *int32 `protobuf:"varint,4,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -807,6 +810,13 @@ func (x *SchedEnqueue) GetMode() string {
 		return x.Mode
 	}
 	return ""
+}
+
+func (x *SchedEnqueue) GetPriority() int32 {
+	if x != nil && x.Priority != nil {
+		return *x.Priority
+	}
+	return 0
 }
 
 // SchedPlaced: the job grain claimed the job and the worker took it.
@@ -2549,11 +2559,13 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"hasBrowser\x12\x19\n" +
 	"\bdisk_pct\x18\t \x01(\x01R\adiskPct\x12\x18\n" +
 	"\adrivers\x18\n" +
-	" \x03(\tR\adrivers\"a\n" +
+	" \x03(\tR\adrivers\"\x8f\x01\n" +
 	"\fSchedEnqueue\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x02 \x01(\x03R\rcreatedUnixMs\x12\x12\n" +
-	"\x04mode\x18\x03 \x01(\tR\x04mode\"A\n" +
+	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x1f\n" +
+	"\bpriority\x18\x04 \x01(\x05H\x00R\bpriority\x88\x01\x01B\v\n" +
+	"\t_priority\"A\n" +
 	"\vSchedPlaced\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\"\xa2\x01\n" +
@@ -2735,6 +2747,7 @@ func file_paprika_cluster_proto_init() {
 	if File_paprika_cluster_proto != nil {
 		return
 	}
+	file_paprika_cluster_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -53,6 +53,17 @@ const (
 	DriverChromium = "chromium"
 )
 
+// ModeDriver is the driver a worker must announce to run a job of mode:
+// "" for noop (any lane), DriverChromium for every other mode. The
+// scheduler's filter and the hub's waiting_for both read it, so "which
+// workers can run this" has one answer.
+func ModeDriver(mode string) string {
+	if mode == ModeNoop || mode == "" {
+		return ""
+	}
+	return DriverChromium
+}
+
 // Session lifecycle ops: session_command ops only the hub sends and the
 // worker handles itself, never a driver (see Frame.SessionID). Users cannot
 // send them: they are not step ops.

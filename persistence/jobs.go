@@ -73,6 +73,14 @@ type Job struct {
 	Attempts int `json:"attempts"`
 	// MaxAttempts bounds the tries.
 	MaxAttempts int `json:"max_attempts"`
+	// Priority is 0..9 (DefaultPriority when the client gives none): a
+	// higher one is placed first, oldest first within one, and a waiting
+	// job's effective priority rises with its wait (scheduler.priority_aging).
+	Priority int `json:"priority"`
+	// WaitingFor names what no alive worker has but the job needs ("a
+	// worker with a chromium lane"), for a queued job only. The hub
+	// computes it when it serves the job; it is never stored.
+	WaitingFor string `json:"waiting_for,omitempty"`
 	// TimeoutS is the hard deadline in seconds, counted from CreatedAt.
 	TimeoutS int `json:"timeout_s"`
 	// CreatedAt is when the hub accepted the job.
@@ -91,6 +99,13 @@ type Job struct {
 	// IdempotencyKey is the key the job was submitted with, if any.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
+
+// Job priorities: 0 is the lowest, 9 the highest.
+const (
+	MinPriority     = 0
+	MaxPriority     = 9
+	DefaultPriority = 5
+)
 
 // Deadline is when the job must be final: created_at + timeout_s. It is
 // counted from creation, not from start, so a job cannot outlive its caller's

@@ -48,6 +48,9 @@ func PrepareNew(j Job, now time.Time) (Job, error) {
 	if j.WorkerID != "" {
 		return j, fmt.Errorf("create job %s: a new job has no worker", j.ID)
 	}
+	if j.Priority < MinPriority || j.Priority > MaxPriority {
+		return j, fmt.Errorf("create job %s: priority %d is out of range %d..%d", j.ID, j.Priority, MinPriority, MaxPriority)
+	}
 	if len(j.Params) > 0 && !json.Valid(j.Params) {
 		return j, fmt.Errorf("create job %s: params are not valid JSON", j.ID)
 	}
@@ -58,6 +61,7 @@ func PrepareNew(j Job, now time.Time) (Job, error) {
 		j.ID = NewJobID()
 	}
 	j.Status = StatusQueued
+	j.WaitingFor = "" // computed when served, never stored
 	if j.CreatedAt.IsZero() {
 		j.CreatedAt = now
 	}

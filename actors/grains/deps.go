@@ -40,6 +40,7 @@ type Timing struct {
 	AliveWindow       time.Duration // heartbeat within this = alive (120 s)
 	AssignGrace       time.Duration // how long a placement may take (8 s)
 	DiskExcludePct    float64       // pick_worker disk filter (90)
+	PriorityAging     time.Duration // a queued job's effective priority rises one level per this wait (30 s; 0 = none)
 	RedriveInterval   time.Duration // re-drive sweep (3 s)
 	RedriveMinAge     time.Duration // re-drive age gate (90 s)
 	RedriveDisable    bool

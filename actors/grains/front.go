@@ -20,7 +20,10 @@ import (
 // wakes their grains, and relays cancels, worker statuses and session calls
 // to the grain that owns each, on whichever hub it lives. Reads go to the
 // stores: they need no grain.
-type Front struct{ d *Deps }
+type Front struct {
+	d    *Deps
+	caps fleetCaps // WaitingFor's cached view of the fleet
+}
 
 // NewFront returns the API's way in.
 func NewFront(d *Deps) *Front { return &Front{d: d} }
@@ -48,6 +51,14 @@ func (f *Front) Submit(ctx context.Context, j persistence.Job) (persistence.Job,
 // Job reads a job from the store: reads need no grain.
 func (f *Front) Job(ctx context.Context, id string) (persistence.Job, error) {
 	return f.d.Jobs.Get(ctx, id)
+}
+
+// WaitingFor names what a job of mode needs that no alive worker of the
+// fleet has ("a worker with a chromium lane"), "" when some could run it:
+// computed from the registry when asked (cached for fleetCapsTTL), so it
+// disappears as soon as such a worker is alive, with no state to keep.
+func (f *Front) WaitingFor(ctx context.Context, mode string) (string, error) {
+	return f.caps.waitingFor(ctx, f.d, mode)
 }
 
 // Jobs lists jobs.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/messages"
@@ -200,7 +201,8 @@ func (g *jobGrain) arm(ctx actor.Context) {
 
 // enqueue asks the scheduler for a lane.
 func (g *jobGrain) enqueue(ctx actor.Context) {
-	g.sched(ctx, &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode})
+	g.sched(ctx, &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode,
+		Priority: proto.Int32(int32(g.job.Priority))})
 }
 
 func (g *jobGrain) stopTimers() {

@@ -4,6 +4,9 @@ import (
 	"container/list"
 	"iter"
 	"time"
+
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // queuedJob is a job waiting in the scheduler's queue.
@@ -12,19 +15,42 @@ type queuedJob struct {
 	mode     string
 	created  time.Time
 	enqueued time.Time // when it reached this queue (placement latency)
+	priority int       // 0..9
 }
 
-// jobQueue is the scheduler's FIFO of waiting jobs, indexed by job id:
-// membership, removal and a re-enqueue are O(1), so a job that asks again
-// (re-drive, recovery) costs nothing however long the queue is.
+// numPriorities is the number of priority levels, one FIFO each.
+const numPriorities = persistence.MaxPriority - persistence.MinPriority + 1
+
+// queueClass holds the waiting jobs that one kind of worker can run (those
+// whose mode needs the same driver, messages.ModeDriver), one FIFO per
+// priority. Placement skips a whole class once no worker takes its best
+// job, so a backlog no worker can run costs nothing per placement.
+type queueClass struct {
+	driver string
+	fifo   [numPriorities]list.List // of queuedJob, oldest first
+}
+
+// jobQueue is the scheduler's queue of waiting jobs: per class, ten FIFOs
+// (one per priority), indexed by job id. Membership, removal and a
+// re-enqueue are O(1), so a job that asks again (re-drive, recovery) costs
+// nothing however long the queue is; choosing the next job compares the
+// heads of the FIFOs only (classes × 10), never sorts.
+//
+// Order: the highest effective priority first, where a job's effective
+// priority is its priority plus one level per aging of wait, at most 9
+// (no starvation: a priority-0 job reaches 9 after 9 × aging). Among
+// equal effective priorities, the oldest first — within one priority
+// that is today's FIFO. A FIFO's head is its oldest job, hence its highest
+// effective priority, so comparing heads finds the job to place.
 type jobQueue struct {
-	order  *list.List // of queuedJob, oldest first
-	byID   map[string]*list.Element
-	byMode map[string]int // waiting jobs per mode, kept so a scrape costs no scan
+	classes []*queueClass // few (one per driver a mode needs); at most 64
+	byID    map[string]*list.Element
+	byMode  map[string]int // waiting jobs per mode, kept so a scrape costs no scan
+	aging   time.Duration  // 0 = no aging
 }
 
-func newJobQueue() jobQueue {
-	return jobQueue{order: list.New(), byID: map[string]*list.Element{}, byMode: map[string]int{}}
+func newJobQueue(aging time.Duration) jobQueue {
+	return jobQueue{byID: map[string]*list.Element{}, byMode: map[string]int{}, aging: aging}
 }
 
 // ByMode yields the number of waiting jobs per mode; the map is the
@@ -32,29 +58,50 @@ func newJobQueue() jobQueue {
 func (q jobQueue) ByMode() map[string]int { return q.byMode }
 
 // Len is the number of waiting jobs.
-func (q jobQueue) Len() int { return len(q.byID) }
+func (q *jobQueue) Len() int { return len(q.byID) }
 
-// PushBack queues a job at the end, unless it is queued already.
-func (q jobQueue) PushBack(j queuedJob) {
+// clampPriority keeps a priority from the wire within 0..9.
+func clampPriority(p int) int {
+	return min(max(p, persistence.MinPriority), persistence.MaxPriority)
+}
+
+// fifo is the list j belongs in, its class created on first use.
+func (q *jobQueue) fifo(j queuedJob) *list.List {
+	d := messages.ModeDriver(j.mode)
+	for _, c := range q.classes {
+		if c.driver == d {
+			return &c.fifo[clampPriority(j.priority)-persistence.MinPriority]
+		}
+	}
+	c := &queueClass{driver: d}
+	q.classes = append(q.classes, c)
+	return &c.fifo[clampPriority(j.priority)-persistence.MinPriority]
+}
+
+// PushBack queues a job at the end of its priority, unless it is queued
+// already (then it stays where it is).
+func (q *jobQueue) PushBack(j queuedJob) {
 	if _, ok := q.byID[j.id]; !ok {
-		q.byID[j.id] = q.order.PushBack(j)
+		j.priority = clampPriority(j.priority)
+		q.byID[j.id] = q.fifo(j).PushBack(j)
 		q.byMode[j.mode]++
 	}
 }
 
-// PushFront queues a job at the head (it waited longest), unless it is
-// queued already.
-func (q jobQueue) PushFront(j queuedJob) {
+// PushFront queues a job at the head of its priority (it waited longest),
+// unless it is queued already.
+func (q *jobQueue) PushFront(j queuedJob) {
 	if _, ok := q.byID[j.id]; !ok {
-		q.byID[j.id] = q.order.PushFront(j)
+		j.priority = clampPriority(j.priority)
+		q.byID[j.id] = q.fifo(j).PushFront(j)
 		q.byMode[j.mode]++
 	}
 }
 
 // Remove takes a job out of the queue; a no-op when it is not there.
-func (q jobQueue) Remove(id string) {
+func (q *jobQueue) Remove(id string) {
 	if e, ok := q.byID[id]; ok {
-		q.order.Remove(e)
+		q.fifo(e.Value.(queuedJob)).Remove(e)
 		delete(q.byID, id)
 		mode := e.Value.(queuedJob).mode
 		if q.byMode[mode]--; q.byMode[mode] <= 0 {
@@ -63,16 +110,85 @@ func (q jobQueue) Remove(id string) {
 	}
 }
 
-// All yields the waiting jobs oldest first; the loop body may Remove the
-// job it is given.
-func (q jobQueue) All() iter.Seq[queuedJob] {
-	return func(yield func(queuedJob) bool) {
-		for e := q.order.Front(); e != nil; {
-			next := e.Next()
-			if !yield(e.Value.(queuedJob)) {
-				return
+// effective is j's priority raised one level per aging it has waited, at
+// most the highest. A creation time ahead of now (another hub's clock)
+// counts as no wait.
+func (q *jobQueue) effective(j queuedJob, now time.Time) int {
+	p := j.priority
+	if q.aging > 0 {
+		if wait := now.Sub(j.created); wait > 0 {
+			p += int(min(wait/q.aging, numPriorities))
+		}
+	}
+	return min(p, persistence.MaxPriority)
+}
+
+// before reports whether a goes before b now: higher effective priority,
+// then older, then higher own priority.
+func (q *jobQueue) before(a, b queuedJob, now time.Time) bool {
+	if ea, eb := q.effective(a, now), q.effective(b, now); ea != eb {
+		return ea > eb
+	}
+	if !a.created.Equal(b.created) {
+		return a.created.Before(b.created)
+	}
+	return a.priority > b.priority
+}
+
+// Next returns the job to place first now, and its class, among the
+// classes not in skip (bit i = class i): a comparison of FIFO heads.
+func (q *jobQueue) Next(now time.Time, skip uint64) (queuedJob, int, bool) {
+	var best queuedJob
+	class, found := -1, false
+	for i, c := range q.classes {
+		if skip&(1<<i) != 0 {
+			continue
+		}
+		for p := range c.fifo {
+			e := c.fifo[p].Front()
+			if e == nil {
+				continue
 			}
-			e = next
+			j := e.Value.(queuedJob)
+			if !found || q.before(j, best, now) {
+				best, class, found = j, i, true
+			}
+		}
+	}
+	return best, class, found
+}
+
+// nextPlacement returns the job to place now and the worker pick chose
+// for it, without removing the job. A class whose best job pick finds no
+// worker for is marked in *full and skipped: every job of a class needs the
+// same driver, so none of them could go either. False when no job can go.
+func (q *jobQueue) nextPlacement(now time.Time, full *uint64, pick func(mode string) *Candidate) (queuedJob, *Candidate, bool) {
+	for {
+		j, class, ok := q.Next(now, *full)
+		if !ok {
+			return j, nil, false
+		}
+		if c := pick(j.mode); c != nil {
+			return j, c, true
+		}
+		*full |= 1 << class
+	}
+}
+
+// All yields every waiting job (by class, highest priority first, oldest
+// first within one); the loop body may Remove the job it is given.
+func (q *jobQueue) All() iter.Seq[queuedJob] {
+	return func(yield func(queuedJob) bool) {
+		for _, c := range q.classes {
+			for p := len(c.fifo) - 1; p >= 0; p-- {
+				for e := c.fifo[p].Front(); e != nil; {
+					next := e.Next()
+					if !yield(e.Value.(queuedJob)) {
+						return
+					}
+					e = next
+				}
+			}
 		}
 	}
 }

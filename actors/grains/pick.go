@@ -2,6 +2,7 @@ package grains
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/paprika-hub/paprika/messages"
@@ -55,17 +56,11 @@ func (r PickRule) Eligible(c *Candidate, mode string, now time.Time) bool {
 	return supportsMode(c.Drivers, mode)
 }
 
-// supportsMode: noop runs on any lane; browser modes need a chromium lane.
+// supportsMode: noop runs on any lane; browser modes need a chromium lane
+// (messages.ModeDriver).
 func supportsMode(drivers []string, mode string) bool {
-	if mode == messages.ModeNoop || mode == "" {
-		return true
-	}
-	for _, d := range drivers {
-		if d == messages.DriverChromium {
-			return true
-		}
-	}
-	return false
+	d := messages.ModeDriver(mode)
+	return d == "" || slices.Contains(drivers, d)
 }
 
 // better orders candidates by (in_flight, -max_concurrent): the least loaded

@@ -33,9 +33,9 @@ type schedulerGrain struct {
 	workers      map[string]*Candidate
 	cands        []*Candidate // the same candidates, for a cheap scan
 	queue        jobQueue
-	pending      map[string]string // job id → worker id, placement in flight
+	pending      map[string]string    // job id → worker id, placement in flight
+	placingJobs  map[string]queuedJob // job id → the job as queued, placement in flight (re-queued as it was)
 	pendingSince map[string]time.Time
-	pendingMode  map[string]string         // job id → mode, so a failed placement requeues it as what it is
 	placeStops   map[string]supervise.Stop // job id → its placement timeout
 	self         *actor.PID
 }
@@ -97,12 +97,16 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		s.place(ctx)
 	case *messages.SchedEnqueue:
 		s.deps.Metrics.SchedEnqueues.Inc()
-		s.enqueue(msg.JobId, msg.Mode, time.UnixMilli(msg.CreatedUnixMs))
+		prio := persistence.DefaultPriority
+		if msg.Priority != nil {
+			prio = int(*msg.Priority)
+		}
+		s.enqueue(queuedJob{id: msg.JobId, mode: msg.Mode, created: time.UnixMilli(msg.CreatedUnixMs), priority: prio})
 		s.place(ctx)
 	case *messages.SchedPlaced:
 		s.settle(msg.JobId, msg.WorkerId)
 	case *messages.SchedPlaceFailed:
-		s.placeFailed(msg)
+		s.placeFailed(ctx, msg)
 		s.place(ctx)
 	case *placeTimeout:
 		delete(s.placeStops, msg.jobID)
@@ -111,7 +115,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 			// The job grain did not answer: its cached PID may be of an
 			// activation that is gone; look it up afresh next time.
 			s.cl.PidCache.Remove(msg.jobID, KindJob)
-			s.placeFailed(&messages.SchedPlaceFailed{JobId: msg.jobID, WorkerId: msg.workerID, Requeue: true})
+			s.placeFailed(ctx, &messages.SchedPlaceFailed{JobId: msg.jobID, WorkerId: msg.workerID, Requeue: true})
 			s.place(ctx)
 		}
 	case *supervise.InjectPanic:
@@ -146,10 +150,10 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.rule = PickRule{AliveWindow: s.deps.Timing.AliveWindow, DiskExcludePct: s.deps.Timing.DiskExcludePct}
 	s.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	s.workers = map[string]*Candidate{}
-	s.queue = newJobQueue()
+	s.queue = newJobQueue(s.deps.Timing.PriorityAging)
 	s.pending = map[string]string{}
+	s.placingJobs = map[string]queuedJob{}
 	s.pendingSince = map[string]time.Time{}
-	s.pendingMode = map[string]string{}
 	s.placeStops = map[string]supervise.Stop{}
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
@@ -184,7 +188,7 @@ func (s *schedulerGrain) loadQueued() int {
 			return n
 		}
 		if j.WorkerID == "" {
-			s.enqueue(j.ID, j.Mode, j.CreatedAt)
+			s.enqueue(queuedJob{id: j.ID, mode: j.Mode, created: j.CreatedAt, priority: j.Priority})
 			n++
 		}
 	}
@@ -252,7 +256,8 @@ func (s *schedulerGrain) workerState(m *messages.SchedWorkerState) {
 	c.InFlight = c.reported + c.placing
 }
 
-func (s *schedulerGrain) enqueue(id, mode string, created time.Time) {
+func (s *schedulerGrain) enqueue(j queuedJob) {
+	id := j.id
 	if w := s.pending[id]; w != "" && s.deps.Clock().Sub(s.pendingSince[id]) > 2*s.deps.Timing.AssignGrace {
 		// The job asks again long after its placement: the answer was lost
 		// (a hub left mid-way). Forget the placement and place it anew.
@@ -262,7 +267,8 @@ func (s *schedulerGrain) enqueue(id, mode string, created time.Time) {
 	if s.pending[id] != "" {
 		return
 	}
-	s.queue.PushBack(queuedJob{id: id, mode: mode, created: created, enqueued: s.deps.Clock()}) // a job it holds already stays where it is
+	j.enqueued = s.deps.Clock()
+	s.queue.PushBack(j) // a job it holds already stays where it is
 }
 
 func (s *schedulerGrain) remove(id string) { s.queue.Remove(id) }
@@ -275,8 +281,11 @@ func (s *schedulerGrain) armPlaceTimeout(jobID, workerID string) {
 	s.placeStops[jobID] = s.timers.After(2*s.deps.Timing.AssignGrace, &placeTimeout{jobID: jobID, workerID: workerID})
 }
 
-func (s *schedulerGrain) placeFailed(m *messages.SchedPlaceFailed) {
-	mode := s.pendingMode[m.JobId]
+func (s *schedulerGrain) placeFailed(ctx actor.Context, m *messages.SchedPlaceFailed) {
+	j, known := s.placingJobs[m.JobId]
+	if w, ok := s.pending[m.JobId]; !ok || w != m.WorkerId {
+		known = false // not this placement's answer
+	}
 	s.settle(m.JobId, m.WorkerId)
 	if m.Requeue && m.RetryAfterMs > 0 {
 		// The job grain enqueues itself again (with its mode) when woken.
@@ -284,8 +293,15 @@ func (s *schedulerGrain) placeFailed(m *messages.SchedPlaceFailed) {
 		return
 	}
 	if m.Requeue && !isSessionSlot(m.JobId) {
-		// Back to the front: it waited longest.
-		s.queue.PushFront(queuedJob{id: m.JobId, mode: mode, enqueued: s.deps.Clock()})
+		if !known {
+			// Its mode and priority are unknown here: the job grain
+			// enqueues itself again with them when woken.
+			Send(ctx, s.cl, m.JobId, KindJob, &messages.JobEnsure{})
+			return
+		}
+		// Back to the front of its priority: it waited longest.
+		j.enqueued = s.deps.Clock()
+		s.queue.PushFront(j)
 	}
 }
 
@@ -306,7 +322,7 @@ func (s *schedulerGrain) checkOwner(ctx actor.Context) {
 	for id := range s.pending {
 		Send(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
 	}
-	s.queue, s.pending, s.pendingMode = newJobQueue(), map[string]string{}, map[string]string{}
+	s.queue, s.pending, s.placingJobs = newJobQueue(s.deps.Timing.PriorityAging), map[string]string{}, map[string]queuedJob{}
 	ctx.Stop(ctx.Self())
 }
 
@@ -318,7 +334,7 @@ func (s *schedulerGrain) settle(jobID, workerID string) {
 	}
 	delete(s.pending, jobID)
 	delete(s.pendingSince, jobID)
-	delete(s.pendingMode, jobID)
+	delete(s.placingJobs, jobID)
 	if stop := s.placeStops[jobID]; stop != nil {
 		stop()
 		delete(s.placeStops, jobID)
@@ -329,32 +345,28 @@ func (s *schedulerGrain) settle(jobID, workerID string) {
 	}
 }
 
-// place assigns queued jobs, oldest first, while some worker is eligible.
+// place assigns queued jobs, highest effective priority first (oldest
+// first within one; jobQueue), while some worker is eligible. A class of
+// jobs (those needing one driver) whose best job no worker takes is
+// skipped for the rest of the pass: none of its jobs could go either, so
+// a backlog of unrunnable jobs costs one pick per pass, not one per job.
 func (s *schedulerGrain) place(ctx actor.Context) {
 	if s.queue.Len() == 0 {
 		return
 	}
 	now := s.deps.Clock()
-	noopFull := false
-	for q := range s.queue.All() {
-		isNoop := q.mode == messages.ModeNoop || q.mode == ""
-		if noopFull && isNoop {
-			continue
-		}
-		c := s.rule.PickWorker(s.cands, q.mode, now, s.rng)
-		if c == nil {
-			if isNoop {
-				noopFull = true
-				// No lane anywhere: nothing later in the queue can go either,
-				// except browser jobs, which are rare; stop scanning.
-				break
-			}
-			continue
+	var full uint64 // bit i: class i has no eligible worker in this pass
+	pick := func(mode string) *Candidate { return s.rule.PickWorker(s.cands, mode, now, s.rng) }
+	for {
+		q, c, found := s.queue.nextPlacement(now, &full, pick)
+		if !found {
+			return
 		}
 		c.placing++ // at once, so the next pick of this pass sees it
 		c.InFlight = c.reported + c.placing
 		s.queue.Remove(q.id)
-		s.pending[q.id], s.pendingSince[q.id], s.pendingMode[q.id] = c.ID, now, q.mode
+		s.pending[q.id], s.pendingSince[q.id] = c.ID, now
+		s.placingJobs[q.id] = q
 		s.deps.Metrics.SchedPlacements.Inc()
 		s.deps.Metrics.PlacementLatency.Observe(now.Sub(laterOf(q.enqueued, c.freedAt)).Seconds())
 		Send(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})

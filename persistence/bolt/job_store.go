@@ -348,7 +348,9 @@ func loadJob(jobs *bbolt.Bucket, id []byte) (persistence.Job, error) {
 	if data == nil {
 		return persistence.Job{}, persistence.ErrNotFound
 	}
-	var j persistence.Job
+	// A job stored before priorities existed has none: it gets the
+	// default, as a submission without one does.
+	j := persistence.Job{Priority: persistence.DefaultPriority}
 	if err := json.Unmarshal(data, &j); err != nil {
 		return persistence.Job{}, fmt.Errorf("decode job %s: %w", id, err)
 	}

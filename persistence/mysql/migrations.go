@@ -25,7 +25,14 @@ type migration struct {
 // migration is never edited, since hubs that ran it will not run it again.
 var migrations = []migration{
 	{version: 1, name: "create jobs", stmts: []string{createJobsTable}},
+	{version: 2, name: "job priority", stmts: []string{addJobPriority}},
 }
+
+// addJobPriority adds persistence.Job.Priority. Rows from before it get
+// the default priority, as a submission without one does; IF NOT EXISTS
+// (MariaDB) makes a re-run after a crash between the change and its
+// schema_migrations row harmless.
+const addJobPriority = "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS priority TINYINT NOT NULL DEFAULT 5"
 
 // createJobsTable holds exactly the fields of persistence.Job plus
 // updated_at (for operators). Indexes:

@@ -151,3 +151,34 @@ func TestMigrateLockName(t *testing.T) {
 	require.Len(t, long, len("paprika_migrate.")+40)
 	require.NotEqual(t, long, mysql.MigrateLockName("e234567890123456789012345678901234567890123456789012345678901234"))
 }
+
+// TestMigratePriorityKeepsOldRows: a database a hub left at migration 1
+// (no priority column) with a queued job in it gains the column; the old
+// job reads as the default priority, and the statement is safe to run
+// again (a hub dying before recording it).
+func TestMigratePriorityKeepsOldRows(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := newTestDB(t)
+	for _, stmt := range []string{mysql.CreateMigrationsTable, mysql.CreateJobsTableV1,
+		"INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, 'create jobs', UTC_TIMESTAMP(6))",
+		"INSERT INTO jobs (id, mode, status, `error`, created_at, updated_at) VALUES ('old-1', 'noop', 'queued', '', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+	} {
+		_, err := db.admin.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	s, err := mysql.Open(ctx, db.dsn)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	require.Equal(t, allVersions(), schemaVersions(t, db.admin))
+	j, err := s.Get(ctx, "old-1")
+	require.NoError(t, err)
+	require.Equal(t, persistence.DefaultPriority, j.Priority)
+	_, err = db.admin.ExecContext(ctx, mysql.AddJobPriority)
+	require.NoError(t, err, "run again")
+	nine, _, err := s.Create(ctx, persistence.Job{Mode: "noop", Priority: 9})
+	require.NoError(t, err)
+	got, err := s.Get(ctx, nine.ID)
+	require.NoError(t, err)
+	require.Equal(t, 9, got.Priority)
+}

@@ -32,6 +32,7 @@ func RunJobStore(t *testing.T, newStore func(t *testing.T) persistence.JobStore)
 		{"IdempotencyKeyConcurrent", testJobIdempotencyConcurrent},
 		{"ReturnsCopies", testJobReturnsCopies},
 		{"CloseTwice", testJobCloseTwice},
+		{"Priority", testJobPriority},
 	}
 	tests = append(tests, jobListTests...)
 	tests = append(tests, jobTransitionTests...)
@@ -218,4 +219,43 @@ func testJobCloseTwice(t *testing.T, s persistence.JobStore) {
 	mustCreate(t, s, newJob(1))
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
+}
+
+// testJobPriority: a job's priority is stored as given (0 too, which is a
+// priority, not "unset"), survives a claim and a requeue (a restarted
+// scheduler rebuilds its queue from the store), and one out of 0..9 is
+// refused. WaitingFor is computed when served and never stored.
+func testJobPriority(t *testing.T, s persistence.JobStore) {
+	for _, p := range []int{persistence.MinPriority, 3, persistence.DefaultPriority, persistence.MaxPriority} {
+		in := newJob(p)
+		in.Priority = p
+		in.WaitingFor = "a worker with a chromium lane"
+		stored := mustCreate(t, s, in)
+		require.Equal(t, p, stored.Priority)
+		require.Empty(t, stored.WaitingFor)
+		got, err := s.Get(t.Context(), stored.ID)
+		require.NoError(t, err)
+		require.Equal(t, p, got.Priority)
+		require.Empty(t, got.WaitingFor)
+		claimed, err := s.Claim(t.Context(), stored.ID, "w1", time.Now())
+		require.NoError(t, err)
+		require.Equal(t, p, claimed.Priority)
+		require.NoError(t, s.Requeue(t.Context(), stored.ID, claimed.Attempts))
+		page, _, err := s.List(t.Context(), persistence.ListQuery{Status: persistence.StatusQueued, OldestFirst: true, Limit: 1000})
+		require.NoError(t, err)
+		found := false
+		for _, j := range page {
+			if j.ID == stored.ID {
+				found = true
+				require.Equal(t, p, j.Priority)
+			}
+		}
+		require.True(t, found, "requeued job %s listed", stored.ID)
+	}
+	for _, p := range []int{-1, persistence.MaxPriority + 1} {
+		in := newJob(p)
+		in.Priority = p
+		_, _, err := s.Create(t.Context(), in)
+		require.Error(t, err, "priority %d", p)
+	}
 }

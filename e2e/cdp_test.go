@@ -290,10 +290,20 @@ func TestCDPHubKilledUnderClient(t *testing.T) {
 
 	// 2. The hub carrying the worker's tunnel (1) is killed under a client
 	// on hub 2: 1011, and the worker moves to hub 2.
-	ws, _, err = websocket.DefaultDialer.Dial(cdpOn(2), nil)
-	require.NoError(t, err)
-	_, err = cdpCall(ws, 1, "Target.getTargets", map[string]any{})
-	require.NoError(t, err)
+	// The cluster may still be settling after hub 0 left (the worker's and
+	// the session's grains moving): a tunnel that does not open is retried.
+	require.Eventually(t, func() bool {
+		c, _, err := websocket.DefaultDialer.Dial(cdpOn(2), nil)
+		if err != nil {
+			return false
+		}
+		if _, err = cdpCall(c, 1, "Target.getTargets", map[string]any{}); err != nil {
+			_ = c.Close()
+			return false
+		}
+		ws = c
+		return true
+	}, 30*time.Second, 500*time.Millisecond, "a tunnel through hub 2 before the kill")
 	f.hubs[1].kill()
 	ce = waitClose(t, ws)
 	require.Equal(t, websocket.CloseInternalServerErr, ce.Code, ce.Text)

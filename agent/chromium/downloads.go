@@ -176,7 +176,7 @@ type downloads struct {
 func watchDownloads(t *tab, session bool, store storeFunc, log func(string)) (*downloads, error) {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	dir := filepath.Join(t.b.dir, "paprika-downloads", hex.EncodeToString(rnd[:]))
+	dir := filepath.Join(t.b.dir, userDownloadsDir, hex.EncodeToString(rnd[:]))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("download dir: %w", err)
 	}

@@ -46,7 +46,10 @@ func newDownloadSite(t testing.TB) *httptest.Server {
 		page(w, `<a id="dl" download href="/file.bin">file</a> <a id="attach" href="/attach">attachment</a>`)
 	})
 	mux.HandleFunc("GET /auto", func(w http.ResponseWriter, r *http.Request) {
-		page(w, `<a id="dl" download href="/file.bin">file</a><script>document.getElementById("dl").click()</script>`)
+		// #done comes a moment after the click, so that the fetch's page
+		// work (wait_for) outlasts the start of the download.
+		page(w, `<a id="dl" download href="/file.bin">file</a><script>document.getElementById("dl").click();
+			setTimeout(() => document.body.append(Object.assign(document.createElement("p"), {id: "done"})), 300)</script>`)
 	})
 	mux.HandleFunc("GET /file.bin", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/octet-stream")
@@ -106,7 +109,7 @@ func TestFetchPDFFullPageAndDownloads(t *testing.T) {
 	})
 
 	t.Run("a fetch's page downloads a file by itself", func(t *testing.T) {
-		r := runJob(t, d, 0, "j-auto", "fetch", map[string]any{"url": s.URL + "/auto", "screenshot": false}, 0)
+		r := runJob(t, d, 0, "j-auto", "fetch", map[string]any{"url": s.URL + "/auto", "screenshot": false, "wait_for": "#done"}, 0)
 		resultMap(t, r)
 		require.Equal(t, []string{"page.html", "downloads/file.bin"}, r.res.Assets, "log:\n%s", r.log.text())
 		require.Equal(t, downloadBytes, up.asset(t, "j-auto", "downloads/file.bin").data)

@@ -376,6 +376,9 @@ func (l *lane) cleanSteps(ctx context.Context, b *browserProc) error {
 		if err := os.RemoveAll(l.downloadDir()); err != nil {
 			return fmt.Errorf("downloads: %w", err)
 		}
+		if err := os.RemoveAll(filepath.Join(b.dir, userDownloadsDir)); err != nil {
+			return fmt.Errorf("downloads: %w", err)
+		}
 		return nil
 	}); err != nil {
 		return err
@@ -386,6 +389,11 @@ func (l *lane) cleanSteps(ctx context.Context, b *browserProc) error {
 	b.use.reset()
 	return nil
 }
+
+// userDownloadsDir, under the browser's profile, holds one folder per job
+// or session for its downloads (downloads.go); a cleanup removes it, with
+// any download that began after its user's page work ended.
+const userDownloadsDir = "paprika-downloads"
 
 // downloadDir is where the lane's downloads go (its user's files); a
 // cleanup empties it.

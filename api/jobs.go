@@ -197,12 +197,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		lq.Limit = n
 	}
-	jobs, next, err := s.b.Jobs(r.Context(), lq)
-	if n := s.limits.fitList(jobs); err == nil && n < len(jobs) {
+	page, next, err := s.jobPage(r.Context(), lq)
+	if n := s.limits.fitList(page); err == nil && n < len(page) {
 		// Over limits.max_list_bytes: the same page, shorter, so that the
 		// store's own cursor says where it ended.
 		lq.Limit = n
-		jobs, next, err = s.b.Jobs(r.Context(), lq)
+		page, next, err = s.jobPage(r.Context(), lq)
 	}
 	if err != nil {
 		if errors.Is(err, persistence.ErrBadCursor) {
@@ -211,13 +211,23 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if jobs == nil {
-		jobs = []persistence.Job{}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": page, "next_cursor": next})
+}
+
+// jobPage is one page of jobs as the answer holds them: redacted and
+// encoded once, so that limits.max_list_bytes is checked on what is sent.
+func (s *Server) jobPage(ctx context.Context, lq persistence.ListQuery) ([]json.RawMessage, string, error) {
+	jobs, next, err := s.b.Jobs(ctx, lq)
+	if err != nil {
+		return nil, "", err
 	}
+	page := make([]json.RawMessage, len(jobs))
 	for i := range jobs {
-		jobs[i] = redacted(jobs[i])
+		if page[i], err = json.Marshal(redacted(jobs[i])); err != nil {
+			return nil, "", fmt.Errorf("encode job %s: %w", jobs[i].ID, err)
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next_cursor": next})
+	return page, next, nil
 }
 
 // sameSubmission reports whether req asks for the job stored under its

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/paprika-hub/paprika/persistence"
 	"net/http"
 	"slices"
 	"strconv"
@@ -77,15 +76,11 @@ func limitError(status int, code, key string, max int, format string, args ...an
 	return e
 }
 
-// fitList is how many of jobs, from the first, an answer holds within
-// MaxListBytes (at least one: a page always moves on).
-func (l Limits) fitList(jobs []persistence.Job) int {
+// fitList is how many of the encoded jobs, from the first, an answer
+// holds within MaxListBytes (at least one: a page always moves on).
+func (l Limits) fitList(jobs []json.RawMessage) int {
 	total := 0
-	for i := range jobs {
-		b, err := json.Marshal(&jobs[i])
-		if err != nil {
-			return len(jobs) // the answer's own encoding fails the same way
-		}
+	for i, b := range jobs {
 		if total += len(b) + 1; total > l.MaxListBytes && i > 0 {
 			return i
 		}

@@ -2,14 +2,10 @@ package bolt
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
-	bberrors "go.etcd.io/bbolt/errors"
 
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -32,28 +28,9 @@ type ApprovalStore struct {
 // OpenApprovals opens (creating it and its directory if needed) the
 // approval file at path.
 func OpenApprovals(path string, opts ...Option) (*ApprovalStore, error) {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("open approval store %s: %w", path, err)
-		}
-	}
-	bo := &bbolt.Options{Timeout: DefaultLockTimeout}
-	for _, o := range opts {
-		o(bo)
-	}
-	db, err := bbolt.Open(path, 0o600, bo)
-	if errors.Is(err, bberrors.ErrTimeout) {
-		return nil, fmt.Errorf("open approval store %s: file is locked (another hub on the same data directory?): %w", path, err)
-	}
+	db, err := openDB(path, "approval store", opts, bucketApprovals)
 	if err != nil {
-		return nil, fmt.Errorf("open approval store %s: %w", path, err)
-	}
-	if err := db.Update(func(tx *bbolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucketApprovals)
-		return err
-	}); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("open approval store %s: bucket %s: %w", path, bucketApprovals, err)
+		return nil, err
 	}
 	return &ApprovalStore{db: db, path: path}, nil
 }

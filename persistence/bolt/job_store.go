@@ -44,9 +44,19 @@ func WithLockTimeout(d time.Duration) Option {
 // Open opens (creating it and its directory if needed) the job store file
 // at path.
 func Open(path string, opts ...Option) (*JobStore, error) {
+	db, err := openDB(path, "job store", opts, bucketJobs, bucketByCreated, bucketByStatus, bucketIdempotency)
+	if err != nil {
+		return nil, err
+	}
+	return &JobStore{db: db, path: path}, nil
+}
+
+// openDB opens (creating it and its directory if needed) the bbolt file at
+// path with buckets in it; what names the store in errors.
+func openDB(path, what string, opts []Option, buckets ...[]byte) (*bbolt.DB, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("open job store %s: %w", path, err)
+			return nil, fmt.Errorf("open %s %s: %w", what, path, err)
 		}
 	}
 	bo := &bbolt.Options{Timeout: DefaultLockTimeout}
@@ -55,13 +65,13 @@ func Open(path string, opts ...Option) (*JobStore, error) {
 	}
 	db, err := bbolt.Open(path, 0o600, bo)
 	if errors.Is(err, bberrors.ErrTimeout) {
-		return nil, fmt.Errorf("open job store %s: file is locked (another hub on the same data directory?): %w", path, err)
+		return nil, fmt.Errorf("open %s %s: file is locked (another hub on the same data directory?): %w", what, path, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open job store %s: %w", path, err)
+		return nil, fmt.Errorf("open %s %s: %w", what, path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range [][]byte{bucketJobs, bucketByCreated, bucketByStatus, bucketIdempotency} {
+		for _, name := range buckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("bucket %s: %w", name, err)
 			}
@@ -70,9 +80,9 @@ func Open(path string, opts ...Option) (*JobStore, error) {
 	})
 	if err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("open job store %s: %w", path, err)
+		return nil, fmt.Errorf("open %s %s: %w", what, path, err)
 	}
-	return &JobStore{db: db, path: path}, nil
+	return db, nil
 }
 
 // Create stores a new queued job (see persistence.PrepareNew), or returns the

@@ -85,6 +85,9 @@ type Member struct {
 	System   *actor.ActorSystem
 	Cluster  *cluster.Cluster
 	provider cluster.ClusterProvider
+	// ownAgent: the in-memory provider's agent is this member's alone (no
+	// Options.Agent shared with other members of the process).
+	ownAgent bool
 	stop     sync.Once
 	log      *slog.Logger
 }
@@ -116,6 +119,7 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 	quiet := slog.New(minLevel{o.Logger.Handler(), max(slog.LevelWarn, o.MinLevel)})
 	logger := quiet.With(slog.String("component", "protoactor"))
 	var provider cluster.ClusterProvider
+	ownAgent := false
 	var ext *external
 	var deadline time.Time
 	switch {
@@ -124,7 +128,7 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 	case o.Provider == ProviderLocal || o.Provider == ProviderTest || o.Provider == "":
 		agent := o.Agent
 		if agent == nil {
-			agent = test.NewInMemAgent()
+			agent, ownAgent = test.NewInMemAgent(), true
 		}
 		provider = test.NewTestProvider(agent)
 	case o.Provider == ProviderRedis:
@@ -188,7 +192,7 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 		abandon(c, provider, o.Logger)
 		return nil, err
 	}
-	return &Member{System: system, Cluster: c, provider: provider, log: o.Logger}, nil
+	return &Member{System: system, Cluster: c, provider: provider, ownAgent: ownAgent, log: o.Logger}, nil
 }
 
 // remoteConfig is remoting on o.Host:o.Port, with mutual TLS when o has
@@ -299,9 +303,14 @@ func (m *Member) Stop(graceful bool) {
 			}
 		}()
 		m.Cluster.Shutdown(graceful)
-		if !graceful {
+		if !graceful && !m.ownAgent {
 			// protoactor leaves the provider running on a quick shutdown;
 			// ours own goroutines and keys that must go with the member.
+			// Not an in-memory agent of the member's own: deregistering
+			// would only tell this stopped member that it left, and that
+			// update writes protoactor's BlockList while the gossip loop,
+			// which outlives Shutdown by up to a tick, reads it unlocked
+			// (an upstream data race -race reports in in-process hubs).
 			if err := m.provider.Shutdown(false); err != nil {
 				m.log.Warn("cluster provider shutdown", slog.Any("err", err))
 			}

@@ -180,6 +180,89 @@ type Capabilities struct {
 	LaneURLs      []string `json:"lane_urls,omitempty"`
 	BrowserURL    string   `json:"browser_url,omitempty"`
 	Drivers       []string `json:"drivers,omitempty"`
+	// Modes declares the job modes this worker runs (the worker library's
+	// registered handlers, built-in ones included). A worker that sends
+	// none runs the built-in modes its Drivers allow (ModeDriver).
+	Modes []ModeDecl `json:"modes,omitempty"`
+}
+
+// ModeDecl is one job mode a worker declares in hello.
+type ModeDecl struct {
+	// Name is the mode as jobs name it (ValidModeName).
+	Name string `json:"name"`
+	// Lane is what a job of this mode needs of its lane: LaneNeedChromium
+	// (a headless Chromium lane), or "" (a lane slot, no browser).
+	Lane string `json:"lane,omitempty"`
+	// Schema is an optional JSON Schema of the mode's params, checked by
+	// the hub at POST /jobs; at most MaxModeSchemaBytes.
+	Schema json.RawMessage `json:"schema,omitempty"`
+}
+
+// What a declared mode may need of its lane (ModeDecl.Lane).
+const (
+	// LaneNeedNone: a lane slot only; the handler runs without a browser.
+	LaneNeedNone = ""
+	// LaneNeedChromium: the handler drives the lane's headless Chromium.
+	LaneNeedChromium = DriverChromium
+)
+
+// Bounds of hello's declared modes.
+const (
+	// MaxModes bounds how many modes one worker may declare.
+	MaxModes = 64
+	// MaxModeNameBytes bounds a mode's name.
+	MaxModeNameBytes = 64
+	// MaxModeSchemaBytes bounds one declared mode's JSON Schema.
+	MaxModeSchemaBytes = 64 << 10
+)
+
+// ValidModeName reports whether name may name a job mode: 1..64 bytes of
+// a-z 0-9 . _ - starting with a letter or digit.
+func ValidModeName(name string) bool {
+	if name == "" || len(name) > MaxModeNameBytes {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '.' || c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkModes bounds and checks hello's declared modes: valid, unique
+// names, a known lane need, a schema that is a JSON object within bounds.
+func checkModes(modes []ModeDecl) error {
+	if len(modes) > MaxModes {
+		return fmt.Errorf("capabilities.modes has %d entries, limit %d", len(modes), MaxModes)
+	}
+	seen := make(map[string]bool, len(modes))
+	for i, m := range modes {
+		if !ValidModeName(m.Name) {
+			return fmt.Errorf("capabilities.modes[%d].name %.80q: use 1-%d of a-z 0-9 . _ - starting with a letter or digit", i, m.Name, MaxModeNameBytes)
+		}
+		if seen[m.Name] {
+			return fmt.Errorf("capabilities.modes[%d].name %q declared twice", i, m.Name)
+		}
+		seen[m.Name] = true
+		if m.Lane != LaneNeedNone && m.Lane != LaneNeedChromium {
+			return fmt.Errorf("capabilities.modes[%d].lane %.80q is not one of \"\", %q", i, m.Lane, LaneNeedChromium)
+		}
+		if len(m.Schema) > MaxModeSchemaBytes {
+			return fmt.Errorf("capabilities.modes[%d].schema has %d bytes, limit %d", i, len(m.Schema), MaxModeSchemaBytes)
+		}
+		if len(m.Schema) > 0 {
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(m.Schema, &obj); err != nil {
+				return fmt.Errorf("capabilities.modes[%d].schema is not a JSON object", i)
+			}
+		}
+	}
+	return nil
 }
 
 // Stats is a worker's host reading, sent with every heartbeat.
@@ -236,6 +319,9 @@ func (f *Frame) validate() error {
 			return fmt.Errorf("lan_ip %q is not an IP address", f.LanIP)
 		}
 		if err := checkURLs(f.Capabilities.LaneURLs); err != nil {
+			return err
+		}
+		if err := checkModes(f.Capabilities.Modes); err != nil {
 			return err
 		}
 		if err := checkLaneStates(f.LaneStates); err != nil {

@@ -179,3 +179,30 @@ func TestTunnelIDs(t *testing.T) {
 	}
 	require.Len(t, CloseReason(strings.Repeat("é", 100)), 122, "cut on a rune boundary")
 }
+
+func TestHelloDeclaredModesAreBounded(t *testing.T) {
+	hello := func(modes string) []byte {
+		return []byte(`{"type":"hello","worker_id":"w1","capabilities":{"max_concurrent":1,"modes":` + modes + `}}`)
+	}
+	f, err := DecodeFrame(hello(`[{"name":"noop"},{"name":"pdf-diff","lane":"chromium","schema":{"type":"object"}}]`))
+	if err != nil {
+		t.Fatalf("good modes refused: %v", err)
+	}
+	if got := f.Capabilities.Modes; len(got) != 2 || got[1].Lane != LaneNeedChromium || string(got[1].Schema) != `{"type":"object"}` {
+		t.Fatalf("modes decoded as %+v", got)
+	}
+	for name, modes := range map[string]string{
+		"bad name":       `[{"name":"Bad Name"}]`,
+		"leading dash":   `[{"name":"-x"}]`,
+		"empty name":     `[{"name":""}]`,
+		"twice":          `[{"name":"a"},{"name":"a"}]`,
+		"unknown lane":   `[{"name":"a","lane":"firefox"}]`,
+		"schema array":   `[{"name":"a","schema":[1]}]`,
+		"schema too big": `[{"name":"a","schema":{"x":"` + strings.Repeat("y", MaxModeSchemaBytes) + `"}}]`,
+		"too many":       `[` + strings.TrimSuffix(strings.Repeat(`{"name":"a"},`, MaxModes+1), ",") + `]`,
+	} {
+		if _, err := DecodeFrame(hello(modes)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: got %v, want a malformed frame", name, err)
+		}
+	}
+}

@@ -131,6 +131,10 @@ type Frame struct {
 	Mode     string          `json:"mode,omitempty"` // assign_job: one of Modes
 	Params   json.RawMessage `json:"params,omitempty"`
 	Deadline int64           `json:"deadline_unix_ms,omitempty"`
+	// Permanent (job_failed): the handler called the failure final
+	// (worker.Permanent), so the hub does not retry it whatever
+	// max_attempts allows; absent, a job_error follows max_attempts.
+	Permanent bool `json:"permanent,omitempty"`
 
 	// sessions: the hub sends session_command with Command = {"op": ...}:
 	// op "open" (OpOpen) reserves a lane for the session (result {"lane":

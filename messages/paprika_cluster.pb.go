@@ -1177,14 +1177,17 @@ func (x *JobStarted) GetLane() string {
 
 // JobFinished: the worker ended the attempt (a job_done or job_failed).
 type JobFinished struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Succeeded     bool                   `protobuf:"varint,3,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
-	Result        []byte                 `protobuf:"bytes,6,opt,name=result,proto3" json:"result,omitempty"`
-	Assets        []string               `protobuf:"bytes,7,rep,name=assets,proto3" json:"assets,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId  string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Attempt   int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Succeeded bool                   `protobuf:"varint,3,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
+	Reason    string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Error     string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	Result    []byte                 `protobuf:"bytes,6,opt,name=result,proto3" json:"result,omitempty"`
+	Assets    []string               `protobuf:"bytes,7,rep,name=assets,proto3" json:"assets,omitempty"`
+	// permanent: the handler said the failure is final (worker.Permanent);
+	// the job is not retried whatever attempts remain.
+	Permanent     bool `protobuf:"varint,8,opt,name=permanent,proto3" json:"permanent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1266,6 +1269,13 @@ func (x *JobFinished) GetAssets() []string {
 		return x.Assets
 	}
 	return nil
+}
+
+func (x *JobFinished) GetPermanent() bool {
+	if x != nil {
+		return x.Permanent
+	}
+	return false
 }
 
 // JobCancel: a client asked to cancel (Reply.json is the job object).
@@ -2585,7 +2595,7 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"JobStarted\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
-	"\x04lane\x18\x03 \x01(\tR\x04lane\"\xc0\x01\n" +
+	"\x04lane\x18\x03 \x01(\tR\x04lane\"\xde\x01\n" +
 	"\vJobFinished\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1c\n" +
@@ -2593,7 +2603,8 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x16\n" +
 	"\x06result\x18\x06 \x01(\fR\x06result\x12\x16\n" +
-	"\x06assets\x18\a \x03(\tR\x06assets\"\v\n" +
+	"\x06assets\x18\a \x03(\tR\x06assets\x12\x1c\n" +
+	"\tpermanent\x18\b \x01(\bR\tpermanent\"\v\n" +
 	"\tJobCancel\"\x8c\x01\n" +
 	"\bJobAudit\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,12 +65,23 @@ func TestSecurityFollowDropsStalledReader(t *testing.T) {
 		lines[i] = fmt.Sprintf("%06d %s", i, strings.Repeat("x", 92))
 	}
 	require.NoError(t, logs.Write(context.Background(), []persistence.LogBatch{{JobID: "j1", Lines: lines}}))
-	srv := httptest.NewServer(New(limitsBackend{logs: logs}, Options{FollowWriteTimeout: 300 * time.Millisecond}))
+	srv := httptest.NewUnstartedServer(New(limitsBackend{logs: logs}, Options{FollowWriteTimeout: 300 * time.Millisecond}))
+	// The server's own view of the connection says when it gave up on the
+	// reader; a fixed wait would race a loaded machine (a reader that starts
+	// reading before the server filled the buffers unstalls it).
+	var closed atomic.Int32
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed || st == http.StateHijacked {
+			closed.Add(1)
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	addr := strings.TrimPrefix(srv.URL, "http://")
 
 	stalled := rawRequest(t, addr, "GET /jobs/j1/logs?follow=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-	time.Sleep(2 * time.Second) // the server fills the buffers and misses its deadline
+	require.Eventually(t, func() bool { return closed.Load() > 0 }, 30*time.Second, 20*time.Millisecond,
+		"the hub ended the stalled follow, it did not wait for the reader or the job")
 	require.NoError(t, stalled.SetReadDeadline(time.Now().Add(20*time.Second)))
 	got, err := io.ReadAll(stalled)
 	require.NoError(t, err, "the hub ended the stalled follow (EOF), it did not wait for the job")

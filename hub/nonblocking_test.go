@@ -136,8 +136,12 @@ func TestTimersStopWithTheirActor(t *testing.T) {
 		}, 5*time.Second, 10*time.Millisecond, "%s restarted", k.kind)
 		require.Eventually(t, func() bool { return supervise.LiveTimers(k.kind) == before }, 5*time.Second, 10*time.Millisecond,
 			"%s: %d timers before the restart, %d after", k.kind, before, supervise.LiveTimers(k.kind))
-		time.Sleep(100 * time.Millisecond) // nothing re-armed twice behind it
-		require.Equal(t, before, supervise.LiveTimers(k.kind), k.kind)
+		// Nothing re-armed twice behind it: a duplicated periodic timer
+		// would keep the count above before for good, while a one-off
+		// (a log write retried on a loaded machine) comes and goes.
+		time.Sleep(100 * time.Millisecond)
+		require.Eventually(t, func() bool { return supervise.LiveTimers(k.kind) == before }, 3*time.Second, 10*time.Millisecond,
+			"%s: %d timers before the restart, %d a while after", k.kind, before, supervise.LiveTimers(k.kind))
 	}
 	// The job and the worker's work still end as they should.
 	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: job.ID, Attempt: a.Attempt, Result: []byte(`{}`)})

@@ -65,11 +65,11 @@ type schedRebuild struct{}
 // SchedStats is the scheduler's state in numbers (SchedGetStats reply).
 // The fleet fields feed /metrics at scrape time (metrics.Fleet).
 type SchedStats struct {
-	Queued  int `json:"queued"`
+	Queued int `json:"queued"`
 	// Scheduled counts the jobs held until their run_at (not queued yet).
 	Scheduled int `json:"scheduled"`
 	Pending   int `json:"pending"`
-	Workers int `json:"workers"`
+	Workers   int `json:"workers"`
 
 	QueuedByMode map[string]int `json:"queued_by_mode,omitempty"`
 	WorkersAlive int            `json:"workers_alive"`

@@ -21,10 +21,6 @@ const DefaultRetryBaseS = 1.0
 // defaultRetryBackoffMax stands in for an unset Timing.RetryBackoffMax.
 const defaultRetryBackoffMax = time.Hour
 
-// dueSlack: a scheduled job woken this little before its run_at (the
-// scheduler's clock, on another hub, runs ahead) is queued all the same.
-const dueSlack = 250 * time.Millisecond
-
 // promoteRetry: queuing a due job failed on the store; try again.
 type promoteRetry struct{}
 
@@ -85,7 +81,10 @@ func (g *jobGrain) retryLater(ctx actor.Context, m *messages.JobFinished) *messa
 // scheduler (the grain may passivate meanwhile); a due one is queued in
 // the store, and true tells arm to go on as for a queued job.
 func (g *jobGrain) armScheduled(ctx actor.Context, now time.Time) bool {
-	if g.job.RunAt.After(now.Add(dueSlack)) {
+	// Not due by this hub's clock: held again (a scheduler on a hub whose
+	// clock runs ahead holds it a little longer, redueAfter, so the two
+	// never bounce it in a tight loop).
+	if g.job.RunAt.After(now) {
 		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
 		g.enqueue(ctx)
 		return false

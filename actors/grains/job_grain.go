@@ -218,7 +218,7 @@ func (g *jobGrain) enqueue(ctx actor.Context) {
 	msg := &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode,
 		Priority: proto.Int32(int32(g.job.Priority))}
 	if g.job.Status == persistence.StatusScheduled {
-		msg.RunAtUnixMs = g.job.RunAt.UnixMilli()
+		msg.RunAtUnixMs = g.job.RunAt.Add(time.Millisecond - 1).UnixMilli() // rounded up: never woken early
 	}
 	g.sched(ctx, msg)
 }

@@ -62,7 +62,8 @@ type SubmitRequest struct {
 	// Params are the mode's parameters; values may be any JSON-encodable
 	// value, including json.RawMessage.
 	Params map[string]any `json:"params,omitempty"`
-	// TimeoutS is the job's hard deadline in seconds from creation.
+	// TimeoutS is the job's hard deadline in seconds from creation, or
+	// from its run_at when delayed (each retry: from its own run_at).
 	TimeoutS int `json:"timeout_s,omitempty"`
 	// MaxAttempts bounds how often the job is tried.
 	MaxAttempts int `json:"max_attempts,omitempty"`

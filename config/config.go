@@ -304,7 +304,8 @@ type ReconcilerConfig struct {
 // JobsConfig is the "jobs" section.
 type JobsConfig struct {
 	// DefaultTimeout is the hard deadline of a job submitted without
-	// timeout_s, counted from creation. Default 180s.
+	// timeout_s, counted from creation (from run_at for a delayed job or a
+	// retry). Default 180s.
 	DefaultTimeout time.Duration `yaml:"default_timeout"`
 	// MaxAttempts is the attempts of a job submitted without max_attempts.
 	// Default 1. Range 1..100.

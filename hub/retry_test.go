@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/actors/grains"
@@ -36,6 +37,9 @@ func TestRetriesLandAtTheirBackoff(t *testing.T) {
 	require.Equal(t, persistence.ReasonJobError, f.Reason)
 	require.Equal(t, 3, f.Attempts)
 	require.Len(t, f.AttemptsLog, 3)
+	var retries dto.Metric
+	require.NoError(t, h.deps.Metrics.JobRetries.Write(&retries))
+	require.Equal(t, 2.0, retries.GetCounter().GetValue(), "two retries counted")
 	for i, a := range f.AttemptsLog {
 		require.Equal(t, i+1, a.Attempt)
 		require.Equal(t, "wa", a.WorkerID)

@@ -70,6 +70,7 @@ func (g *jobGrain) retryLater(ctx actor.Context, m *messages.JobFinished) *messa
 		return fail(messages.CodeStore, "reschedule job %s: %v", g.id, err)
 	}
 	g.job = j
+	g.deps.Metrics.JobRetries.Inc()
 	g.log.Info("attempt failed; retrying after its backoff", slog.Int("attempt", prev.Attempts),
 		slog.String("reason", m.Reason), slog.Duration("wait", wait), slog.Time("run_at", j.RunAt))
 	Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts)})

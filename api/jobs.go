@@ -29,6 +29,12 @@ type SubmitRequest struct {
 	// RequireCapacity refuses the job (503 no_capacity) instead of queuing
 	// it when no alive worker could ever run it.
 	RequireCapacity bool `json:"require_capacity"`
+	// RunAt (RFC 3339) or DelayS delays the job: it is scheduled until then
+	// (api/retry.go).
+	RunAt  *time.Time `json:"run_at"`
+	DelayS *float64   `json:"delay_s"`
+	// RetryBackoff is the job's retry schedule; nil takes the hub's default.
+	RetryBackoff *persistence.RetryBackoff `json:"retry_backoff"`
 }
 
 // Limits of a submission.
@@ -83,6 +89,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	job, created, err := s.b.Submit(r.Context(), persistence.Job{
 		Mode: req.Mode, Params: params, TimeoutS: timeout, MaxAttempts: attempts,
 		Labels: req.Labels, IdempotencyKey: key, Priority: priority,
+		RunAt: req.runAt(time.Now()), RetryBackoff: req.RetryBackoff,
 	})
 	if err != nil {
 		writeError(w, err)
@@ -131,6 +138,9 @@ func (s *Server) decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitReq
 		return req, &Error{Status: http.StatusBadRequest, Code: "bad_priority",
 			Message: fmt.Sprintf("priority %d is out of range %d..%d", *p, persistence.MinPriority, persistence.MaxPriority),
 			Extra:   map[string]any{"field": "priority"}}
+	}
+	if err := checkDelay(&req, time.Now()); err != nil {
+		return req, err
 	}
 	if err := s.limits.checkLabels(req.Labels); err != nil {
 		return req, err
@@ -186,7 +196,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	lq := persistence.ListQuery{Status: persistence.Status(q.Get("status")), Cursor: q.Get("cursor"), Limit: defaultListSize}
 	if lq.Status != "" && !lq.Status.Valid() {
-		writeError(w, Errorf(http.StatusBadRequest, "bad_status", "status %q is not one of queued, running, succeeded, failed, canceled", lq.Status))
+		writeError(w, Errorf(http.StatusBadRequest, "bad_status", "status %q is not one of %s", lq.Status, statusNames()))
 		return
 	}
 	if v := q.Get("limit"); v != "" {

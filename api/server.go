@@ -20,6 +20,9 @@ type Backend interface {
 	Job(ctx context.Context, id string) (persistence.Job, error)
 	Jobs(ctx context.Context, q persistence.ListQuery) ([]persistence.Job, string, error)
 	Cancel(ctx context.Context, id string) (persistence.Job, error)
+	// Retry runs a failed job again under a new attempt (POST
+	// /jobs/{id}/retry); a job that is not failed is a 409 not_failed.
+	Retry(ctx context.Context, id string) (persistence.Job, error)
 	Logs() persistence.LogStore
 	Assets() persistence.AssetStore
 	Workers(ctx context.Context) ([]persistence.WorkerInfo, error)
@@ -141,6 +144,7 @@ func New(b Backend, o Options) *Server {
 	api("GET /jobs", s.list)
 	api("GET /jobs/{id}", s.get)
 	api("POST /jobs/{id}/cancel", s.cancel)
+	api("POST /jobs/{id}/retry", s.retry)
 	api("GET /jobs/{id}/logs", s.logs)
 	// {name...}: an asset name may sit in the downloads folder.
 	api("GET /jobs/{id}/assets/{name...}", s.asset)

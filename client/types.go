@@ -22,10 +22,12 @@ const (
 	StatusSucceeded = persistence.StatusSucceeded
 	StatusFailed    = persistence.StatusFailed
 	StatusCanceled  = persistence.StatusCanceled
+	// StatusScheduled: waiting for its run_at (delayed, or a retry's backoff).
+	StatusScheduled = persistence.StatusScheduled
 )
 
 // Statuses lists every job status, in lifecycle order.
-var Statuses = []Status{StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCanceled}
+var Statuses = persistence.Statuses
 
 // Reasons a job failed or was canceled (API.md), found in Job.Reason.
 const (
@@ -60,7 +62,8 @@ type SubmitRequest struct {
 	// Params are the mode's parameters; values may be any JSON-encodable
 	// value, including json.RawMessage.
 	Params map[string]any `json:"params,omitempty"`
-	// TimeoutS is the job's hard deadline in seconds from creation.
+	// TimeoutS is the job's hard deadline in seconds from creation, or
+	// from its run_at when delayed (each retry: from its own run_at).
 	TimeoutS int `json:"timeout_s,omitempty"`
 	// MaxAttempts bounds how often the job is tried.
 	MaxAttempts int `json:"max_attempts,omitempty"`
@@ -72,7 +75,21 @@ type SubmitRequest struct {
 	// RequireCapacity makes the hub answer 503 no_capacity instead of
 	// queuing when no alive worker could run the job.
 	RequireCapacity bool `json:"require_capacity,omitempty"`
+	// RunAt delays the job until then (nil: at once); DelayS does the same
+	// relative to now. Give at most one.
+	RunAt  *time.Time `json:"run_at,omitempty"`
+	DelayS *float64   `json:"delay_s,omitempty"`
+	// RetryBackoff is the job's retry schedule (nil: the hub's default,
+	// attempt⁴ seconds capped by jobs.retry_backoff_max).
+	RetryBackoff *RetryBackoff `json:"retry_backoff,omitempty"`
 }
+
+// RetryBackoff is a retry schedule: retry n waits min(BaseS·n⁴, MaxS)
+// seconds ±10 %.
+type RetryBackoff = persistence.RetryBackoff
+
+// Attempt is one entry of Job.AttemptsLog.
+type Attempt = persistence.Attempt
 
 // ListOptions filters GET /jobs. Zero values leave the filter out.
 type ListOptions struct {

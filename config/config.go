@@ -39,6 +39,8 @@ const (
 	DefaultJobsDefaultTimeout = 180 * time.Second
 	// DefaultJobsMaxAttempts is jobs.max_attempts.
 	DefaultJobsMaxAttempts = 1
+	// DefaultJobsRetryBackoffMax is jobs.retry_backoff_max.
+	DefaultJobsRetryBackoffMax = time.Hour
 	// DefaultLogsBatchLines is logs.batch_lines.
 	DefaultLogsBatchLines = 50
 	// DefaultLogsBatchWait is logs.batch_wait.
@@ -302,11 +304,15 @@ type ReconcilerConfig struct {
 // JobsConfig is the "jobs" section.
 type JobsConfig struct {
 	// DefaultTimeout is the hard deadline of a job submitted without
-	// timeout_s, counted from creation. Default 180s.
+	// timeout_s, counted from creation (from run_at for a delayed job or a
+	// retry). Default 180s.
 	DefaultTimeout time.Duration `yaml:"default_timeout"`
 	// MaxAttempts is the attempts of a job submitted without max_attempts.
 	// Default 1. Range 1..100.
 	MaxAttempts int `yaml:"max_attempts"`
+	// RetryBackoffMax caps the default retry wait (attempt⁴ seconds) of a
+	// job submitted without retry_backoff. Default 1h. Range 1s..720h.
+	RetryBackoffMax time.Duration `yaml:"retry_backoff_max"`
 }
 
 // LogsConfig is the "logs" section.
@@ -564,8 +570,9 @@ func Default() *Config {
 			FleetCache:       DefaultReconcilerFleetCache,
 		},
 		Jobs: JobsConfig{
-			DefaultTimeout: DefaultJobsDefaultTimeout,
-			MaxAttempts:    DefaultJobsMaxAttempts,
+			DefaultTimeout:  DefaultJobsDefaultTimeout,
+			MaxAttempts:     DefaultJobsMaxAttempts,
+			RetryBackoffMax: DefaultJobsRetryBackoffMax,
 		},
 		Logs: LogsConfig{
 			BatchLines: DefaultLogsBatchLines,

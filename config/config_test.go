@@ -105,7 +105,7 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// max_asset_bytes, max_session_downloads, max_list_bytes, worker_max_lanes,
 	// cdp_tunnels_per_session, cdp_max_message_bytes), auth.worker_approval,
 	// metrics.listen, scheduler.priority_aging
-	require.Len(t, keys, 71)
+	require.Len(t, keys, 72)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))

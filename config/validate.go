@@ -82,6 +82,12 @@ var fieldChecks = map[string]func(c *Config) string{
 
 	"jobs.default_timeout": func(c *Config) string { return atLeast(c.Jobs.DefaultTimeout, time.Second) },
 	"jobs.max_attempts":    func(c *Config) string { return inRange(c.Jobs.MaxAttempts, 1, 100) },
+	"jobs.retry_backoff_max": func(c *Config) string {
+		if d := c.Jobs.RetryBackoffMax; d < time.Second || d > 720*time.Hour {
+			return fmt.Sprintf("%s is out of range 1s..720h", d)
+		}
+		return ""
+	},
 
 	"logs.batch_lines": func(c *Config) string { return inRange(c.Logs.BatchLines, 1, 10000) },
 	"logs.batch_wait":  func(c *Config) string { return positive(c.Logs.BatchWait) },

@@ -37,8 +37,8 @@ func (h *Hub) Ready(ctx context.Context) map[string]error {
 	return res
 }
 
-// QueueDepth implements api.Backend: the scheduler grain's queued and
-// being-placed jobs, the fleet's queue (one scheduler per cluster). The
+// QueueDepth implements api.Backend: the scheduler grain's queued,
+// scheduled (delayed, or waiting to retry) and being-placed jobs, the fleet's queue (one scheduler per cluster). The
 // API caches it (limits.max_queued); the job store has no count to ask.
 func (h *Hub) QueueDepth(ctx context.Context) (int, error) {
 	r, err := grains.CallContext(ctx, h.member.Cluster, grains.SchedulerID, grains.KindScheduler,
@@ -53,5 +53,7 @@ func (h *Hub) QueueDepth(ctx context.Context) (int, error) {
 	if err := json.Unmarshal(r.Json, &st); err != nil {
 		return 0, fmt.Errorf("scheduler stats: %w", err)
 	}
-	return st.Queued + st.Pending, nil
+	// Scheduled jobs count: they will be queued, and delaying them must not
+	// get round the cap.
+	return st.Queued + st.Pending + st.Scheduled, nil
 }

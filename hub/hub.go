@@ -122,6 +122,7 @@ func TimingFrom(cfg *config.Config) grains.Timing {
 		AssignGrace:       cfg.Scheduler.AssignGrace,
 		DiskExcludePct:    float64(cfg.Scheduler.DiskExcludePct),
 		PriorityAging:     cfg.Scheduler.PriorityAging,
+		RetryBackoffMax:   cfg.Jobs.RetryBackoffMax,
 		RedriveInterval:   cfg.Redrive.Interval,
 		RedriveMinAge:     cfg.Redrive.MinAge,
 		RedriveDisable:    cfg.Redrive.Disable,

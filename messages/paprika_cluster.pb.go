@@ -756,7 +756,10 @@ type SchedEnqueue struct {
 	Mode          string                 `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
 	// priority is the job's 0..9; absent (an older hub's grain) means the
 	// default, 5.
-	Priority      *int32 `protobuf:"varint,4,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	Priority *int32 `protobuf:"varint,4,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	// run_at_unix_ms: a scheduled job (delayed, or a retry in its backoff)
+	// is placed from then on; 0 means at once.
+	RunAtUnixMs   int64 `protobuf:"varint,5,opt,name=run_at_unix_ms,json=runAtUnixMs,proto3" json:"run_at_unix_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -815,6 +818,13 @@ func (x *SchedEnqueue) GetMode() string {
 func (x *SchedEnqueue) GetPriority() int32 {
 	if x != nil && x.Priority != nil {
 		return *x.Priority
+	}
+	return 0
+}
+
+func (x *SchedEnqueue) GetRunAtUnixMs() int64 {
+	if x != nil {
+		return x.RunAtUnixMs
 	}
 	return 0
 }
@@ -1315,6 +1325,44 @@ func (*JobCancel) Descriptor() ([]byte, []int) {
 	return file_paprika_cluster_proto_rawDescGZIP(), []int{21}
 }
 
+// JobRetry: POST /jobs/{id}/retry, run a failed job again under a new
+// attempt (the job grain owns the transition).
+type JobRetry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobRetry) Reset() {
+	*x = JobRetry{}
+	mi := &file_paprika_cluster_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobRetry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobRetry) ProtoMessage() {}
+
+func (x *JobRetry) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobRetry.ProtoReflect.Descriptor instead.
+func (*JobRetry) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{22}
+}
+
 // JobAudit: a worker's job_status answer to a job_query about an
 // assignment the hub could not confirm. state is "running" or "unknown"
 // (the worker will never run that attempt). worker_started_unix_ms is when
@@ -1331,7 +1379,7 @@ type JobAudit struct {
 
 func (x *JobAudit) Reset() {
 	*x = JobAudit{}
-	mi := &file_paprika_cluster_proto_msgTypes[22]
+	mi := &file_paprika_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1391,7 @@ func (x *JobAudit) String() string {
 func (*JobAudit) ProtoMessage() {}
 
 func (x *JobAudit) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[22]
+	mi := &file_paprika_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1404,7 @@ func (x *JobAudit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobAudit.ProtoReflect.Descriptor instead.
 func (*JobAudit) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{22}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *JobAudit) GetWorkerId() string {
@@ -1399,7 +1447,7 @@ type JobCheck struct {
 
 func (x *JobCheck) Reset() {
 	*x = JobCheck{}
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1459,7 @@ func (x *JobCheck) String() string {
 func (*JobCheck) ProtoMessage() {}
 
 func (x *JobCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1472,7 @@ func (x *JobCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobCheck.ProtoReflect.Descriptor instead.
 func (*JobCheck) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *JobCheck) GetWorkerId() string {
@@ -1452,7 +1500,7 @@ type JobWorkerLost struct {
 
 func (x *JobWorkerLost) Reset() {
 	*x = JobWorkerLost{}
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1512,7 @@ func (x *JobWorkerLost) String() string {
 func (*JobWorkerLost) ProtoMessage() {}
 
 func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1525,7 @@ func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobWorkerLost.ProtoReflect.Descriptor instead.
 func (*JobWorkerLost) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *JobWorkerLost) GetWorkerId() string {
@@ -1507,7 +1555,7 @@ type ConnProbe struct {
 
 func (x *ConnProbe) Reset() {
 	*x = ConnProbe{}
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1567,7 @@ func (x *ConnProbe) String() string {
 func (*ConnProbe) ProtoMessage() {}
 
 func (x *ConnProbe) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1580,7 @@ func (x *ConnProbe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnProbe.ProtoReflect.Descriptor instead.
 func (*ConnProbe) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 type ConnSend struct {
@@ -1547,7 +1595,7 @@ type ConnSend struct {
 
 func (x *ConnSend) Reset() {
 	*x = ConnSend{}
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1607,7 @@ func (x *ConnSend) String() string {
 func (*ConnSend) ProtoMessage() {}
 
 func (x *ConnSend) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1620,7 @@ func (x *ConnSend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnSend.ProtoReflect.Descriptor instead.
 func (*ConnSend) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ConnSend) GetFrame() []byte {
@@ -1600,7 +1648,7 @@ type ConnClose struct {
 
 func (x *ConnClose) Reset() {
 	*x = ConnClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +1660,7 @@ func (x *ConnClose) String() string {
 func (*ConnClose) ProtoMessage() {}
 
 func (x *ConnClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +1673,7 @@ func (x *ConnClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnClose.ProtoReflect.Descriptor instead.
 func (*ConnClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ConnClose) GetCode() string {
@@ -1658,7 +1706,7 @@ type SessionOpen struct {
 
 func (x *SessionOpen) Reset() {
 	*x = SessionOpen{}
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1718,7 @@ func (x *SessionOpen) String() string {
 func (*SessionOpen) ProtoMessage() {}
 
 func (x *SessionOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1731,7 @@ func (x *SessionOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOpen.ProtoReflect.Descriptor instead.
 func (*SessionOpen) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SessionOpen) GetIdleTimeoutS() int32 {
@@ -1718,7 +1766,7 @@ type SessionCommand struct {
 
 func (x *SessionCommand) Reset() {
 	*x = SessionCommand{}
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1730,7 +1778,7 @@ func (x *SessionCommand) String() string {
 func (*SessionCommand) ProtoMessage() {}
 
 func (x *SessionCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1743,7 +1791,7 @@ func (x *SessionCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCommand.ProtoReflect.Descriptor instead.
 func (*SessionCommand) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SessionCommand) GetCommand() []byte {
@@ -1762,7 +1810,7 @@ type SessionClose struct {
 
 func (x *SessionClose) Reset() {
 	*x = SessionClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +1822,7 @@ func (x *SessionClose) String() string {
 func (*SessionClose) ProtoMessage() {}
 
 func (x *SessionClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +1835,7 @@ func (x *SessionClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionClose.ProtoReflect.Descriptor instead.
 func (*SessionClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 // SessionGet asks for the session object (Reply.json).
@@ -1799,7 +1847,7 @@ type SessionGet struct {
 
 func (x *SessionGet) Reset() {
 	*x = SessionGet{}
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1859,7 @@ func (x *SessionGet) String() string {
 func (*SessionGet) ProtoMessage() {}
 
 func (x *SessionGet) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1872,7 @@ func (x *SessionGet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionGet.ProtoReflect.Descriptor instead.
 func (*SessionGet) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 // SessionResult is a worker's answer to a session_command.
@@ -1843,7 +1891,7 @@ type SessionResult struct {
 
 func (x *SessionResult) Reset() {
 	*x = SessionResult{}
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +1903,7 @@ func (x *SessionResult) String() string {
 func (*SessionResult) ProtoMessage() {}
 
 func (x *SessionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +1916,7 @@ func (x *SessionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResult.ProtoReflect.Descriptor instead.
 func (*SessionResult) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SessionResult) GetCommandId() string {
@@ -1916,7 +1964,7 @@ type SessionWorkerGone struct {
 
 func (x *SessionWorkerGone) Reset() {
 	*x = SessionWorkerGone{}
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +1976,7 @@ func (x *SessionWorkerGone) String() string {
 func (*SessionWorkerGone) ProtoMessage() {}
 
 func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +1989,7 @@ func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionWorkerGone.ProtoReflect.Descriptor instead.
 func (*SessionWorkerGone) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SessionWorkerGone) GetWorkerId() string {
@@ -1964,7 +2012,7 @@ type SessionEnsure struct {
 
 func (x *SessionEnsure) Reset() {
 	*x = SessionEnsure{}
-	mi := &file_paprika_cluster_proto_msgTypes[34]
+	mi := &file_paprika_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2024,7 @@ func (x *SessionEnsure) String() string {
 func (*SessionEnsure) ProtoMessage() {}
 
 func (x *SessionEnsure) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[34]
+	mi := &file_paprika_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2037,7 @@ func (x *SessionEnsure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnsure.ProtoReflect.Descriptor instead.
 func (*SessionEnsure) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{34}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SessionEnsure) GetWorkerId() string {
@@ -2011,7 +2059,7 @@ type SchedPickSession struct {
 
 func (x *SchedPickSession) Reset() {
 	*x = SchedPickSession{}
-	mi := &file_paprika_cluster_proto_msgTypes[35]
+	mi := &file_paprika_cluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2071,7 @@ func (x *SchedPickSession) String() string {
 func (*SchedPickSession) ProtoMessage() {}
 
 func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[35]
+	mi := &file_paprika_cluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2084,7 @@ func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedPickSession.ProtoReflect.Descriptor instead.
 func (*SchedPickSession) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{35}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SchedPickSession) GetSessionId() string {
@@ -2056,7 +2104,7 @@ type WorkerForward struct {
 
 func (x *WorkerForward) Reset() {
 	*x = WorkerForward{}
-	mi := &file_paprika_cluster_proto_msgTypes[36]
+	mi := &file_paprika_cluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2068,7 +2116,7 @@ func (x *WorkerForward) String() string {
 func (*WorkerForward) ProtoMessage() {}
 
 func (x *WorkerForward) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[36]
+	mi := &file_paprika_cluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2081,7 +2129,7 @@ func (x *WorkerForward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerForward.ProtoReflect.Descriptor instead.
 func (*WorkerForward) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{36}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WorkerForward) GetFrame() []byte {
@@ -2106,7 +2154,7 @@ type SessionTunnelOpen struct {
 
 func (x *SessionTunnelOpen) Reset() {
 	*x = SessionTunnelOpen{}
-	mi := &file_paprika_cluster_proto_msgTypes[37]
+	mi := &file_paprika_cluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2118,7 +2166,7 @@ func (x *SessionTunnelOpen) String() string {
 func (*SessionTunnelOpen) ProtoMessage() {}
 
 func (x *SessionTunnelOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[37]
+	mi := &file_paprika_cluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2131,7 +2179,7 @@ func (x *SessionTunnelOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelOpen.ProtoReflect.Descriptor instead.
 func (*SessionTunnelOpen) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{37}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SessionTunnelOpen) GetTunnelId() string {
@@ -2168,7 +2216,7 @@ type SessionTunnelAttach struct {
 
 func (x *SessionTunnelAttach) Reset() {
 	*x = SessionTunnelAttach{}
-	mi := &file_paprika_cluster_proto_msgTypes[38]
+	mi := &file_paprika_cluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2180,7 +2228,7 @@ func (x *SessionTunnelAttach) String() string {
 func (*SessionTunnelAttach) ProtoMessage() {}
 
 func (x *SessionTunnelAttach) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[38]
+	mi := &file_paprika_cluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2193,7 +2241,7 @@ func (x *SessionTunnelAttach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelAttach.ProtoReflect.Descriptor instead.
 func (*SessionTunnelAttach) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{38}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SessionTunnelAttach) GetTunnelId() string {
@@ -2222,7 +2270,7 @@ type SessionTunnelTouch struct {
 
 func (x *SessionTunnelTouch) Reset() {
 	*x = SessionTunnelTouch{}
-	mi := &file_paprika_cluster_proto_msgTypes[39]
+	mi := &file_paprika_cluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2234,7 +2282,7 @@ func (x *SessionTunnelTouch) String() string {
 func (*SessionTunnelTouch) ProtoMessage() {}
 
 func (x *SessionTunnelTouch) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[39]
+	mi := &file_paprika_cluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2247,7 +2295,7 @@ func (x *SessionTunnelTouch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelTouch.ProtoReflect.Descriptor instead.
 func (*SessionTunnelTouch) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{39}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SessionTunnelTouch) GetTunnelId() string {
@@ -2274,7 +2322,7 @@ type SessionTunnelEnd struct {
 
 func (x *SessionTunnelEnd) Reset() {
 	*x = SessionTunnelEnd{}
-	mi := &file_paprika_cluster_proto_msgTypes[40]
+	mi := &file_paprika_cluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2286,7 +2334,7 @@ func (x *SessionTunnelEnd) String() string {
 func (*SessionTunnelEnd) ProtoMessage() {}
 
 func (x *SessionTunnelEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[40]
+	mi := &file_paprika_cluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2299,7 +2347,7 @@ func (x *SessionTunnelEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelEnd.ProtoReflect.Descriptor instead.
 func (*SessionTunnelEnd) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{40}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SessionTunnelEnd) GetTunnelId() string {
@@ -2322,7 +2370,7 @@ type TunnelData struct {
 
 func (x *TunnelData) Reset() {
 	*x = TunnelData{}
-	mi := &file_paprika_cluster_proto_msgTypes[41]
+	mi := &file_paprika_cluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2382,7 @@ func (x *TunnelData) String() string {
 func (*TunnelData) ProtoMessage() {}
 
 func (x *TunnelData) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[41]
+	mi := &file_paprika_cluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2395,7 @@ func (x *TunnelData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelData.ProtoReflect.Descriptor instead.
 func (*TunnelData) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{41}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TunnelData) GetData() []byte {
@@ -2382,7 +2430,7 @@ type TunnelCredit struct {
 
 func (x *TunnelCredit) Reset() {
 	*x = TunnelCredit{}
-	mi := &file_paprika_cluster_proto_msgTypes[42]
+	mi := &file_paprika_cluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2442,7 @@ func (x *TunnelCredit) String() string {
 func (*TunnelCredit) ProtoMessage() {}
 
 func (x *TunnelCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[42]
+	mi := &file_paprika_cluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2455,7 @@ func (x *TunnelCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelCredit.ProtoReflect.Descriptor instead.
 func (*TunnelCredit) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{42}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TunnelCredit) GetBytes() int64 {
@@ -2427,7 +2475,7 @@ type TunnelAttach struct {
 
 func (x *TunnelAttach) Reset() {
 	*x = TunnelAttach{}
-	mi := &file_paprika_cluster_proto_msgTypes[43]
+	mi := &file_paprika_cluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2487,7 @@ func (x *TunnelAttach) String() string {
 func (*TunnelAttach) ProtoMessage() {}
 
 func (x *TunnelAttach) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[43]
+	mi := &file_paprika_cluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2500,7 @@ func (x *TunnelAttach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelAttach.ProtoReflect.Descriptor instead.
 func (*TunnelAttach) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{43}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TunnelAttach) GetPeer() *Ref {
@@ -2474,7 +2522,7 @@ type TunnelClose struct {
 
 func (x *TunnelClose) Reset() {
 	*x = TunnelClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[44]
+	mi := &file_paprika_cluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2534,7 @@ func (x *TunnelClose) String() string {
 func (*TunnelClose) ProtoMessage() {}
 
 func (x *TunnelClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[44]
+	mi := &file_paprika_cluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2547,7 @@ func (x *TunnelClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelClose.ProtoReflect.Descriptor instead.
 func (*TunnelClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{44}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TunnelClose) GetCode() int32 {
@@ -2569,12 +2617,13 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"hasBrowser\x12\x19\n" +
 	"\bdisk_pct\x18\t \x01(\x01R\adiskPct\x12\x18\n" +
 	"\adrivers\x18\n" +
-	" \x03(\tR\adrivers\"\x8f\x01\n" +
+	" \x03(\tR\adrivers\"\xb4\x01\n" +
 	"\fSchedEnqueue\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x02 \x01(\x03R\rcreatedUnixMs\x12\x12\n" +
 	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x1f\n" +
-	"\bpriority\x18\x04 \x01(\x05H\x00R\bpriority\x88\x01\x01B\v\n" +
+	"\bpriority\x18\x04 \x01(\x05H\x00R\bpriority\x88\x01\x01\x12#\n" +
+	"\x0erun_at_unix_ms\x18\x05 \x01(\x03R\vrunAtUnixMsB\v\n" +
 	"\t_priority\"A\n" +
 	"\vSchedPlaced\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
@@ -2605,7 +2654,9 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x06result\x18\x06 \x01(\fR\x06result\x12\x16\n" +
 	"\x06assets\x18\a \x03(\tR\x06assets\x12\x1c\n" +
 	"\tpermanent\x18\b \x01(\bR\tpermanent\"\v\n" +
-	"\tJobCancel\"\x8c\x01\n" +
+	"\tJobCancel\"\n" +
+	"\n" +
+	"\bJobRetry\"\x8c\x01\n" +
 	"\bJobAudit\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
@@ -2689,7 +2740,7 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                 // 0: paprika.Ref
 	(*Reply)(nil),               // 1: paprika.Reply
@@ -2713,36 +2764,37 @@ var file_paprika_cluster_proto_goTypes = []any{
 	(*JobStarted)(nil),          // 19: paprika.JobStarted
 	(*JobFinished)(nil),         // 20: paprika.JobFinished
 	(*JobCancel)(nil),           // 21: paprika.JobCancel
-	(*JobAudit)(nil),            // 22: paprika.JobAudit
-	(*JobCheck)(nil),            // 23: paprika.JobCheck
-	(*JobWorkerLost)(nil),       // 24: paprika.JobWorkerLost
-	(*ConnProbe)(nil),           // 25: paprika.ConnProbe
-	(*ConnSend)(nil),            // 26: paprika.ConnSend
-	(*ConnClose)(nil),           // 27: paprika.ConnClose
-	(*SessionOpen)(nil),         // 28: paprika.SessionOpen
-	(*SessionCommand)(nil),      // 29: paprika.SessionCommand
-	(*SessionClose)(nil),        // 30: paprika.SessionClose
-	(*SessionGet)(nil),          // 31: paprika.SessionGet
-	(*SessionResult)(nil),       // 32: paprika.SessionResult
-	(*SessionWorkerGone)(nil),   // 33: paprika.SessionWorkerGone
-	(*SessionEnsure)(nil),       // 34: paprika.SessionEnsure
-	(*SchedPickSession)(nil),    // 35: paprika.SchedPickSession
-	(*WorkerForward)(nil),       // 36: paprika.WorkerForward
-	(*SessionTunnelOpen)(nil),   // 37: paprika.SessionTunnelOpen
-	(*SessionTunnelAttach)(nil), // 38: paprika.SessionTunnelAttach
-	(*SessionTunnelTouch)(nil),  // 39: paprika.SessionTunnelTouch
-	(*SessionTunnelEnd)(nil),    // 40: paprika.SessionTunnelEnd
-	(*TunnelData)(nil),          // 41: paprika.TunnelData
-	(*TunnelCredit)(nil),        // 42: paprika.TunnelCredit
-	(*TunnelAttach)(nil),        // 43: paprika.TunnelAttach
-	(*TunnelClose)(nil),         // 44: paprika.TunnelClose
-	nil,                         // 45: paprika.SessionOpen.LabelsEntry
+	(*JobRetry)(nil),            // 22: paprika.JobRetry
+	(*JobAudit)(nil),            // 23: paprika.JobAudit
+	(*JobCheck)(nil),            // 24: paprika.JobCheck
+	(*JobWorkerLost)(nil),       // 25: paprika.JobWorkerLost
+	(*ConnProbe)(nil),           // 26: paprika.ConnProbe
+	(*ConnSend)(nil),            // 27: paprika.ConnSend
+	(*ConnClose)(nil),           // 28: paprika.ConnClose
+	(*SessionOpen)(nil),         // 29: paprika.SessionOpen
+	(*SessionCommand)(nil),      // 30: paprika.SessionCommand
+	(*SessionClose)(nil),        // 31: paprika.SessionClose
+	(*SessionGet)(nil),          // 32: paprika.SessionGet
+	(*SessionResult)(nil),       // 33: paprika.SessionResult
+	(*SessionWorkerGone)(nil),   // 34: paprika.SessionWorkerGone
+	(*SessionEnsure)(nil),       // 35: paprika.SessionEnsure
+	(*SchedPickSession)(nil),    // 36: paprika.SchedPickSession
+	(*WorkerForward)(nil),       // 37: paprika.WorkerForward
+	(*SessionTunnelOpen)(nil),   // 38: paprika.SessionTunnelOpen
+	(*SessionTunnelAttach)(nil), // 39: paprika.SessionTunnelAttach
+	(*SessionTunnelTouch)(nil),  // 40: paprika.SessionTunnelTouch
+	(*SessionTunnelEnd)(nil),    // 41: paprika.SessionTunnelEnd
+	(*TunnelData)(nil),          // 42: paprika.TunnelData
+	(*TunnelCredit)(nil),        // 43: paprika.TunnelCredit
+	(*TunnelAttach)(nil),        // 44: paprika.TunnelAttach
+	(*TunnelClose)(nil),         // 45: paprika.TunnelClose
+	nil,                         // 46: paprika.SessionOpen.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
 	0,  // 1: paprika.WorkerHeartbeat.conn:type_name -> paprika.Ref
 	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
-	45, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	46, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
 	0,  // 4: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
 	0,  // 5: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
 	0,  // 6: paprika.TunnelAttach.peer:type_name -> paprika.Ref
@@ -2765,7 +2817,7 @@ func file_paprika_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -53,6 +53,7 @@ type Metrics struct {
 	ClaimsLost             prometheus.Counter     // paprika_claims_lost_total
 	JobsSubmitted          *prometheus.CounterVec // paprika_jobs_submitted_total{mode}
 	JobsFinished           *prometheus.CounterVec // paprika_jobs_finished_total{status, reason}
+	JobRetries             prometheus.Counter     // paprika_job_retries_total
 	FencedReports          *prometheus.CounterVec // paprika_fenced_reports_total{kind}: started, finished, log, session_result, tunnel_attach, running
 
 	// Logs.
@@ -165,6 +166,8 @@ func NewMetrics() *Metrics {
 		"Jobs created through the API, by mode.", "mode")
 	m.JobsFinished = vec("paprika_jobs_finished_total",
 		"Jobs that reached a final state, by status and reason.", "status", "reason")
+	m.JobRetries = counter("paprika_job_retries_total",
+		"Failed attempts (job_error, lane_error) scheduled to run again after their retry backoff.")
 	m.FencedReports = vec("paprika_fenced_reports_total",
 		"Worker reports refused because their attempt was not current, or the worker does not hold the work "+
 			"(kind=running: an entry of a hello or heartbeat running list).", "kind")

@@ -17,17 +17,23 @@ const (
 	StatusSucceeded Status = "succeeded"
 	StatusFailed    Status = "failed"
 	StatusCanceled  Status = "canceled"
+	// StatusScheduled: the job waits for its run_at (a delayed job, or a
+	// retry waiting out its backoff) before it is queued.
+	StatusScheduled Status = "scheduled"
 )
+
+// Statuses lists every status, in the order a job's life meets them.
+var Statuses = []Status{StatusScheduled, StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCanceled}
 
 // Final reports whether no transition leaves s.
 func (s Status) Final() bool {
 	return s == StatusSucceeded || s == StatusFailed || s == StatusCanceled
 }
 
-// Valid reports whether s is one of the five statuses.
+// Valid reports whether s is one of Statuses.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCanceled:
+	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCanceled, StatusScheduled:
 		return true
 	}
 	return false
@@ -59,7 +65,7 @@ type Job struct {
 	Mode string `json:"mode"`
 	// Params are the mode's parameters as submitted.
 	Params json.RawMessage `json:"params"`
-	// Status is queued, running, succeeded, failed or canceled.
+	// Status is scheduled, queued, running, succeeded, failed or canceled.
 	Status Status `json:"status"`
 	// Reason says why a failed or canceled job ended (Reason* constants).
 	Reason string `json:"reason,omitempty"`
@@ -81,8 +87,18 @@ type Job struct {
 	// worker with a chromium lane"), for a queued job only. The hub
 	// computes it when it serves the job; it is never stored.
 	WaitingFor string `json:"waiting_for,omitempty"`
-	// TimeoutS is the hard deadline in seconds, counted from CreatedAt.
+	// TimeoutS is the hard deadline in seconds, counted from RunAt when
+	// set, else from CreatedAt (Deadline).
 	TimeoutS int `json:"timeout_s"`
+	// RunAt is when a scheduled job is due: a delayed job's run_at, or the
+	// end of a retry's backoff. Zero for a job never delayed.
+	RunAt time.Time `json:"run_at,omitzero"`
+	// RetryBackoff is the job's own retry schedule; nil takes the hub's
+	// default (attempt⁴ seconds, capped by jobs.retry_backoff_max).
+	RetryBackoff *RetryBackoff `json:"retry_backoff,omitempty"`
+	// AttemptsLog has one entry per ended attempt, oldest first, at most
+	// MaxAttemptsLog (the latest ones).
+	AttemptsLog []Attempt `json:"attempts_log,omitempty"`
 	// CreatedAt is when the hub accepted the job.
 	CreatedAt time.Time `json:"created_at"`
 	// StartedAt is when a worker started it; zero while queued.
@@ -107,11 +123,22 @@ const (
 	DefaultPriority = 5
 )
 
-// Deadline is when the job must be final: created_at + timeout_s. It is
-// counted from creation, not from start, so a job cannot outlive its caller's
-// budget by waiting in the queue.
+// Deadline is when the job must be final: timeout_s after it became due
+// (ReadyAt). It is counted from then, not from start, so a job cannot
+// outlive its caller's budget by waiting in the queue; a delayed job or a
+// retry gets the whole budget from its run_at.
 func (j *Job) Deadline() time.Time {
-	return j.CreatedAt.Add(time.Duration(j.TimeoutS) * time.Second)
+	return j.ReadyAt().Add(time.Duration(j.TimeoutS) * time.Second)
+}
+
+// ReadyAt is when the job became (or becomes) due to run: run_at when it
+// has one later than its creation, else created_at. Deadline and the
+// queued timeout count from it.
+func (j *Job) ReadyAt() time.Time {
+	if j.RunAt.After(j.CreatedAt) {
+		return j.RunAt
+	}
+	return j.CreatedAt
 }
 
 // Errors that callers branch on.
@@ -146,6 +173,8 @@ type Finish struct {
 	Result json.RawMessage
 	Assets []string
 	At     time.Time
+	// Hub is the hub that records the end, for the attempts log.
+	Hub string
 }
 
 // AnyAttempt disables the attempt fence of Finish: the hub's own decisions
@@ -175,5 +204,12 @@ type JobStore interface {
 	// Finish ends a non-final job. attempt fences stale writers (AnyAttempt
 	// for the hub's own decisions). ErrConflict if already final or stale.
 	Finish(ctx context.Context, id string, attempt int, f Finish) (Job, error)
+	// Promote queues a scheduled job whose time came (ApplyPromote).
+	Promote(ctx context.Context, id string) (Job, error)
+	// Reschedule ends a running attempt that is tried again after a wait
+	// (ApplyReschedule).
+	Reschedule(ctx context.Context, id string, attempt int, r Reschedule) (Job, error)
+	// Revive queues a failed job again under a new attempt (ApplyRevive).
+	Revive(ctx context.Context, id string, at time.Time) (Job, error)
 	Close() error
 }

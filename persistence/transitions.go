@@ -42,8 +42,11 @@ func ListLimit(q ListQuery) (int, error) {
 // an id (NewJobID) and created_at (now) when they are empty, sets status
 // queued, converts times to UTC and rejects malformed JSON.
 func PrepareNew(j Job, now time.Time) (Job, error) {
-	if j.Status != "" && j.Status != StatusQueued {
-		return j, fmt.Errorf("create job %s: status %q: a new job is queued", j.ID, j.Status)
+	if j.Status != "" && j.Status != StatusQueued && j.Status != StatusScheduled {
+		return j, fmt.Errorf("create job %s: status %q: a new job is queued or scheduled", j.ID, j.Status)
+	}
+	if (j.Status == StatusScheduled) != !j.RunAt.IsZero() {
+		return j, fmt.Errorf("create job %s: a new job is scheduled exactly when it has a run_at", j.ID)
 	}
 	if j.WorkerID != "" {
 		return j, fmt.Errorf("create job %s: a new job has no worker", j.ID)
@@ -60,7 +63,14 @@ func PrepareNew(j Job, now time.Time) (Job, error) {
 	if j.ID == "" {
 		j.ID = NewJobID()
 	}
-	j.Status = StatusQueued
+	if j.Status != StatusScheduled {
+		j.Status = StatusQueued
+	}
+	if err := j.RetryBackoff.Check(); err != nil {
+		return j, fmt.Errorf("create job %s: %w", j.ID, err)
+	}
+	j.RunAt = UTC(j.RunAt)
+	j.AttemptsLog = nil
 	j.WaitingFor = "" // computed when served, never stored
 	if j.CreatedAt.IsZero() {
 		j.CreatedAt = now
@@ -119,6 +129,7 @@ func ApplyRequeue(j *Job, attempt int) error {
 	if err := requireRunning(j, "requeue", attempt); err != nil {
 		return err
 	}
+	endAttempt(j, Finish{Status: StatusFailed, Reason: ReasonWorkerLost})
 	j.Status = StatusQueued
 	j.WorkerID = ""
 	j.StartedAt = time.Time{}
@@ -145,6 +156,10 @@ func ApplyFinish(j *Job, attempt int, f Finish) error {
 			return err
 		}
 	}
+	f.At = UTC(orNow(f.At))
+	if j.Status == StatusRunning {
+		endAttempt(j, f)
+	}
 	j.Status = f.Status
 	j.Reason = f.Reason
 	j.Error = f.Error
@@ -169,6 +184,11 @@ func CloneJob(j Job) Job {
 	j.Result = bytes.Clone(j.Result)
 	j.Assets = slices.Clone(j.Assets)
 	j.Labels = maps.Clone(j.Labels)
+	j.AttemptsLog = slices.Clone(j.AttemptsLog)
+	if j.RetryBackoff != nil {
+		b := *j.RetryBackoff
+		j.RetryBackoff = &b
+	}
 	return j
 }
 

@@ -33,6 +33,9 @@ func NewFront(d *Deps) *Front { return &Front{d: d} }
 // whatever happens to this hub.
 func (f *Front) Submit(ctx context.Context, j persistence.Job) (persistence.Job, bool, error) {
 	j.Status = persistence.StatusQueued
+	if !j.RunAt.IsZero() {
+		j.Status = persistence.StatusScheduled // held until run_at (delayed job)
+	}
 	j.CreatedAt = time.Now().UTC()
 	stored, created, err := f.d.Jobs.Create(ctx, j)
 	if err != nil {
@@ -318,4 +321,28 @@ func RandomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// Retry asks the job grain to run a failed job again (POST
+// /jobs/{id}/retry); the grain owns the transition.
+func (f *Front) Retry(ctx context.Context, id string) (persistence.Job, error) {
+	if _, err := f.d.Jobs.Get(ctx, id); err != nil {
+		return persistence.Job{}, err
+	}
+	r, err := CallContext(ctx, f.d.Cluster(), id, KindJob, &messages.JobRetry{}, f.d.Timing.GrainTimeout)
+	if err != nil {
+		return persistence.Job{}, fmt.Errorf("retry job %s: %w: %w", id, persistence.ErrUnavailable, err)
+	}
+	var j persistence.Job
+	if len(r.Json) > 0 {
+		_ = json.Unmarshal(r.Json, &j)
+	}
+	if !r.Ok {
+		if messages.CodeConflict.Is(r) {
+			return j, &api.Error{Status: http.StatusConflict, Code: "not_failed", Message: r.Message,
+				Extra: map[string]any{"status": j.Status}}
+		}
+		return j, fmt.Errorf("retry job %s: %w: %s", id, persistence.ErrUnavailable, r.Message)
+	}
+	return j, nil
 }

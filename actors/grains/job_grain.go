@@ -77,10 +77,12 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 	case *cluster.ClusterInit:
 		g.begin(ctx, g.deps, msg, KindJob, "job_id")
 		g.load(ctx)
-		g.enqueued = g.job.Status == persistence.StatusQueued
+		g.enqueued = g.job.Status == persistence.StatusQueued || g.job.Status == persistence.StatusScheduled
 		return
 	case *actor.ReceiveTimeout:
-		if g.job.Status.Final() || !g.loaded {
+		// A scheduled job needs no grain until its time: the scheduler
+		// holds it and wakes it then.
+		if g.job.Status.Final() || !g.loaded || g.job.Status == persistence.StatusScheduled {
 			ctx.Stop(ctx.Self()) // idle and final: passivate
 		}
 		return
@@ -100,6 +102,9 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		if g.job.Status == persistence.StatusQueued && !g.enqueued {
 			g.enqueue(ctx)
 		}
+		if g.job.Status == persistence.StatusScheduled && !g.enqueued {
+			g.arm(ctx) // queues it when due, else holds it with the scheduler
+		}
 		g.enqueued = false
 		reply(ctx, ok(g.jobJSON()))
 	case *messages.JobPlace:
@@ -110,6 +115,12 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		reply(ctx, g.finished(ctx, msg))
 	case *messages.JobCancel:
 		reply(ctx, g.cancel(ctx))
+	case *messages.JobRetry:
+		reply(ctx, g.revive(ctx))
+	case *promoteRetry:
+		if g.job.Status == persistence.StatusScheduled {
+			g.arm(ctx)
+		}
 	case *messages.JobWorkerLost:
 		g.workerLost(ctx, msg)
 	case *auditTick:
@@ -182,6 +193,9 @@ func (g *jobGrain) load(ctx actor.Context) bool {
 func (g *jobGrain) arm(ctx actor.Context) {
 	g.stopTimers()
 	now := g.deps.Clock()
+	if g.job.Status == persistence.StatusScheduled && !g.armScheduled(ctx, now) {
+		return // waits for its time, with no timers of its own
+	}
 	if g.job.Status.Final() {
 		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
 		return
@@ -193,7 +207,7 @@ func (g *jobGrain) arm(ctx actor.Context) {
 		g.audit = g.timers.After(max(due.Sub(now), 0), &auditTick{})
 	}
 	if g.job.Status == persistence.StatusQueued {
-		due := g.job.CreatedAt.Add(g.deps.Timing.QueuedTimeout)
+		due := g.job.ReadyAt().Add(g.deps.Timing.QueuedTimeout)
 		g.queuedTO = g.timers.After(max(due.Sub(now), 0), &queuedTimeoutTick{})
 		g.enqueue(ctx)
 	}
@@ -201,8 +215,12 @@ func (g *jobGrain) arm(ctx actor.Context) {
 
 // enqueue asks the scheduler for a lane.
 func (g *jobGrain) enqueue(ctx actor.Context) {
-	g.sched(ctx, &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode,
-		Priority: proto.Int32(int32(g.job.Priority))})
+	msg := &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode,
+		Priority: proto.Int32(int32(g.job.Priority))}
+	if g.job.Status == persistence.StatusScheduled {
+		msg.RunAtUnixMs = g.job.RunAt.Add(time.Millisecond - 1).UnixMilli() // rounded up: never woken early
+	}
+	g.sched(ctx, msg)
 }
 
 func (g *jobGrain) stopTimers() {
@@ -449,6 +467,9 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 	if !m.Succeeded && m.Reason == persistence.ReasonRejected {
 		return g.rejected(ctx, m)
 	}
+	if g.retryable(m) {
+		return g.retryLater(ctx, m)
+	}
 	f := persistence.Finish{Status: persistence.StatusSucceeded, Result: m.Result, Assets: m.Assets}
 	if !m.Succeeded {
 		f = persistence.Finish{Status: persistence.StatusFailed, Reason: m.Reason, Error: m.Error, Result: m.Result, Assets: m.Assets}
@@ -484,6 +505,7 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	if f.At.IsZero() {
 		f.At = g.deps.Clock()
 	}
+	f.Hub = g.deps.HubID
 	prev := g.job
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
 	j, err := g.deps.Jobs.Finish(rctx, g.id, attempt, f)
@@ -504,7 +526,7 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	switch prev.Status {
 	case persistence.StatusRunning:
 		Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts)})
-	case persistence.StatusQueued:
+	case persistence.StatusQueued, persistence.StatusScheduled:
 		g.sched(ctx, &messages.SchedRemove{JobId: g.id})
 	}
 	return nil

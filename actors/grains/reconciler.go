@@ -158,6 +158,7 @@ func (r *reconciler) reconcile(ctx actor.Context) {
 		overdue++
 		return true
 	})
+	overdue += r.wakeMissedScheduled(ctx, now)
 	if lost+overdue > 0 {
 		r.deps.Metrics.ReconcilerLost.Add(float64(lost))
 		r.deps.Metrics.ReconcilerOverdue.Add(float64(overdue))

@@ -37,6 +37,8 @@ type schedulerGrain struct {
 	placingJobs  map[string]queuedJob // job id → the job as queued, placement in flight (re-queued as it was)
 	pendingSince map[string]time.Time
 	placeStops   map[string]supervise.Stop // job id → its placement timeout
+	delayed      delayedJobs               // scheduled jobs until their run_at (delayed.go)
+	delayedTimer delayedTimer
 	self         *actor.PID
 }
 
@@ -63,9 +65,11 @@ type schedRebuild struct{}
 // SchedStats is the scheduler's state in numbers (SchedGetStats reply).
 // The fleet fields feed /metrics at scrape time (metrics.Fleet).
 type SchedStats struct {
-	Queued  int `json:"queued"`
-	Pending int `json:"pending"`
-	Workers int `json:"workers"`
+	Queued int `json:"queued"`
+	// Scheduled counts the jobs held until their run_at (not queued yet).
+	Scheduled int `json:"scheduled"`
+	Pending   int `json:"pending"`
+	Workers   int `json:"workers"`
 
 	QueuedByMode map[string]int `json:"queued_by_mode,omitempty"`
 	WorkersAlive int            `json:"workers_alive"`
@@ -101,8 +105,15 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		if msg.Priority != nil {
 			prio = int(*msg.Priority)
 		}
+		if msg.RunAtUnixMs > 0 {
+			s.holdUntil(msg.JobId, time.UnixMilli(msg.RunAtUnixMs))
+			return
+		}
+		s.delayed.Remove(msg.JobId)
 		s.enqueue(queuedJob{id: msg.JobId, mode: msg.Mode, created: time.UnixMilli(msg.CreatedUnixMs), priority: prio})
 		s.place(ctx)
+	case *delayedDue:
+		s.wakeDue(ctx)
 	case *messages.SchedPlaced:
 		s.settle(msg.JobId, msg.WorkerId)
 	case *messages.SchedPlaceFailed:
@@ -126,6 +137,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		Send(ctx, s.cl, msg.jobID, KindJob, &messages.JobEnsure{})
 	case *messages.SchedRemove:
 		s.remove(msg.JobId)
+		s.delayed.Remove(msg.JobId)
 	case *messages.SchedPickSession:
 		c := s.rule.PickWorker(s.cands, messages.ModeMacro, s.deps.Clock(), s.rng)
 		if c == nil {
@@ -155,6 +167,7 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.placingJobs = map[string]queuedJob{}
 	s.pendingSince = map[string]time.Time{}
 	s.placeStops = map[string]supervise.Stop{}
+	s.delayed = newDelayedJobs()
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
 	s.timers.Every(ownerCheckEvery, &ownerCheck{})
@@ -175,7 +188,8 @@ func (s *schedulerGrain) rebuild(ctx actor.Context) {
 		}
 	}
 	n := s.loadQueued()
-	s.log.Info("scheduler view rebuilt", slog.Int("workers", len(ws)), slog.Int("queued", n))
+	d := s.loadScheduled()
+	s.log.Info("scheduler view rebuilt", slog.Int("workers", len(ws)), slog.Int("queued", n), slog.Int("scheduled", d))
 }
 
 func (s *schedulerGrain) loadQueued() int {
@@ -198,7 +212,7 @@ func (s *schedulerGrain) loadQueued() int {
 // stats is SchedStats now. One pass over the candidates: a scrape every
 // few seconds costs the scheduler as much as one placement pass.
 func (s *schedulerGrain) stats() SchedStats {
-	st := SchedStats{Queued: s.queue.Len(), Pending: len(s.pending), Workers: len(s.workers),
+	st := SchedStats{Queued: s.queue.Len(), Scheduled: s.delayed.Len(), Pending: len(s.pending), Workers: len(s.workers),
 		QueuedByMode: make(map[string]int, len(messages.Modes)), InFlight: map[string]int{}}
 	for _, m := range messages.Modes {
 		st.QueuedByMode[m] = 0 // every mode has a series, so a rate or an alert never sees a gap
@@ -320,6 +334,9 @@ func (s *schedulerGrain) checkOwner(ctx actor.Context) {
 		Send(ctx, s.cl, q.id, KindJob, &messages.JobEnsure{})
 	}
 	for id := range s.pending {
+		Send(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
+	}
+	for id := range s.delayed.byID {
 		Send(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
 	}
 	s.queue, s.pending, s.placingJobs = newJobQueue(s.deps.Timing.PriorityAging), map[string]string{}, map[string]queuedJob{}

@@ -515,7 +515,7 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 func (c *workerConn) reportFinish(ctx actor.Context, in *inFrame, try int) {
 	f := in.f
 	msg := &messages.JobFinished{WorkerId: c.workerID, Attempt: int32(f.Attempt), Succeeded: f.Type == messages.TypeJobDone,
-		Reason: f.Reason, Error: f.Error, Result: f.Result, Assets: f.Assets}
+		Reason: f.Reason, Error: f.Error, Result: f.Result, Assets: f.Assets, Permanent: f.Permanent}
 	// One attempt per try: the retries are the link's own (retryFinish),
 	// which drop the link when the store stays away.
 	grains.AskOnce(ctx, c.timers, c.deps.Cluster(), f.JobID, grains.KindJob, msg, c.deps.Timing.GrainTimeout,

@@ -15,13 +15,14 @@ import (
 // hub does not hang a script.
 const viewTimeout = 60 * time.Second
 
-const jobsSynopsis = "paprika jobs [ls | get ID | logs ID [-f] | cancel ID]"
+const jobsSynopsis = "paprika jobs [ls | get ID | logs ID [-f] | cancel ID | retry ID...]"
 
 // jobs is `paprika jobs`: list, show, read the log of, or cancel jobs.
 func (c *cli) jobs(ctx context.Context, args []string) int {
 	sub, args, code := c.subcommand(args, jobsSynopsis, "Subcommands (default ls; each takes -h):\n"+
 		"  ls       list jobs, newest first\n  get      show one job\n"+
-		"  logs     print a job's log; -f follows it\n  cancel   cancel a job\n")
+		"  logs     print a job's log; -f follows it\n  cancel   cancel a job\n"+
+		"  retry    run failed jobs again under a new attempt\n")
 	if code >= 0 {
 		return code
 	}
@@ -36,8 +37,10 @@ func (c *cli) jobs(ctx context.Context, args []string) int {
 	case "cancel":
 		return c.jobCommand(ctx, "jobs cancel", args, (*client.Client).Cancel,
 			func(job client.Job) { fmt.Fprintln(c.stdout, outcome(job)) })
+	case "retry":
+		return c.jobsRetry(ctx, args)
 	default:
-		return c.usageError("paprika jobs", fmt.Sprintf("unknown subcommand %q (ls, get, logs, cancel)", sub))
+		return c.usageError("paprika jobs", fmt.Sprintf("unknown subcommand %q (ls, get, logs, cancel, retry)", sub))
 	}
 }
 

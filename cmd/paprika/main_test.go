@@ -97,6 +97,7 @@ func (h *fakeHub) routes() http.Handler {
 	mux.HandleFunc("GET /jobs", h.list)
 	mux.HandleFunc("GET /jobs/{id}", h.get)
 	mux.HandleFunc("POST /jobs/{id}/cancel", h.cancel)
+	mux.HandleFunc("POST /jobs/{id}/retry", h.retry)
 	mux.HandleFunc("GET /jobs/{id}/logs", h.logsHandler)
 	mux.HandleFunc("GET /workers", func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
@@ -330,12 +331,12 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"submit", "--mode", "noop", "--max-attempts", "-1"}, "paprika submit: flag -max-attempts: -1 is not a positive number"},
 		{[]string{"submit", "--mode", "noop", "extra"}, `paprika submit: unexpected argument "extra"`},
 		{[]string{"submit", "--mode", "noop", "--hub", "ftp://x"}, `paprika submit: flag -hub: client: hub URL "ftp://x": want http://host:port or https://host:port`},
-		{[]string{"jobs", "ls", "--status", "done"}, `paprika jobs ls: flag -status: "done" is not one of queued, running, succeeded, failed, canceled`},
+		{[]string{"jobs", "ls", "--status", "done"}, `paprika jobs ls: flag -status: "done" is not one of scheduled, queued, running, succeeded, failed, canceled`},
 		{[]string{"jobs", "ls", "--limit", "-1"}, "paprika jobs ls: flag -limit: -1 is negative"},
 		{[]string{"jobs", "get"}, "paprika jobs get: missing ID"},
 		{[]string{"jobs", "get", "j1", "j2"}, `paprika jobs get: unexpected argument "j2"`},
 		{[]string{"jobs", "logs", "j1", "-x"}, "paprika jobs logs: flag provided but not defined: -x"},
-		{[]string{"jobs", "frob"}, `paprika jobs: unknown subcommand "frob" (ls, get, logs, cancel)`},
+		{[]string{"jobs", "frob"}, `paprika jobs: unknown subcommand "frob" (ls, get, logs, cancel, retry)`},
 		{[]string{"workers", "drain"}, "paprika workers drain: missing ID"},
 		{[]string{"workers", "reboot", "w1"}, `paprika workers: unknown subcommand "reboot" (ls, drain, activate, standby)`},
 		{[]string{"hubs", "extra"}, `paprika hubs: unexpected argument "extra"`},

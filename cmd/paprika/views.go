@@ -176,6 +176,7 @@ func renderJob(w io.Writer, j client.Job, now time.Time) {
 	t.row("RESULT", compactJSON(j.Result))
 	t.row("ASSETS", strings.Join(j.Assets, ", "))
 	t.row("LABELS", joinPairs(j.Labels))
+	attemptRows(t, j, now)
 	t.flush()
 }
 

@@ -370,3 +370,19 @@ func loadJob(jobs *bbolt.Bucket, id []byte) (persistence.Job, error) {
 	}
 	return j, nil
 }
+
+// Promote queues a scheduled job (persistence.ApplyPromote).
+func (s *JobStore) Promote(ctx context.Context, id string) (persistence.Job, error) {
+	return s.update(ctx, id, "promote", persistence.ApplyPromote)
+}
+
+// Reschedule ends a running attempt that is tried again later
+// (persistence.ApplyReschedule).
+func (s *JobStore) Reschedule(ctx context.Context, id string, attempt int, r persistence.Reschedule) (persistence.Job, error) {
+	return s.update(ctx, id, "reschedule", func(j *persistence.Job) error { return persistence.ApplyReschedule(j, attempt, r) })
+}
+
+// Revive queues a failed job again (persistence.ApplyRevive).
+func (s *JobStore) Revive(ctx context.Context, id string, at time.Time) (persistence.Job, error) {
+	return s.update(ctx, id, "revive", func(j *persistence.Job) error { return persistence.ApplyRevive(j, at) })
+}

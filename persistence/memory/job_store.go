@@ -194,3 +194,19 @@ func (s *JobStore) usable(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
+
+// Promote queues a scheduled job (persistence.ApplyPromote).
+func (s *JobStore) Promote(ctx context.Context, id string) (persistence.Job, error) {
+	return s.update(ctx, id, persistence.ApplyPromote)
+}
+
+// Reschedule ends a running attempt that is tried again later
+// (persistence.ApplyReschedule).
+func (s *JobStore) Reschedule(ctx context.Context, id string, attempt int, r persistence.Reschedule) (persistence.Job, error) {
+	return s.update(ctx, id, func(j *persistence.Job) error { return persistence.ApplyReschedule(j, attempt, r) })
+}
+
+// Revive queues a failed job again (persistence.ApplyRevive).
+func (s *JobStore) Revive(ctx context.Context, id string, at time.Time) (persistence.Job, error) {
+	return s.update(ctx, id, func(j *persistence.Job) error { return persistence.ApplyRevive(j, at) })
+}

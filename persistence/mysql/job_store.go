@@ -101,6 +101,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 		return persistence.Job{}, false, err
 	}
 	j.CreatedAt, j.StartedAt, j.FinishedAt = micro(j.CreatedAt), micro(j.StartedAt), micro(j.FinishedAt)
+	j.RunAt = micro(j.RunAt)
 	j.Error = clipError(j.Error)
 	assets, err := encodeJSON(j.Assets, len(j.Assets) == 0)
 	if err != nil {
@@ -114,6 +115,11 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 	args := []any{j.ID, j.Mode, nullJSON(j.Params), string(j.Status), j.Reason, j.Error, nullString(j.WorkerID), j.Lane,
 		j.Attempts, j.MaxAttempts, j.TimeoutS, j.CreatedAt, nullTime(j.StartedAt), nullTime(j.FinishedAt),
 		nullJSON(j.Result), assets, labels, nullString(j.IdempotencyKey), j.Priority}
+	retry, err := encodeRetry(&j)
+	if err != nil {
+		return persistence.Job{}, false, fmt.Errorf("create job %s: %w", j.ID, err)
+	}
+	args = append(args, retry...)
 	for try := 1; ; try++ {
 		_, err = s.db.ExecContext(ctx, insertJobSQL, args...)
 		// InnoDB may pick concurrent inserts of one unique key as deadlock
@@ -265,7 +271,7 @@ func (s *JobStore) usable() error {
 
 // insertJobSQL stores a new job.
 const insertJobSQL = "INSERT INTO jobs (" + jobColumns + ", updated_at) VALUES " +
-	"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6))"
+	"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6))"
 
 // querier is *sql.DB or *sql.Tx.
 type querier interface {

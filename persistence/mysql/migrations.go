@@ -26,6 +26,7 @@ type migration struct {
 var migrations = []migration{
 	{version: 1, name: "create jobs", stmts: []string{createJobsTable}},
 	{version: 2, name: "job priority", stmts: []string{addJobPriority}},
+	{version: 3, name: "job retries and run_at", stmts: addJobRetries},
 }
 
 // addJobPriority adds persistence.Job.Priority. Rows from before it get

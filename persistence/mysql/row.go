@@ -14,7 +14,8 @@ import (
 // Queries name their columns: a later migration that adds one changes
 // nothing here.
 const jobColumns = "id, mode, params, status, reason, `error`, worker_id, lane, attempts, max_attempts, " +
-	"timeout_s, created_at, started_at, finished_at, result, assets, labels, idempotency_key, priority"
+	"timeout_s, created_at, started_at, finished_at, result, assets, labels, idempotency_key, priority, " +
+	"run_at, retry_backoff, attempts_log"
 
 // Column limits, checked before a write so a caller gets a clear error
 // instead of the server's (or, without strict mode, a silently cut value).
@@ -45,11 +46,15 @@ func scanJob(sc rowScanner) (persistence.Job, error) {
 		params, result, assets, labels []byte
 		workerID, key                  sql.NullString
 		started, finished              sql.NullTime
+		retry                          retryColumns
 	)
 	err := sc.Scan(&j.ID, &j.Mode, &params, &status, &j.Reason, &j.Error, &workerID, &j.Lane,
 		&j.Attempts, &j.MaxAttempts, &j.TimeoutS, &j.CreatedAt, &started, &finished,
-		&result, &assets, &labels, &key, &j.Priority)
+		&result, &assets, &labels, &key, &j.Priority, &retry.runAt, &retry.backoff, &retry.log)
 	if err != nil {
+		return persistence.Job{}, err
+	}
+	if err := retry.decode(&j); err != nil {
 		return persistence.Job{}, err
 	}
 	j.Status = persistence.Status(status)

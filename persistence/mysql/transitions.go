@@ -21,13 +21,6 @@ const (
 		WHERE id = ? AND status = 'running' AND worker_id = ? AND attempts = ?`
 	setLaneSQL = `UPDATE jobs SET lane = ?, updated_at = UTC_TIMESTAMP(6)
 		WHERE id = ? AND status = 'running' AND attempts = ?`
-	requeueSQL = `UPDATE jobs SET status = 'queued', worker_id = NULL, started_at = NULL, lane = '',
-		updated_at = UTC_TIMESTAMP(6)
-		WHERE id = ? AND status = 'running' AND attempts = ?`
-	finishSQL = "UPDATE jobs SET status = ?, reason = ?, `error` = ?, result = ?, assets = ?, " +
-		"finished_at = ?, updated_at = UTC_TIMESTAMP(6) WHERE id = ? AND status IN ('queued', 'running')"
-	// finishFence is appended for a worker's Finish (a real attempt).
-	finishFence = " AND status = 'running' AND attempts = ?"
 )
 
 // maxTxTries bounds the runs of a statement or transaction the server
@@ -82,8 +75,9 @@ func (s *JobStore) Requeue(ctx context.Context, id string, attempt int) error {
 	if err := s.usable(); err != nil {
 		return fmt.Errorf("requeue job %s: %w", id, err)
 	}
-	check := func(j *persistence.Job) error { return persistence.ApplyRequeue(j, attempt) }
-	return s.update(ctx, s.db, "requeue", id, check, requeueSQL, id, attempt)
+	// The attempt goes to the attempts log, computed from the row: mutate.
+	_, err := s.mutate(ctx, "requeue", id, func(j *persistence.Job) error { return persistence.ApplyRequeue(j, attempt) })
+	return err
 }
 
 // Finish ends a non-final job. With a real attempt (not
@@ -102,18 +96,10 @@ func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persist
 	if len(p.Reason) > maxReasonLen {
 		return persistence.Job{}, fmt.Errorf("finish job %s: reason is %d bytes, at most %d", id, len(p.Reason), maxReasonLen)
 	}
-	assets, err := encodeJSON(p.Assets, len(p.Assets) == 0)
-	if err != nil {
-		return persistence.Job{}, fmt.Errorf("finish job %s: encode assets: %w", id, err)
-	}
-	query := finishSQL
-	args := []any{string(p.Status), p.Reason, clipError(p.Error), nullJSON(p.Result), assets, micro(p.FinishedAt), id}
-	if attempt != persistence.AnyAttempt {
-		query += finishFence
-		args = append(args, attempt)
-	}
-	check := func(j *persistence.Job) error { return persistence.ApplyFinish(j, attempt, f) }
-	return s.updateAndGet(ctx, "finish", id, check, query, args...)
+	// The ended attempt goes to the attempts log, computed from the row
+	// (mutate); f.At is fixed here so a retried transaction writes the same.
+	f.At = p.FinishedAt
+	return s.mutate(ctx, "finish", id, func(j *persistence.Job) error { return persistence.ApplyFinish(j, attempt, f) })
 }
 
 // updateAndGet runs update and reads the job back in one transaction, so

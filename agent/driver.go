@@ -120,6 +120,10 @@ type JobError struct {
 	Reason string
 	// Err is the cause; its text becomes job_failed's error.
 	Err error
+	// Permanent says a job_error is final: job_failed carries permanent
+	// true and the hub does not retry it (worker.Permanent). Ignored for
+	// the other reasons, which say why the attempt ended, not the job.
+	Permanent bool
 }
 
 // Error implements error.

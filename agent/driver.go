@@ -98,7 +98,8 @@ type Job struct {
 	ID string
 	// Attempt is the attempt number the hub gave the assignment.
 	Attempt int
-	// Mode is the job mode: noop, fetch, macro.
+	// Mode is the job mode: noop, fetch, macro, or a mode of the worker
+	// library's handlers (Config.Modes).
 	Mode string
 	// Params is the job's params object as sent by the hub (may be empty).
 	Params json.RawMessage

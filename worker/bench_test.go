@@ -149,3 +149,39 @@ func BenchmarkDispatch(b *testing.B) {
 
 // discard is a logger that drops everything (the agent logs every job).
 var discard = slog.New(slog.DiscardHandler)
+
+// BenchmarkDispatchCall is the library's own share of a job, without the
+// link: the agent's call into the driver (agent-noop) against the
+// library's dispatch of the built-in noop and of a custom no-op handler
+// (a goroutine per job, the panic guard, the result's encoding).
+func BenchmarkDispatchCall(b *testing.B) {
+	w, err := New(Options{Hubs: []string{"http://127.0.0.1:1"}, Logger: discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.Handle("nothing", func(context.Context, *Job) (any, error) { return nil, nil })
+	w.started = true // as Run does, without linking
+	emit := func(string) error { return nil }
+	ctx := context.Background()
+	for _, v := range []struct {
+		name string
+		run  func(agent.Job) (agent.Result, error)
+	}{
+		{"agent-noop", func(j agent.Job) (agent.Result, error) { return agent.SimulatedDriver{}.Run(ctx, 0, j, emit) }},
+		{"builtin-noop", func(j agent.Job) (agent.Result, error) { return w.dispatch(ctx, 0, j, emit) }},
+		{"custom-noop", func(j agent.Job) (agent.Result, error) {
+			j.Mode = "nothing"
+			return w.dispatch(ctx, 0, j, emit)
+		}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			j := agent.Job{ID: "j", Attempt: 1, Mode: messages.ModeNoop}
+			for b.Loop() {
+				if _, err := v.run(j); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

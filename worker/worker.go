@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -156,7 +157,7 @@ func New(o Options) (*Worker, error) {
 		cc.Lanes = cmp.Or(cfg.Lanes, agent.DefaultLanes)
 		cc.Logger = cmp.Or(cc.Logger, o.DriverLogger, o.Logger)
 		if cc.WorkDir == "" {
-			cc.WorkDir = filepath.Join(os.TempDir(), "paprika-lanes-"+cmp.Or(cfg.ID, "worker"))
+			cc.WorkDir = filepath.Join(os.TempDir(), "paprika-lanes-"+defaultID(cfg))
 		}
 		cc.Upload = func(ctx context.Context, jobID, name, contentType string, r io.Reader, size int64) error {
 			return w.agentOf().UploadAsset(ctx, jobID, name, contentType, r, size)
@@ -314,4 +315,18 @@ func (w *Worker) agentOf() *agent.Agent {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.agent
+}
+
+// defaultID is the worker id the agent will start with: cfg.ID, else the
+// one derived from the LAN IP (so two workers on one machine get lane
+// directories of their own only when their ids differ, as they must).
+func defaultID(cfg agent.Config) string {
+	if cfg.ID != "" {
+		return cfg.ID
+	}
+	ip := agent.LanIP()
+	if cfg.LanIP != "" {
+		ip = net.ParseIP(cfg.LanIP).To4()
+	}
+	return agent.ShortID(ip)
 }

@@ -119,6 +119,21 @@ func TestCustomModesHTTPCheckExample(t *testing.T) {
 	assert.Contains(t, head, "X-Site: e2e")
 	assert.Contains(t, strings.Join(logsOf(t, url, id), "\n"), "GET "+site.URL+"/ok")
 
+	// The schema the worker declared is the hub's check at submit.
+	res, err := http.Post(url+"/jobs", "application/json",
+		strings.NewReader(`{"mode":"http-check","params":{"url":"ftp://example.org","timeout_ms":5}}`))
+	require.NoError(t, err)
+	var refusal struct {
+		Error struct {
+			Code, Message, Field string
+		} `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&refusal))
+	res.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, res.StatusCode)
+	assert.Equal(t, "bad_params", refusal.Error.Code)
+	assert.Contains(t, refusal.Error.Field+" "+refusal.Error.Message, "url")
+
 	// A page that answers, but not as expected, is a result, not a failure.
 	id = submit(t, c, client.SubmitRequest{Mode: "http-check", Params: map[string]any{"url": site.URL + "/gone"}})
 	j = waitFinal(t, c, id)

@@ -112,7 +112,14 @@ func (h *fakeHub) waitFor(typ, job string) messages.Frame {
 // waitFinal returns job's job_done or job_failed.
 func (h *fakeHub) waitFinal(job string) messages.Frame {
 	h.t.Helper()
-	deadline := time.After(waitTimeout)
+	return h.waitFinalWithin(job, waitTimeout)
+}
+
+// waitFinalWithin is waitFinal with a bound of its own (a browser start on
+// a loaded machine takes longer than waitTimeout).
+func (h *fakeHub) waitFinalWithin(job string, within time.Duration) messages.Frame {
+	h.t.Helper()
+	deadline := time.After(within)
 	for {
 		select {
 		case f := <-h.frames:
@@ -120,7 +127,7 @@ func (h *fakeHub) waitFinal(job string) messages.Frame {
 				return f
 			}
 		case <-deadline:
-			h.t.Fatalf("no final frame for job %q within %s", job, waitTimeout)
+			h.t.Fatalf("no final frame for job %q within %s", job, within)
 		}
 	}
 }

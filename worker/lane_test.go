@@ -39,7 +39,7 @@ func TestWorkerChromiumLaneForHandler(t *testing.T) {
 	}
 	h := newFakeHub(t)
 	o := Options{Hubs: []string{h.srv.URL}, ID: "wc", Lanes: 1, Driver: DriverChromium,
-		Agent: agent.Config{StopTimeout: time.Second, FlushTimeout: time.Second}}
+		Agent: agent.Config{StopTimeout: 5 * time.Second, FlushTimeout: time.Second}}
 	o.Chromium.Path, o.Chromium.WorkDir = path, t.TempDir()
 	w, err := New(o)
 	require.NoError(t, err)
@@ -82,8 +82,8 @@ func TestWorkerChromiumLaneForHandler(t *testing.T) {
 		hello.Capabilities.Modes)
 
 	for i, id := range []string{"t1", "t2"} {
-		assign(h, id, "title", "", time.Minute)
-		f := h.waitFinal(id)
+		assign(h, id, "title", "", 2*time.Minute)
+		f := h.waitFinalWithin(id, 2*time.Minute)
 		require.Equal(t, messages.TypeJobDone, f.Type, "%s: %s", f.Reason, f.Error)
 		var r struct {
 			Title       string `json:"title"`
@@ -91,7 +91,6 @@ func TestWorkerChromiumLaneForHandler(t *testing.T) {
 			Local       string `json:"devtools_local"`
 		}
 		require.NoError(t, json.Unmarshal(f.Result, &r))
-		t.Logf("job %s: %+v", id, r)
 		assert.Equal(t, "lane chromium://wc/lane/0", r.Title)
 		assert.Equal(t, "ws://127.0.0.1:", r.Local)
 		if i > 0 {

@@ -72,6 +72,7 @@ type Agent struct {
 	jobWG      sync.WaitGroup
 	sessions   map[string]*sessionRunner // by session id (session.go)
 	refused    refusedSet                // attempts answered "unknown" to job_query
+	held       int                       // lanes still held by abandoned jobs (job_runner.go)
 	sessWG     sync.WaitGroup
 
 	hubURL atomic.Pointer[string] // base URL of the hub linked last (upload.go)
@@ -282,8 +283,9 @@ func (a *Agent) report() (running []string, stats *messages.Stats) {
 		running = append(running, id)
 	}
 	sessions := a.sessionCountLocked() // a session holds a lane like a job
+	held := a.held                     // and so does an abandoned job's code
 	a.mu.Unlock()
-	busy := len(running)
+	busy := len(running) + held
 	// A finished job whose result the hub has not acknowledged is still
 	// this worker's: reported as running, the hub never takes it for an
 	// assignment that got lost (and never runs it again).

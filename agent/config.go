@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // Defaults of Config; each applies when its field is left zero.
@@ -113,6 +115,15 @@ type Config struct {
 	RestartJitter time.Duration
 	// Logger receives the agent's logs. Default slog.Default().
 	Logger *slog.Logger
+	// JobRunner, when set, runs every job instead of the driver's Run; the
+	// driver still names the lanes and runs sessions and tunnels. The
+	// worker library (package worker) dispatches modes to its handlers
+	// through it. Default nil (the driver runs jobs).
+	JobRunner JobRunner
+	// Modes is declared in hello's capabilities.modes (the worker
+	// library's registered handlers). Default none: the hub assumes the
+	// built-in modes the driver allows.
+	Modes []messages.ModeDecl
 }
 
 // Validate reports every invalid field at once, each error naming the

@@ -88,6 +88,7 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 			MaxConcurrent: a.cfg.Lanes,
 			LaneURLs:      a.laneURLs(),
 			Drivers:       []string{a.driver.Name()},
+			Modes:         a.cfg.Modes,
 		},
 		LaneStates: helloStates,
 		Stats:      stats,

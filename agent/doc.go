@@ -1,5 +1,5 @@
-// Package agent is the Paprika worker agent: the library behind
-// `paprika worker`.
+// Package agent is the Paprika worker agent, on which package worker (the
+// public library behind `paprika worker` and custom job types) is built.
 //
 // An Agent owns one link to a hub at a time (a WebSocket to
 // GET {hub}/workers/{id}/link, see API.md "Worker link"), a pool of lanes
@@ -28,6 +28,11 @@
 //     the lane.
 //   - Asset uploads (UploadAsset): PUT {hub}/jobs/{id}/assets/{name} to the
 //     hub linked last, retried with backoff on network errors and 5xx.
+//   - What runs a job: the driver's Run, or Config.JobRunner when set
+//     (package worker dispatches modes to its handlers through it; hello
+//     declares them from Config.Modes). A runner whose job ignores its
+//     context returns an AbandonedError: the attempt is reported, and its
+//     lane stays taken until the job's code returns (job_runner.go).
 //   - The jobs: they run under the agent, not under the link, so they keep
 //     running across a disconnect. Their frames (job_started, job_log,
 //     job_done/job_failed) are retained and re-sent in order on every new

@@ -98,7 +98,8 @@ type Job struct {
 	ID string
 	// Attempt is the attempt number the hub gave the assignment.
 	Attempt int
-	// Mode is the job mode: noop, fetch, macro.
+	// Mode is the job mode: noop, fetch, macro, or a mode of the worker
+	// library's handlers (Config.Modes).
 	Mode string
 	// Params is the job's params object as sent by the hub (may be empty).
 	Params json.RawMessage
@@ -120,6 +121,10 @@ type JobError struct {
 	Reason string
 	// Err is the cause; its text becomes job_failed's error.
 	Err error
+	// Permanent says a job_error is final: job_failed carries permanent
+	// true and the hub does not retry it (worker.Permanent). Ignored for
+	// the other reasons, which say why the attempt ended, not the job.
+	Permanent bool
 }
 
 // Error implements error.

@@ -198,14 +198,20 @@ func (a *Agent) handleCancel(f messages.Frame) {
 // finish unregisters a job and frees its lane. It runs before the job's final
 // frame is queued, so the hub, reacting to that frame with a new assignment,
 // always finds the lane free.
-func (a *Agent) finish(rj *runningJob) {
+// An abandoned job's lane (hold non-nil) stays taken until hold is closed.
+func (a *Agent) finish(rj *runningJob, hold <-chan struct{}) {
+	if hold != nil {
+		a.holdLane(rj, hold)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.jobs[rj.key.id] == rj {
 		delete(a.jobs, rj.key.id)
 		a.jobsRun.Add(1)
 	}
-	a.lanes.release(rj.lane)
+	if hold == nil {
+		a.lanes.release(rj.lane)
+	}
 	if len(a.jobs) == 0 && (a.localDrain || a.hubDrain) && !a.stopping {
 		a.lg().Info("drained: no job running")
 	}

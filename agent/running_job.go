@@ -59,7 +59,11 @@ func (rj *runningJob) run() {
 	if err := rj.execLog.record("end", a.ID(), rj.key.id, rj.key.attempt); err != nil {
 		log.Warn("exec log", "err", err)
 	}
-	a.finish(rj)
+	var hold <-chan struct{}
+	if ab := abandoned(err); ab != nil {
+		hold = ab.Done
+	}
+	a.finish(rj, hold)
 
 	if err == nil {
 		if len(res.JSON) == 0 {
@@ -75,7 +79,10 @@ func (rj *runningJob) run() {
 		return
 	}
 	reason := rj.reason(ctx, err)
-	rj.queue(messages.Frame{Type: messages.TypeJobFailed, Reason: reason, Error: messages.TruncateError(err.Error())}, true)
+	var je *JobError
+	permanent := reason == ReasonJobError && errors.As(err, &je) && je.Permanent
+	rj.queue(messages.Frame{Type: messages.TypeJobFailed, Reason: reason, Error: messages.TruncateError(err.Error()),
+		Permanent: permanent}, true)
 	log.Info("job failed", "reason", reason, "lines", rj.lines(), "took", time.Since(start), "err", err)
 }
 
@@ -87,7 +94,11 @@ func (rj *runningJob) drive(ctx context.Context) (res Result, err error) {
 			err = Fail(ReasonLaneError, "driver panic: %v", p)
 		}
 	}()
-	return rj.a.driver.Run(ctx, rj.lane, rj.job, func(line string) error { return rj.emit(ctx, line) })
+	emit := func(line string) error { return rj.emit(ctx, line) }
+	if run := rj.a.cfg.JobRunner; run != nil {
+		return run(ctx, rj.lane, rj.job, emit)
+	}
+	return rj.a.driver.Run(ctx, rj.lane, rj.job, emit)
 }
 
 // reason maps a job's error to a job_failed reason. Why the context ended

@@ -15,6 +15,7 @@ import (
 
 	"github.com/paprika-hub/paprika/agent"
 	"github.com/paprika-hub/paprika/config"
+	"github.com/paprika-hub/paprika/worker"
 )
 
 // localRoots is what up's local workers trust for the hub's HTTPS
@@ -82,7 +83,7 @@ func runUp(args []string) int {
 		stopHub(h, log)
 		return 2
 	}
-	built := make([]*builtWorker, 0, *workers)
+	built := make([]*worker.Worker, 0, *workers)
 	for i := 1; i <= *workers; i++ {
 		id := fmt.Sprintf("local-%d", i)
 		// Insecure: the local workers dial this process's own listener
@@ -94,7 +95,7 @@ func runUp(args []string) int {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "paprika up:", err)
 			for _, b := range built {
-				_ = b.close()
+				_ = b.Close()
 			}
 			stopHub(h, log)
 			return 2
@@ -107,10 +108,9 @@ func runUp(args []string) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.agent.Run(wctx); err != nil && !errors.Is(err, context.Canceled) {
-				log.Error("local worker stopped", slog.String("worker_id", w.agent.ID()), slog.Any("err", err))
+			if err := w.Run(wctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("local worker stopped", slog.String("worker_id", w.ID()), slog.Any("err", err))
 			}
-			_ = w.close()
 		}()
 	}
 	fmt.Printf("paprika is up in %s: API %s  admin UI %s/ui/  (%d workers × %d lanes, driver %s; Ctrl-C stops)\n",

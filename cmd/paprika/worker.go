@@ -1,22 +1,20 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/paprika-hub/paprika/agent"
 	"github.com/paprika-hub/paprika/agent/chromium"
+	"github.com/paprika-hub/paprika/worker"
 )
 
 // hubURLs is a repeatable --hub flag that also takes a comma list.
@@ -33,7 +31,8 @@ func (h *hubURLs) Set(v string) error {
 	return nil
 }
 
-// workerSpec is what builds one worker agent with its lane driver.
+// workerSpec is what builds one worker: the library's options, with the
+// built-in modes registered as handlers (worker.New).
 type workerSpec struct {
 	cfg      agent.Config
 	driver   string
@@ -45,59 +44,24 @@ type workerSpec struct {
 	driverLog *slog.Logger
 }
 
-// builtWorker is an agent and the driver it owns (closed after Run).
-type builtWorker struct {
-	agent *agent.Agent
-	close func() error
-}
-
 // errNoChromium marks the one start-up error a user fixes by installing a
 // package: the CLI turns it into exit status 2.
 var errNoChromium = errors.New("chromium not found")
 
-// build makes the driver first (the chromium driver stores assets through
-// the agent made after it), then the agent.
-func (s workerSpec) build() (*builtWorker, error) {
-	s.cfg.Driver = s.driver
-	// Checked before any driver starts: a refused configuration (a token
-	// for a plain-http remote hub) must not launch a browser first.
-	if err := s.cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("worker config: %w", err)
-	}
-	closeDrv := func() error { return nil }
-	if s.driver == agent.DriverChromium {
-		var a *agent.Agent
-		workDir := s.cfg.WorkDir
-		if workDir == "" {
-			workDir = filepath.Join(os.TempDir(), "paprika-lanes-"+s.cfg.ID)
-		}
-		drv, err := chromium.New(chromium.Config{Lanes: s.cfg.Lanes, Path: s.chromium, WorkDir: workDir, Logger: cmp.Or(s.driverLog, s.cfg.Logger),
-			Upload: func(ctx context.Context, jobID, name, contentType string, r io.Reader, size int64) error {
-				return a.UploadAsset(ctx, jobID, name, contentType, r, size) // a is set before any job runs
-			},
-			SessionUpload: func(ctx context.Context, sessionID, name, contentType string, r io.Reader, size int64) error {
-				return a.UploadSessionDownload(ctx, sessionID, name, contentType, r, size)
-			}})
-		if err != nil {
-			if errors.Is(err, chromium.ErrNotFound) {
-				return nil, fmt.Errorf("%w: %v", errNoChromium, err)
-			}
-			return nil, err
-		}
-		s.cfg.DriverImpl = drv
-		closeDrv = drv.Close
-		a, err = agent.New(s.cfg)
-		if err != nil {
-			_ = drv.Close()
-			return nil, err
-		}
-		return &builtWorker{agent: a, close: closeDrv}, nil
-	}
-	a, err := agent.New(s.cfg)
+// build makes the worker (and its chromium driver when asked); Run starts
+// it and closes the driver when it ends, Close releases a worker never run.
+func (s workerSpec) build() (*worker.Worker, error) {
+	c := s.cfg
+	w, err := worker.New(worker.Options{Hubs: c.HubURLs, ID: c.ID, Lanes: c.Lanes, Token: c.Token,
+		CAFile: c.CAFile, RootCAs: c.RootCAs, Insecure: c.Insecure, Driver: s.driver, Logger: c.Logger,
+		DriverLogger: s.driverLog, Chromium: chromium.Config{Path: s.chromium, WorkDir: c.WorkDir}, Agent: c})
 	if err != nil {
+		if errors.Is(err, chromium.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %v", errNoChromium, err)
+		}
 		return nil, err
 	}
-	return &builtWorker{agent: a, close: closeDrv}, nil
+	return w, nil
 }
 
 // runWorker is `paprika worker`: a worker agent until SIGINT/SIGTERM, which
@@ -149,10 +113,7 @@ func runWorker(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	runErr := w.agent.Run(ctx)
-	if err := w.close(); err != nil {
-		log.Warn("close lane driver", slog.Any("err", err))
-	}
+	runErr := w.Run(ctx)
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		log.Error("worker stopped", "err", runErr)
 		return 1

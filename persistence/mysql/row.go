@@ -14,7 +14,7 @@ import (
 // Queries name their columns: a later migration that adds one changes
 // nothing here.
 const jobColumns = "id, mode, params, status, reason, `error`, worker_id, lane, attempts, max_attempts, " +
-	"timeout_s, created_at, started_at, finished_at, result, assets, labels, idempotency_key, priority"
+	"timeout_s, created_at, started_at, finished_at, result, assets, labels, idempotency_key, priority, tenant"
 
 // Column limits, checked before a write so a caller gets a clear error
 // instead of the server's (or, without strict mode, a silently cut value).
@@ -48,7 +48,7 @@ func scanJob(sc rowScanner) (persistence.Job, error) {
 	)
 	err := sc.Scan(&j.ID, &j.Mode, &params, &status, &j.Reason, &j.Error, &workerID, &j.Lane,
 		&j.Attempts, &j.MaxAttempts, &j.TimeoutS, &j.CreatedAt, &started, &finished,
-		&result, &assets, &labels, &key, &j.Priority)
+		&result, &assets, &labels, &key, &j.Priority, &j.Tenant)
 	if err != nil {
 		return persistence.Job{}, err
 	}

@@ -756,7 +756,10 @@ type SchedEnqueue struct {
 	Mode          string                 `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
 	// priority is the job's 0..9; absent (an older hub's grain) means the
 	// default, 5.
-	Priority      *int32 `protobuf:"varint,4,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	Priority *int32 `protobuf:"varint,4,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	// tenant is the job's tenant ("" = the default tenant): fair sharing
+	// and quotas (scheduler.tenant_weights, scheduler.tenant_quotas).
+	Tenant        string `protobuf:"bytes,6,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -817,6 +820,13 @@ func (x *SchedEnqueue) GetPriority() int32 {
 		return *x.Priority
 	}
 	return 0
+}
+
+func (x *SchedEnqueue) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
 }
 
 // SchedPlaced: the job grain claimed the job and the worker took it.
@@ -2569,12 +2579,13 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"hasBrowser\x12\x19\n" +
 	"\bdisk_pct\x18\t \x01(\x01R\adiskPct\x12\x18\n" +
 	"\adrivers\x18\n" +
-	" \x03(\tR\adrivers\"\x8f\x01\n" +
+	" \x03(\tR\adrivers\"\xa7\x01\n" +
 	"\fSchedEnqueue\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x02 \x01(\x03R\rcreatedUnixMs\x12\x12\n" +
 	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x1f\n" +
-	"\bpriority\x18\x04 \x01(\x05H\x00R\bpriority\x88\x01\x01B\v\n" +
+	"\bpriority\x18\x04 \x01(\x05H\x00R\bpriority\x88\x01\x01\x12\x16\n" +
+	"\x06tenant\x18\x06 \x01(\tR\x06tenantB\v\n" +
 	"\t_priority\"A\n" +
 	"\vSchedPlaced\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +

@@ -202,7 +202,7 @@ func (g *jobGrain) arm(ctx actor.Context) {
 // enqueue asks the scheduler for a lane.
 func (g *jobGrain) enqueue(ctx actor.Context) {
 	g.sched(ctx, &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode,
-		Priority: proto.Int32(int32(g.job.Priority))})
+		Priority: proto.Int32(int32(g.job.Priority)), Tenant: g.job.Tenant})
 }
 
 func (g *jobGrain) stopTimers() {
@@ -504,6 +504,7 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	switch prev.Status {
 	case persistence.StatusRunning:
 		Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts)})
+		g.sched(ctx, &messages.SchedRemove{JobId: g.id}) // its tenant's max_running frees
 	case persistence.StatusQueued:
 		g.sched(ctx, &messages.SchedRemove{JobId: g.id})
 	}

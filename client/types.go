@@ -72,6 +72,9 @@ type SubmitRequest struct {
 	// RequireCapacity makes the hub answer 503 no_capacity instead of
 	// queuing when no alive worker could run the job.
 	RequireCapacity bool `json:"require_capacity,omitempty"`
+	// Tenant is who the job is for ("": the hub's scheduler.tenant_label
+	// label, else the default tenant); tenants share lanes by weight.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // ListOptions filters GET /jobs. Zero values leave the filter out.
@@ -82,6 +85,11 @@ type ListOptions struct {
 	Limit int
 	// Cursor continues from a previous Page.NextCursor.
 	Cursor string
+	// Tenant, when not nil, keeps only that tenant's jobs (a pointer to
+	// "" is the default tenant).
+	Tenant *string
+	// Priority, when not nil, keeps only jobs of that priority (0..9).
+	Priority *int
 }
 
 // Page is one page of GET /jobs, newest first.

@@ -85,3 +85,31 @@ func TestTenantQuotaAndFilters(t *testing.T) {
 	require.Equal(t, "busy\n", string(body))
 	require.Equal(t, "5", res.Header.Get("Retry-After"))
 }
+
+// TestTenantMaxRunningSurvivesSchedulerRestart: with max_running 1 for
+// tenant a, a second job of a waits while a's first runs, even across a
+// scheduler restart (the fresh activation recounts from the store), while
+// tenant b's job runs at once on a free lane.
+func TestTenantMaxRunningSurvivesSchedulerRestart(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("scheduler.tenant_quotas", "a=running:1"))
+	h := startTestHub(t, cfg)
+	startAgent(t, h.URL(), "wa", 4)
+	waitAliveWorkers(t, h, 1)
+
+	a1 := submit(t, h.URL(), `{"mode":"noop","tenant":"a","params":{"sleep_ms":1500}}`)
+	require.Eventually(t, func() bool { return getJob(t, h.URL(), a1.ID).Status == persistence.StatusRunning },
+		10*time.Second, 10*time.Millisecond)
+	require.NoError(t, h.InjectPanic(t.Context(), "scheduler", ""))
+	a2 := submit(t, h.URL(), `{"mode":"noop","tenant":"a","params":{"sleep_ms":10}}`)
+	b1 := submit(t, h.URL(), `{"mode":"noop","tenant":"b","params":{"sleep_ms":10}}`)
+
+	fa1 := waitFinal(t, h.URL(), a1.ID, 20*time.Second)
+	fa2 := waitFinal(t, h.URL(), a2.ID, 20*time.Second)
+	fb1 := waitFinal(t, h.URL(), b1.ID, 20*time.Second)
+	for _, j := range []persistence.Job{fa1, fa2, fb1} {
+		require.Equal(t, persistence.StatusSucceeded, j.Status, j.ID)
+	}
+	require.False(t, fa2.StartedAt.Before(fa1.FinishedAt), "a's second job started at %v, before its first ended at %v", fa2.StartedAt, fa1.FinishedAt)
+	require.True(t, fb1.FinishedAt.Before(fa1.FinishedAt), "b is not held by a's quota")
+}

@@ -45,6 +45,8 @@ type queueClass struct {
 // equal effective priorities, the oldest first — within one priority
 // that is today's FIFO. A FIFO's head is its oldest job, hence its highest
 // effective priority, so comparing heads finds the job to place.
+// With tenants, that order holds within each tenant's lane; whose lane
+// goes is decided first, by weight (tenants.go).
 type jobQueue struct {
 	classes []*queueClass // few (one per driver a mode needs); at most 64
 	byID    map[string]*list.Element

@@ -321,7 +321,7 @@ func (s *schedulerGrain) placeFailed(ctx actor.Context, m *messages.SchedPlaceFa
 		}
 		// Back to the front of its priority: it waited longest.
 		j.enqueued = s.deps.Clock()
-		s.queue.PushFront(j)
+		s.queue.Untake(j)
 	}
 }
 

@@ -109,6 +109,20 @@ func (t *tenantShare) charge(tenant string) {
 	}
 }
 
+// Untake puts back a job whose placement failed (Take charged its tenant):
+// at the front of its priority, and its tenant's turn refunded, so failed
+// placements cost a tenant no share.
+func (q *jobQueue) Untake(j queuedJob) {
+	if _, ok := q.byID[j.id]; ok {
+		return
+	}
+	q.PushFront(j)
+	if l := q.class(j).lanes[j.tenant]; l != nil {
+		c := q.class(j)
+		l.pass = max(l.pass-l.stride, c.vtime)
+	}
+}
+
 // tenantPolicy is what the queue needs of the tenant config: weights, and
 // whether a tenant is at its max_running quota (nil: no quota).
 type tenantPolicy struct {

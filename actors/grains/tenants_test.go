@@ -188,3 +188,22 @@ func TestTenantBookRecount(t *testing.T) {
 	require.Equal(t, map[string]int{"b": 1, "c": 1}, b.count)
 	require.False(t, b.recounting)
 }
+
+// TestTenantUntakeRefunds: a placement that failed and went back costs its
+// tenant no turn: the same tenant goes again next.
+func TestTenantUntakeRefunds(t *testing.T) {
+	q := newJobQueue(0)
+	for i := range 3 {
+		q.PushBack(queuedJob{id: fmt.Sprintf("a%d", i), tenant: "a", created: t0.Add(time.Duration(i)), priority: 5})
+		q.PushBack(queuedJob{id: fmt.Sprintf("b%d", i), tenant: "b", created: t0.Add(time.Duration(i)), priority: 5})
+	}
+	j, _, _ := q.Next(t0, 0)
+	require.Equal(t, "a0", j.id)
+	q.Take(j.id)
+	q.Untake(j) // the placement failed
+	again, _, _ := q.Next(t0, 0)
+	require.Equal(t, "a0", again.id, "a's turn was refunded and its job is first again")
+	q.Take(again.id)
+	next, _, _ := q.Next(t0, 0)
+	require.Equal(t, "b", next.tenant)
+}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paprika-hub/paprika/config"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -113,43 +112,4 @@ func TestTenantMaxRunningSurvivesSchedulerRestart(t *testing.T) {
 	}
 	require.False(t, fa2.StartedAt.Before(fa1.FinishedAt), "a's second job started at %v, before its first ended at %v", fa2.StartedAt, fa1.FinishedAt)
 	require.True(t, fb1.FinishedAt.Before(fa1.FinishedAt), "b is not held by a's quota")
-}
-
-// TestMultiMemberTenantQuotaAcrossHubs: two hubs of one cluster count one
-// tenant's queue together (the scheduler grain is one per cluster): jobs
-// submitted through hub A fill the tenant's max_queued, and hub B refuses
-// the next one, its /pressure counting the same queue.
-func TestMultiMemberTenantQuotaAcrossHubs(t *testing.T) {
-	cfgA, cfgB := sharedStoreConfigs(t)
-	for _, cfg := range []*config.Config{cfgA, cfgB} {
-		require.NoError(t, cfg.Set("scheduler.tenant_quotas", "acme=queued:3"))
-	}
-	a := startTestHub(t, cfgA)
-	b := startTestHub(t, cfgB)
-	require.Eventually(t, func() bool {
-		return a.member.Cluster.MemberList.Length() == 2 && b.member.Cluster.MemberList.Length() == 2
-	}, 10*time.Second, 20*time.Millisecond, "the hubs meet")
-	for range 3 {
-		submit(t, a.URL(), `{"mode":"noop","tenant":"acme"}`)
-	}
-	// The scheduler has them (A's /pressure reads it); B's first read is
-	// then fresh (later ones are at most a second old).
-	require.Eventually(t, func() bool {
-		st, body := do(t, "GET", a.URL()+"/pressure", "")
-		var p struct{ Queued int }
-		return st == http.StatusOK && json.Unmarshal(body, &p) == nil && p.Queued == 3
-	}, 5*time.Second, 100*time.Millisecond)
-	require.Eventually(t, func() bool {
-		st, b := do(t, "POST", b.URL()+"/jobs", `{"mode":"noop","tenant":"acme"}`)
-		if st == http.StatusCreated {
-			t.Fatalf("hub B took a 4th job of acme: %s", b)
-		}
-		return st == http.StatusTooManyRequests
-	}, 5*time.Second, 100*time.Millisecond)
-	submit(t, b.URL(), `{"mode":"noop","tenant":"other"}`)
-	require.Eventually(t, func() bool {
-		st, body := do(t, "GET", b.URL()+"/pressure", "")
-		var p struct{ Queued int }
-		return st == http.StatusOK && json.Unmarshal(body, &p) == nil && p.Queued == 4
-	}, 5*time.Second, 100*time.Millisecond)
 }

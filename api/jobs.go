@@ -35,6 +35,9 @@ type SubmitRequest struct {
 	DelayS *float64   `json:"delay_s"`
 	// RetryBackoff is the job's retry schedule; nil takes the hub's default.
 	RetryBackoff *persistence.RetryBackoff `json:"retry_backoff"`
+	// Tenant is who the job is for; "" = the scheduler.tenant_label
+	// label's value, else the default tenant.
+	Tenant string `json:"tenant"`
 }
 
 // Limits of a submission.
@@ -58,6 +61,14 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.checkQueue(r.Context()); err != nil {
+		writeError(w, err)
+		return
+	}
+	tenant, err := s.tenantOf(req)
+	if err == nil {
+		err = s.checkTenantQueue(r.Context(), tenant)
+	}
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -88,7 +99,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	job, created, err := s.b.Submit(r.Context(), persistence.Job{
 		Mode: req.Mode, Params: params, TimeoutS: timeout, MaxAttempts: attempts,
-		Labels: req.Labels, IdempotencyKey: key, Priority: priority,
+		Labels: req.Labels, IdempotencyKey: key, Priority: priority, Tenant: tenant,
 		RunAt: req.runAt(time.Now()), RetryBackoff: req.RetryBackoff,
 	})
 	if err != nil {
@@ -97,10 +108,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	status := http.StatusCreated
 	if created {
-		s.queue.added()
+		s.queue.added(tenant)
 	} else {
 		status = http.StatusOK
-		if key != "" && !s.sameSubmission(job, req) {
+		if key != "" && (!s.sameSubmission(job, req) || job.Tenant != tenant) {
 			// Answering with the stored job would tell the client its new
 			// request was taken when it was not (a reused or colliding key).
 			writeError(w, Errorf(http.StatusUnprocessableEntity, "idempotency_key_reused",
@@ -197,6 +208,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	lq := persistence.ListQuery{Status: persistence.Status(q.Get("status")), Cursor: q.Get("cursor"), Limit: defaultListSize}
 	if lq.Status != "" && !lq.Status.Valid() {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_status", "status %q is not one of %s", lq.Status, statusNames()))
+		return
+	}
+	if err := listTenantPriority(q, &lq); err != nil {
+		writeError(w, err)
 		return
 	}
 	if v := q.Get("limit"); v != "" {

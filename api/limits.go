@@ -134,11 +134,14 @@ func (l Limits) checkLabels(labels map[string]string) error {
 // second refreshes it and the others use the cached value plus this hub's
 // own submits since, which keeps a burst on one hub exact.
 type queueGate struct {
-	mu         sync.Mutex
-	depth      int       // the scheduler's last answer
-	since      int       // jobs this hub created after that answer
-	at         time.Time // when depth was last asked for (zero: never)
-	refreshing bool
+	mu          sync.Mutex
+	last        Load           // the scheduler's last answer
+	known       bool           // last holds an answer
+	since       int            // jobs this hub created after that answer
+	sinceTenant map[string]int // the same, per tenant
+	at          time.Time      // when the load was last asked for (zero: never)
+	readAt      time.Time      // when last was asked for
+	refreshing  bool
 }
 
 // queueRefresh is how old the cached depth may get.
@@ -148,10 +151,14 @@ const queueRefresh = time.Second
 // full queue drains at the fleet's pace, not in an instant.
 const queueRetryAfter = 5
 
-// added counts a job this hub created since the last refresh.
-func (g *queueGate) added() {
+// added counts a job of tenant this hub created since the last refresh.
+func (g *queueGate) added(tenant string) {
 	g.mu.Lock()
 	g.since++
+	if g.sinceTenant == nil {
+		g.sinceTenant = map[string]int{}
+	}
+	g.sinceTenant[tenant]++
 	g.mu.Unlock()
 }
 
@@ -164,24 +171,8 @@ func (s *Server) checkQueue(ctx context.Context) error {
 	if limit <= 0 {
 		return nil
 	}
-	g := &s.queue
-	g.mu.Lock()
-	if time.Since(g.at) >= queueRefresh && !g.refreshing {
-		g.refreshing, g.at = true, time.Now() // others meanwhile use the old value
-		g.mu.Unlock()
-		cctx, cancel := context.WithTimeout(ctx, queueRefresh)
-		d, err := s.b.QueueDepth(cctx)
-		cancel()
-		g.mu.Lock()
-		g.refreshing = false
-		if err == nil {
-			g.depth, g.since = d, 0
-		} else {
-			s.log.Debug("queue depth unavailable; limits.max_queued not applied until the next read", "err", err)
-		}
-	}
-	depth := g.depth + g.since
-	g.mu.Unlock()
+	l, since, _, _ := s.queue.load(ctx, s) // never read: this hub's submits only
+	depth := l.Queued + l.Scheduled + since
 	if depth < limit {
 		return nil
 	}

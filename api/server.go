@@ -64,9 +64,10 @@ type Backend interface {
 	// ("a worker with a chromium lane"), or "" when some alive worker could
 	// run it (busy or not). It reads the fleet-wide view, cached briefly.
 	WaitingFor(ctx context.Context, mode string) (string, error)
-	// QueueDepth counts the fleet's queued jobs (limits.max_queued). It may
-	// cross hubs: the API calls it at most once a second (queueGate).
-	QueueDepth(ctx context.Context) (int, error)
+	// Load is the fleet's load (limits.max_queued, tenant quotas, GET
+	// /pressure). It may cross hubs: the API calls it at most once a
+	// second (queueGate).
+	Load(ctx context.Context) (Load, error)
 	// MetricsHandler serves /metrics: the metrics library negotiates the
 	// exposition format and sets the content type, so the API adds only
 	// its token check.
@@ -95,6 +96,8 @@ type Options struct {
 	// FollowWriteTimeout bounds writing one event of a log follow; a
 	// follower that does not take it in time is dropped. 0 = 10s.
 	FollowWriteTimeout time.Duration
+	// Tenants are the tenant options of POST /jobs (api/tenants.go).
+	Tenants TenantOptions
 	// ParamsKey seals a job's proxy password before it is stored (the
 	// job grains open it with the same key). nil: the key seal.ForCluster
 	// derives from the tokens above.
@@ -141,6 +144,7 @@ func New(b Backend, o Options) *Server {
 		s.mux.Handle(pattern, s.limitRate(s.auth(o.APIToken, next)))
 	}
 	api("POST /jobs", s.submit)
+	api("GET /pressure", s.getPressure)
 	api("GET /jobs", s.list)
 	api("GET /jobs/{id}", s.get)
 	api("POST /jobs/{id}/cancel", s.cancel)

@@ -57,6 +57,12 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
 	if opts.Cursor != "" {
 		q.Set("cursor", opts.Cursor)
 	}
+	if opts.Tenant != nil {
+		q.Set("tenant", *opts.Tenant)
+	}
+	if opts.Priority != nil {
+		q.Set("priority", strconv.Itoa(*opts.Priority))
+	}
 	var page Page
 	err := c.doJSON(ctx, &request{method: http.MethodGet, path: "/jobs", query: q, idempotent: true}, &page)
 	return page, err

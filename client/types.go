@@ -82,6 +82,9 @@ type SubmitRequest struct {
 	// RetryBackoff is the job's retry schedule (nil: the hub's default,
 	// attempt⁴ seconds capped by jobs.retry_backoff_max).
 	RetryBackoff *RetryBackoff `json:"retry_backoff,omitempty"`
+	// Tenant is who the job is for ("": the hub's scheduler.tenant_label
+	// label, else the default tenant); tenants share lanes by weight.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // RetryBackoff is a retry schedule: retry n waits min(BaseS·n⁴, MaxS)
@@ -99,6 +102,11 @@ type ListOptions struct {
 	Limit int
 	// Cursor continues from a previous Page.NextCursor.
 	Cursor string
+	// Tenant, when not nil, keeps only that tenant's jobs (a pointer to
+	// "" is the default tenant).
+	Tenant *string
+	// Priority, when not nil, keeps only jobs of that priority (0..9).
+	Priority *int
 }
 
 // Page is one page of GET /jobs, newest first.

@@ -267,6 +267,19 @@ type SchedulerConfig struct {
 	// the latest once it has waited (9-p) × this and the jobs of effective
 	// priority 9 older than it have gone. Default 30s.
 	PriorityAging time.Duration `yaml:"priority_aging"`
+	// TenantLabel names the label whose value is a job's tenant when the
+	// submission has no "tenant" field; "" = only the field. Default "".
+	TenantLabel string `yaml:"tenant_label"`
+	// TenantWeights are the tenants' shares of scarce lanes, as
+	// "tenant=weight,..." (weights > 0, at most 1e6); a tenant not named
+	// weighs 1. Default "".
+	TenantWeights string `yaml:"tenant_weights"`
+	// TenantQuotas are the per-tenant quotas, as
+	// "tenant=running:N/queued:M,..." where the tenant "*" is the default
+	// of every tenant not named and 0 (or an absent part) means no cap:
+	// max_running holds a tenant's further jobs queued, max_queued refuses
+	// a submission with 429 tenant_quota. Default "".
+	TenantQuotas string `yaml:"tenant_quotas"`
 }
 
 // RedriveConfig is the "redrive" section. Env aliases from the source

@@ -104,8 +104,9 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// max_conns_per_ip, api_rate, api_burst, max_log_lines, max_log_bytes,
 	// max_asset_bytes, max_session_downloads, max_list_bytes, worker_max_lanes,
 	// cdp_tunnels_per_session, cdp_max_message_bytes), auth.worker_approval,
-	// metrics.listen, scheduler.priority_aging
-	require.Len(t, keys, 72)
+	// metrics.listen, scheduler.priority_aging, jobs.retry_backoff_max,
+	// scheduler.tenant_label, tenant_weights, tenant_quotas
+	require.Len(t, keys, 75)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -755,4 +756,36 @@ func TestSecurityParamsKeyFromEnvOnly(t *testing.T) {
 	c, err := Load("", []string{"PAPRIKA_AUTH_PARAMS_KEY=from-the-env-0123456789"})
 	require.NoError(t, err)
 	require.Equal(t, "from-the-env-0123456789", c.Auth.ParamsKey)
+}
+
+// TestTenantKeys: tenant_weights and tenant_quotas parse as documented and
+// refuse what they cannot mean, naming the key.
+func TestTenantKeys(t *testing.T) {
+	t.Parallel()
+	c := Default()
+	c.Scheduler.TenantWeights = "acme=3, beta=0.5"
+	c.Scheduler.TenantQuotas = "*=running:10/queued:1000, acme=running:50"
+	require.NoError(t, c.Validate())
+	w, err := c.Scheduler.ParseTenantWeights()
+	require.NoError(t, err)
+	require.Equal(t, map[string]float64{"acme": 3, "beta": 0.5}, w)
+	q, err := c.Scheduler.ParseTenantQuotas()
+	require.NoError(t, err)
+	require.Equal(t, TenantQuota{MaxRunning: 10, MaxQueued: 1000}, q.For("other"))
+	require.Equal(t, TenantQuota{MaxRunning: 50}, q.For("acme"))
+	require.True(t, q.Any())
+	for _, bad := range []struct{ key, weights, quotas string }{
+		{"scheduler.tenant_weights", "acme", ""},
+		{"scheduler.tenant_weights", "acme=0", ""},
+		{"scheduler.tenant_weights", "acme=1,acme=2", ""},
+		{"scheduler.tenant_quotas", "", "acme=running:-1"},
+		{"scheduler.tenant_quotas", "", "acme=jobs:3"},
+		{"scheduler.tenant_quotas", "", "=running:3"},
+	} {
+		c := Default()
+		c.Scheduler.TenantWeights, c.Scheduler.TenantQuotas = bad.weights, bad.quotas
+		err := c.Validate()
+		require.Error(t, err, "%+v", bad)
+		require.Contains(t, err.Error(), bad.key)
+	}
 }

@@ -70,6 +70,9 @@ var fieldChecks = map[string]func(c *Config) string{
 	"scheduler.assign_grace":     func(c *Config) string { return positive(c.Scheduler.AssignGrace) },
 	"scheduler.disk_exclude_pct": func(c *Config) string { return inRange(c.Scheduler.DiskExcludePct, 1, 100) },
 	"scheduler.priority_aging":   func(c *Config) string { return positive(c.Scheduler.PriorityAging) },
+	"scheduler.tenant_label":     func(c *Config) string { return checkTenantLabel(c.Scheduler.TenantLabel) },
+	"scheduler.tenant_weights":   func(c *Config) string { return errString(c.Scheduler.ParseTenantWeights()) },
+	"scheduler.tenant_quotas":    func(c *Config) string { return errString(c.Scheduler.ParseTenantQuotas()) },
 
 	"redrive.interval": func(c *Config) string { return positive(c.Redrive.Interval) },
 	"redrive.min_age":  func(c *Config) string { return nonNegative(c.Redrive.MinAge) },

@@ -70,10 +70,6 @@ func submit(t *testing.T, c *client.Client, req client.SubmitRequest) string {
 	return j.ID
 }
 
-func waitFinal(t *testing.T, c *client.Client, id string) client.Job {
-	t.Helper()
-	return waitAllFinal(t, c, []string{id}, 90*time.Second)[id]
-}
 
 func assetOf(t *testing.T, c *client.Client, id, name string) []byte {
 	t.Helper()
@@ -98,7 +94,7 @@ func TestCustomModesHTTPCheckExample(t *testing.T) {
 	c, url, _ := customHub(t, "./examples/http-check", "http-check-1", "--lanes", "2")
 
 	id := submit(t, c, client.SubmitRequest{Mode: "http-check", Params: map[string]any{"url": site.URL + "/ok", "contains": "paprika"}})
-	j := waitFinal(t, c, id)
+	j := waitFinal(t, c, id, 90*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, j.Status, "%s: %s", j.Reason, j.Error)
 	var r struct {
 		Status   int   `json:"status"`
@@ -136,7 +132,7 @@ func TestCustomModesHTTPCheckExample(t *testing.T) {
 
 	// A page that answers, but not as expected, is a result, not a failure.
 	id = submit(t, c, client.SubmitRequest{Mode: "http-check", Params: map[string]any{"url": site.URL + "/gone"}})
-	j = waitFinal(t, c, id)
+	j = waitFinal(t, c, id, 90*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, j.Status, "%s: %s", j.Reason, j.Error)
 	require.NoError(t, json.Unmarshal(j.Result, &r))
 	assert.Equal(t, http.StatusNotFound, r.Status)
@@ -155,7 +151,7 @@ func TestCustomModesPDFDiffExample(t *testing.T) {
 
 	id := submit(t, c, client.SubmitRequest{Mode: "pdf-diff", TimeoutS: 120,
 		Params: map[string]any{"a": site.URL + "/invoice/10", "b": site.URL + "/invoice/12"}})
-	j := waitFinal(t, c, id)
+	j := waitFinal(t, c, id, 90*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, j.Status, "%s: %s", j.Reason, j.Error)
 	var r struct {
 		A, B struct {
@@ -182,7 +178,7 @@ func TestCustomModesPDFDiffExample(t *testing.T) {
 	// The same page twice: the lane was cleaned and is used again.
 	id = submit(t, c, client.SubmitRequest{Mode: "pdf-diff", TimeoutS: 120,
 		Params: map[string]any{"a": site.URL + "/invoice/10", "b": site.URL + "/invoice/10"}})
-	j = waitFinal(t, c, id)
+	j = waitFinal(t, c, id, 90*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, j.Status, "%s: %s", j.Reason, j.Error)
 	require.NoError(t, json.Unmarshal(j.Result, &r))
 	assert.True(t, r.SameText)
@@ -193,7 +189,7 @@ func TestCustomModesPanicFailsAttemptWorkerKeepsServing(t *testing.T) {
 	c, url, w := customHub(t, "./e2e/testdata/customworker", "custom-1")
 
 	id := submit(t, c, client.SubmitRequest{Mode: "crash"})
-	j := waitFinal(t, c, id)
+	j := waitFinal(t, c, id, 90*time.Second)
 	assert.Equal(t, persistence.StatusFailed, j.Status)
 	assert.Equal(t, persistence.ReasonJobError, j.Reason)
 	assert.Contains(t, j.Error, "handler panic: crash mode panics on purpose")
@@ -201,7 +197,7 @@ func TestCustomModesPanicFailsAttemptWorkerKeepsServing(t *testing.T) {
 
 	for i := range 3 { // the same worker, still serving
 		id = submit(t, c, client.SubmitRequest{Mode: "echo", Params: map[string]any{"n": i}})
-		j = waitFinal(t, c, id)
+		j = waitFinal(t, c, id, 90*time.Second)
 		require.Equal(t, persistence.StatusSucceeded, j.Status, "%s: %s", j.Reason, j.Error)
 		assert.JSONEq(t, fmt.Sprintf(`{"echo":{"n":%d},"worker":"custom-1"}`, i), string(j.Result))
 	}
@@ -220,7 +216,7 @@ func TestCustomModesDeadlineFencesLateResult(t *testing.T) {
 	// Queued behind the stubborn job on the one lane.
 	next := submit(t, c, client.SubmitRequest{Mode: "echo", Params: map[string]any{"after": "stubborn"}})
 
-	j := waitFinal(t, c, id)
+	j := waitFinal(t, c, id, 90*time.Second)
 	assert.Equal(t, persistence.StatusFailed, j.Status)
 	assert.Equal(t, persistence.ReasonDeadlineExceeded, j.Reason)
 	_, err := os.Stat(marker)
@@ -228,7 +224,7 @@ func TestCustomModesDeadlineFencesLateResult(t *testing.T) {
 
 	// The lane stays taken until the handler returns: the next job starts
 	// after that.
-	n := waitFinal(t, c, next)
+	n := waitFinal(t, c, next, 90*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, n.Status, "%s: %s", n.Reason, n.Error)
 	raw, err := os.ReadFile(marker)
 	require.NoError(t, err, "the stubborn handler never returned")

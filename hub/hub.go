@@ -103,6 +103,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 		ParamsKey: paramsKey,
 	}
 	h.deps.Approvals = stores.Approvals // nil (approval off) unless auth.worker_approval
+	h.deps.Tenants = tenantConfig(cfg)
 	h.deps.Cluster = func() *cluster.Cluster { return h.member.Cluster }
 	h.deps.LogRoute = func() grains.LogCloser { return h.logs }
 	h.Front = grains.NewFront(h.deps)
@@ -307,6 +308,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			DefaultTimeout: h.cfg.Jobs.DefaultTimeout, MaxAttempts: h.cfg.Jobs.MaxAttempts, Logger: h.log,
 			FaultInjection: h.cfg.Debug.FaultInjection,
 			ParamsKey:      h.deps.ParamsKey,
+			Tenants:        apiTenants(h.cfg, h.deps.Tenants),
 			Limits: api.Limits{
 				MaxParamsBytes: h.cfg.Limits.MaxParamsBytes, MaxLabels: h.cfg.Limits.MaxLabels,
 				MaxLabelKeyBytes: h.cfg.Limits.MaxLabelKeyBytes, MaxLabelValueBytes: h.cfg.Limits.MaxLabelValueBytes,

@@ -96,6 +96,7 @@ func (h *Hub) fleet(ctx context.Context) (metrics.Fleet, error) {
 	}
 	f.QueueDepth, f.InFlight, f.Dropped = st.QueuedByMode, st.InFlight, st.Dropped
 	f.WorkersAlive, f.LanesBusy, f.LanesFree = st.WorkersAlive, st.LanesBusy, st.LanesFree
+	f.Tenants = metrics.BoundTenants(st.TenantNames, st.QueuedByTenant, st.RunningByTenant)
 	return f, nil
 }
 

@@ -759,7 +759,10 @@ type SchedEnqueue struct {
 	Priority *int32 `protobuf:"varint,4,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
 	// run_at_unix_ms: a scheduled job (delayed, or a retry in its backoff)
 	// is placed from then on; 0 means at once.
-	RunAtUnixMs   int64 `protobuf:"varint,5,opt,name=run_at_unix_ms,json=runAtUnixMs,proto3" json:"run_at_unix_ms,omitempty"`
+	RunAtUnixMs int64 `protobuf:"varint,5,opt,name=run_at_unix_ms,json=runAtUnixMs,proto3" json:"run_at_unix_ms,omitempty"`
+	// tenant is the job's tenant ("" = the default tenant): fair sharing
+	// and quotas (scheduler.tenant_weights, scheduler.tenant_quotas).
+	Tenant        string `protobuf:"bytes,6,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -827,6 +830,13 @@ func (x *SchedEnqueue) GetRunAtUnixMs() int64 {
 		return x.RunAtUnixMs
 	}
 	return 0
+}
+
+func (x *SchedEnqueue) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
 }
 
 // SchedPlaced: the job grain claimed the job and the worker took it.
@@ -2617,13 +2627,14 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"hasBrowser\x12\x19\n" +
 	"\bdisk_pct\x18\t \x01(\x01R\adiskPct\x12\x18\n" +
 	"\adrivers\x18\n" +
-	" \x03(\tR\adrivers\"\xb4\x01\n" +
+	" \x03(\tR\adrivers\"\xcc\x01\n" +
 	"\fSchedEnqueue\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x02 \x01(\x03R\rcreatedUnixMs\x12\x12\n" +
 	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x1f\n" +
 	"\bpriority\x18\x04 \x01(\x05H\x00R\bpriority\x88\x01\x01\x12#\n" +
-	"\x0erun_at_unix_ms\x18\x05 \x01(\x03R\vrunAtUnixMsB\v\n" +
+	"\x0erun_at_unix_ms\x18\x05 \x01(\x03R\vrunAtUnixMs\x12\x16\n" +
+	"\x06tenant\x18\x06 \x01(\tR\x06tenantB\v\n" +
 	"\t_priority\"A\n" +
 	"\vSchedPlaced\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +

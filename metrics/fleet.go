@@ -35,6 +35,8 @@ type Fleet struct {
 	SessionsOpen int
 	// HubMembers counts the cluster members this hub sees.
 	HubMembers int
+	// Tenants are the per-tenant gauges, bounded (BoundTenants).
+	Tenants map[string]TenantLoad
 }
 
 // FleetFunc reads the fleet's state; ctx bounds it.
@@ -51,6 +53,7 @@ type FleetCollector struct {
 	errors  prometheus.Counter
 
 	queueDepth, workersAlive, lanes, inFlight, dropped, sessions, members *prometheus.Desc
+	tenants                                                               tenantDescs
 }
 
 func newFleetCollector() *FleetCollector {
@@ -72,6 +75,7 @@ func newFleetCollector() *FleetCollector {
 			"Sessions with a record in the session store (cluster-wide).", nil, nil),
 		members: prometheus.NewDesc("paprika_hub_members",
 			"Cluster members (hubs) this hub sees.", nil, nil),
+		tenants: newTenantDescs(),
 	}
 }
 
@@ -89,6 +93,7 @@ func (c *FleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.queueDepth, c.workersAlive, c.lanes, c.inFlight, c.dropped, c.sessions, c.members} {
 		ch <- d
 	}
+	c.tenants.describe(ch)
 	c.errors.Describe(ch)
 }
 
@@ -136,4 +141,5 @@ func (c *FleetCollector) collect(ch chan<- prometheus.Metric) {
 		gauge(c.inFlight, v, w)
 	}
 	gauge(c.dropped, f.Dropped)
+	c.tenants.collect(ch, f.Tenants)
 }

@@ -88,6 +88,7 @@ type Metrics struct {
 	JobDuration      *prometheus.HistogramVec // paprika_job_duration_seconds{mode}
 	LogFlush         prometheus.Histogram     // paprika_log_flush_duration_seconds
 	GrainRequest     *prometheus.HistogramVec // paprika_grain_request_duration_seconds{kind}
+	TenantWait       *prometheus.HistogramVec // paprika_tenant_wait_seconds{tenant} (tenants.go)
 
 	// Fleet reads the scheduler, the session store and the member list at
 	// scrape time (see fleet.go): paprika_queue_depth{mode},
@@ -235,6 +236,7 @@ func NewMetrics() *Metrics {
 	m.GrainRequest = histVec("paprika_grain_request_duration_seconds",
 		"Seconds a grain request took, from the call (grains.Ask, AskOnce, Call) to its answer or final failure, retries included, by grain kind.",
 		fastBuckets, "kind")
+	m.TenantWait = newTenantWait(histVec)
 
 	m.Fleet = newFleetCollector()
 	reg.MustRegister(m.Fleet)

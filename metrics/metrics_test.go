@@ -62,8 +62,10 @@ func TestMetricsEveryFamilyHasHelp(t *testing.T) {
 	m.ActorSupervision.WithLabelValues("RestartDirective").Inc()
 	m.JobDuration.WithLabelValues("noop").Observe(1)
 	m.GrainRequest.WithLabelValues("job").Observe(0.01)
+	m.TenantWait.WithLabelValues("").Observe(1)
 	m.Fleet.SetSource(func(context.Context) (Fleet, error) {
-		return Fleet{QueueDepth: map[string]int{"noop": 1}, InFlight: map[string]int{"w1": 1}, HubMembers: 1}, nil
+		return Fleet{QueueDepth: map[string]int{"noop": 1}, InFlight: map[string]int{"w1": 1}, HubMembers: 1,
+			Tenants: map[string]TenantLoad{"": {Queued: 1}}}, nil
 	}, 0)
 
 	text, fams := scrape(t, m)
@@ -111,7 +113,8 @@ func TestMetricsLabelValuesEscaped(t *testing.T) {
 }
 
 var fleetFamilies = []string{"paprika_queue_depth", "paprika_workers_alive", "paprika_lanes", "paprika_worker_in_flight",
-	"paprika_worker_series_dropped", "paprika_sessions_open", "paprika_hub_members", "paprika_fleet_scrape_errors_total"}
+	"paprika_worker_series_dropped", "paprika_sessions_open", "paprika_hub_members", "paprika_fleet_scrape_errors_total",
+	"paprika_tenant_queued", "paprika_tenant_running"}
 
 func TestMetricsFleetCapsWorkerSeries(t *testing.T) {
 	m := NewMetrics()

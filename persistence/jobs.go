@@ -83,6 +83,10 @@ type Job struct {
 	// higher one is placed first, oldest first within one, and a waiting
 	// job's effective priority rises with its wait (scheduler.priority_aging).
 	Priority int `json:"priority"`
+	// Tenant is who the job is for ("" = the default tenant): tenants
+	// share scarce lanes by weight (scheduler.tenant_weights) within their
+	// quotas (scheduler.tenant_quotas). At most MaxTenantBytes.
+	Tenant string `json:"tenant"`
 	// WaitingFor names what no alive worker has but the job needs ("a
 	// worker with a chromium lane"), for a queued job only. The hub
 	// computes it when it serves the job; it is never stored.
@@ -122,6 +126,10 @@ const (
 	MaxPriority     = 9
 	DefaultPriority = 5
 )
+
+// MaxTenantBytes bounds a tenant name, whatever limits.max_label_value_bytes
+// says (the column and index of the SQL store hold at most this).
+const MaxTenantBytes = 1024
 
 // Deadline is when the job must be final: timeout_s after it became due
 // (ReadyAt). It is counted from then, not from start, so a job cannot
@@ -163,6 +171,18 @@ type ListQuery struct {
 	// OldestFirst orders by creation ascending (re-drive, recovery); the
 	// default is newest first (the API's listing).
 	OldestFirst bool
+	// Tenant, when HasTenant, keeps only that tenant's jobs ("" is the
+	// default tenant, so a plain string cannot say "any").
+	Tenant    string
+	HasTenant bool
+	// Priority, when not nil, keeps only jobs of that priority (0..9).
+	Priority *int
+}
+
+// MatchTenantPriority reports whether j passes q's tenant and priority
+// filters (the embedded stores' check; the SQL store filters in SQL).
+func (q ListQuery) MatchTenantPriority(j Job) bool {
+	return (!q.HasTenant || j.Tenant == q.Tenant) && (q.Priority == nil || j.Priority == *q.Priority)
 }
 
 // Finish describes a transition to a final state.

@@ -54,6 +54,9 @@ func PrepareNew(j Job, now time.Time) (Job, error) {
 	if j.Priority < MinPriority || j.Priority > MaxPriority {
 		return j, fmt.Errorf("create job %s: priority %d is out of range %d..%d", j.ID, j.Priority, MinPriority, MaxPriority)
 	}
+	if len(j.Tenant) > MaxTenantBytes {
+		return j, fmt.Errorf("create job %s: tenant is %d bytes, over %d", j.ID, len(j.Tenant), MaxTenantBytes)
+	}
 	if len(j.Params) > 0 && !json.Valid(j.Params) {
 		return j, fmt.Errorf("create job %s: params are not valid JSON", j.ID)
 	}

@@ -91,6 +91,9 @@ type Deps struct {
 	// (auth.worker_approval); nil when approval is off: every worker is
 	// given work as soon as it links.
 	Approvals persistence.ApprovalStore
+
+	// Tenants is the tenant policy of the scheduler (tenant_book.go).
+	Tenants TenantConfig
 }
 
 // LogCloser ends a job's log on this hub without waiting (the log pipe's

@@ -216,7 +216,7 @@ func (g *jobGrain) arm(ctx actor.Context) {
 // enqueue asks the scheduler for a lane.
 func (g *jobGrain) enqueue(ctx actor.Context) {
 	msg := &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode,
-		Priority: proto.Int32(int32(g.job.Priority))}
+		Priority: proto.Int32(int32(g.job.Priority)), Tenant: g.job.Tenant}
 	if g.job.Status == persistence.StatusScheduled {
 		msg.RunAtUnixMs = g.job.RunAt.Add(time.Millisecond - 1).UnixMilli() // rounded up: never woken early
 	}
@@ -526,6 +526,7 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	switch prev.Status {
 	case persistence.StatusRunning:
 		Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts)})
+		g.sched(ctx, &messages.SchedRemove{JobId: g.id}) // its tenant's max_running frees
 	case persistence.StatusQueued, persistence.StatusScheduled:
 		g.sched(ctx, &messages.SchedRemove{JobId: g.id})
 	}

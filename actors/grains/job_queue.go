@@ -3,6 +3,7 @@ package grains
 import (
 	"container/list"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/paprika-hub/paprika/messages"
@@ -16,18 +17,20 @@ type queuedJob struct {
 	created  time.Time
 	enqueued time.Time // when it reached this queue (placement latency)
 	priority int       // 0..9
+	tenant   string    // "" = the default tenant (tenantLane)
 }
 
 // numPriorities is the number of priority levels, one FIFO each.
 const numPriorities = persistence.MaxPriority - persistence.MinPriority + 1
 
 // queueClass holds the waiting jobs that one kind of worker can run (those
-// whose mode needs the same driver, messages.ModeDriver), one FIFO per
-// priority. Placement skips a whole class once no worker takes its best
-// job, so a backlog no worker can run costs nothing per placement.
+// whose mode needs the same driver, messages.ModeDriver): per tenant, one
+// FIFO per priority (tenantLane; the tenants share the class by weight).
+// Placement skips a whole class once no worker takes its best job, so a
+// backlog no worker can run costs nothing per placement.
 type queueClass struct {
 	driver string
-	fifo   [numPriorities]list.List // of queuedJob, oldest first
+	tenantShare
 }
 
 // jobQueue is the scheduler's queue of waiting jobs: per class, ten FIFOs
@@ -42,11 +45,14 @@ type queueClass struct {
 // equal effective priorities, the oldest first — within one priority
 // that is today's FIFO. A FIFO's head is its oldest job, hence its highest
 // effective priority, so comparing heads finds the job to place.
+// With tenants, that order holds within each tenant's lane; whose lane
+// goes is decided first, by weight (tenants.go).
 type jobQueue struct {
 	classes []*queueClass // few (one per driver a mode needs); at most 64
 	byID    map[string]*list.Element
 	byMode  map[string]int // waiting jobs per mode, kept so a scrape costs no scan
 	aging   time.Duration  // 0 = no aging
+	tenants tenantPolicy   // weights and the max_running check
 }
 
 func newJobQueue(aging time.Duration) jobQueue {
@@ -65,17 +71,26 @@ func clampPriority(p int) int {
 	return min(max(p, persistence.MinPriority), persistence.MaxPriority)
 }
 
-// fifo is the list j belongs in, its class created on first use.
-func (q *jobQueue) fifo(j queuedJob) *list.List {
+// class is the class j belongs in, created on first use.
+func (q *jobQueue) class(j queuedJob) *queueClass {
 	d := messages.ModeDriver(j.mode)
 	for _, c := range q.classes {
 		if c.driver == d {
-			return &c.fifo[clampPriority(j.priority)-persistence.MinPriority]
+			return c
 		}
 	}
 	c := &queueClass{driver: d}
 	q.classes = append(q.classes, c)
-	return &c.fifo[clampPriority(j.priority)-persistence.MinPriority]
+	return c
+}
+
+// fifo is the list j belongs in (its class and tenant lane created on
+// first use); j.tenant becomes the lane's own copy of the name.
+func (q *jobQueue) fifo(j *queuedJob) *list.List {
+	l := q.class(*j).lane(j.tenant, q.tenants.weight(j.tenant))
+	j.tenant = l.name
+	l.n++ // the caller pushes j
+	return &l.fifo[clampPriority(j.priority)-persistence.MinPriority]
 }
 
 // PushBack queues a job at the end of its priority, unless it is queued
@@ -83,7 +98,7 @@ func (q *jobQueue) fifo(j queuedJob) *list.List {
 func (q *jobQueue) PushBack(j queuedJob) {
 	if _, ok := q.byID[j.id]; !ok {
 		j.priority = clampPriority(j.priority)
-		q.byID[j.id] = q.fifo(j).PushBack(j)
+		q.byID[j.id] = q.fifo(&j).PushBack(j)
 		q.byMode[j.mode]++
 	}
 }
@@ -93,7 +108,7 @@ func (q *jobQueue) PushBack(j queuedJob) {
 func (q *jobQueue) PushFront(j queuedJob) {
 	if _, ok := q.byID[j.id]; !ok {
 		j.priority = clampPriority(j.priority)
-		q.byID[j.id] = q.fifo(j).PushFront(j)
+		q.byID[j.id] = q.fifo(&j).PushFront(j)
 		q.byMode[j.mode]++
 	}
 }
@@ -101,7 +116,8 @@ func (q *jobQueue) PushFront(j queuedJob) {
 // Remove takes a job out of the queue; a no-op when it is not there.
 func (q *jobQueue) Remove(id string) {
 	if e, ok := q.byID[id]; ok {
-		q.fifo(e.Value.(queuedJob)).Remove(e)
+		j := e.Value.(queuedJob)
+		q.class(j).remove(j, e)
 		delete(q.byID, id)
 		mode := e.Value.(queuedJob).mode
 		if q.byMode[mode]--; q.byMode[mode] <= 0 {
@@ -136,7 +152,9 @@ func (q *jobQueue) before(a, b queuedJob, now time.Time) bool {
 }
 
 // Next returns the job to place first now, and its class, among the
-// classes not in skip (bit i = class i): a comparison of FIFO heads.
+// classes not in skip (bit i = class i): in each class the tenant whose
+// turn it is (tenantShare.turn), its best job by a comparison of its FIFO
+// heads; across classes, the best of those.
 func (q *jobQueue) Next(now time.Time, skip uint64) (queuedJob, int, bool) {
 	var best queuedJob
 	class, found := -1, false
@@ -144,8 +162,12 @@ func (q *jobQueue) Next(now time.Time, skip uint64) (queuedJob, int, bool) {
 		if skip&(1<<i) != 0 {
 			continue
 		}
-		for p := range c.fifo {
-			e := c.fifo[p].Front()
+		l := c.turn(q.tenants.capped)
+		if l == nil {
+			continue
+		}
+		for p := range l.fifo {
+			e := l.fifo[p].Front()
 			if e == nil {
 				continue
 			}
@@ -156,6 +178,16 @@ func (q *jobQueue) Next(now time.Time, skip uint64) (queuedJob, int, bool) {
 		}
 	}
 	return best, class, found
+}
+
+// Take removes a job that is being placed and charges its tenant's turn
+// in its class (Remove, for a job that leaves otherwise, charges nothing).
+func (q *jobQueue) Take(id string) {
+	if e, ok := q.byID[id]; ok {
+		j := e.Value.(queuedJob)
+		q.class(j).charge(j.tenant)
+		q.Remove(id)
+	}
 }
 
 // nextPlacement returns the job to place now and the worker pick chose
@@ -175,18 +207,21 @@ func (q *jobQueue) nextPlacement(now time.Time, full *uint64, pick func(mode str
 	}
 }
 
-// All yields every waiting job (by class, highest priority first, oldest
-// first within one); the loop body may Remove the job it is given.
+// All yields every waiting job (by class, by tenant, highest priority
+// first, oldest first within one); the loop body may Remove the job it is
+// given.
 func (q *jobQueue) All() iter.Seq[queuedJob] {
 	return func(yield func(queuedJob) bool) {
 		for _, c := range q.classes {
-			for p := len(c.fifo) - 1; p >= 0; p-- {
-				for e := c.fifo[p].Front(); e != nil; {
-					next := e.Next()
-					if !yield(e.Value.(queuedJob)) {
-						return
+			for _, l := range slices.Clone(c.active) {
+				for p := len(l.fifo) - 1; p >= 0; p-- {
+					for e := l.fifo[p].Front(); e != nil; {
+						next := e.Next()
+						if !yield(e.Value.(queuedJob)) {
+							return
+						}
+						e = next
 					}
-					e = next
 				}
 			}
 		}

@@ -40,6 +40,8 @@ type schedulerGrain struct {
 	delayed      delayedJobs               // scheduled jobs until their run_at (delayed.go)
 	delayedTimer delayedTimer
 	self         *actor.PID
+	book         tenantBook            // running jobs per tenant (max_running)
+	tenantLabels *metrics.TenantLabels // bounded tenant label of the wait histogram
 }
 
 // placeTimeout fires when a placement got no answer (the job grain moved or
@@ -79,6 +81,12 @@ type SchedStats struct {
 	// metrics.MaxWorkerSeries of them; Dropped counts the rest.
 	InFlight map[string]int `json:"in_flight,omitempty"`
 	Dropped  int            `json:"dropped,omitempty"`
+
+	// Per tenant (tenant_book.go): queued, and being placed or running;
+	// TenantNames are the tenants the config names.
+	QueuedByTenant  map[string]int `json:"queued_by_tenant,omitempty"`
+	RunningByTenant map[string]int `json:"running_by_tenant,omitempty"`
+	TenantNames     []string       `json:"tenant_names,omitempty"`
 }
 
 // NewSchedulerKind registers the scheduler grain.
@@ -110,7 +118,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 			return
 		}
 		s.delayed.Remove(msg.JobId)
-		s.enqueue(queuedJob{id: msg.JobId, mode: msg.Mode, created: time.UnixMilli(msg.CreatedUnixMs), priority: prio})
+		s.enqueue(queuedJob{id: msg.JobId, mode: msg.Mode, created: time.UnixMilli(msg.CreatedUnixMs), priority: prio, tenant: msg.Tenant})
 		s.place(ctx)
 	case *delayedDue:
 		s.wakeDue(ctx)
@@ -138,6 +146,10 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 	case *messages.SchedRemove:
 		s.remove(msg.JobId)
 		s.delayed.Remove(msg.JobId)
+		s.book.stop(msg.JobId)
+		s.place(ctx) // its tenant may be under max_running now
+	case *tenantResync:
+		s.resyncTenants(ctx)
 	case *messages.SchedPickSession:
 		c := s.rule.PickWorker(s.cands, messages.ModeMacro, s.deps.Clock(), s.rng)
 		if c == nil {
@@ -162,7 +174,8 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.rule = PickRule{AliveWindow: s.deps.Timing.AliveWindow, DiskExcludePct: s.deps.Timing.DiskExcludePct}
 	s.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	s.workers = map[string]*Candidate{}
-	s.queue = newJobQueue(s.deps.Timing.PriorityAging)
+	s.queue = s.newQueue()
+	s.book = newTenantBook()
 	s.pending = map[string]string{}
 	s.placingJobs = map[string]queuedJob{}
 	s.pendingSince = map[string]time.Time{}
@@ -171,6 +184,7 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
 	s.timers.Every(ownerCheckEvery, &ownerCheck{})
+	s.timers.Every(tenantResyncEvery, &tenantResync{})
 }
 
 // rebuild asks every known worker grain for its state and queues every
@@ -189,6 +203,7 @@ func (s *schedulerGrain) rebuild(ctx actor.Context) {
 	}
 	n := s.loadQueued()
 	d := s.loadScheduled()
+	s.loadRunning()
 	s.log.Info("scheduler view rebuilt", slog.Int("workers", len(ws)), slog.Int("queued", n), slog.Int("scheduled", d))
 }
 
@@ -202,7 +217,7 @@ func (s *schedulerGrain) loadQueued() int {
 			return n
 		}
 		if j.WorkerID == "" {
-			s.enqueue(queuedJob{id: j.ID, mode: j.Mode, created: j.CreatedAt, priority: j.Priority})
+			s.enqueue(queuedJob{id: j.ID, mode: j.Mode, created: j.CreatedAt, priority: j.Priority, tenant: j.Tenant})
 			n++
 		}
 	}
@@ -223,6 +238,7 @@ func (s *schedulerGrain) stats() SchedStats {
 		}
 		st.QueuedByMode[m] += n
 	}
+	s.tenantStats(&st)
 	now := s.deps.Clock()
 	for _, c := range s.cands {
 		if !c.Connected || now.Sub(c.LastSeen) > s.rule.AliveWindow {
@@ -282,6 +298,7 @@ func (s *schedulerGrain) enqueue(j queuedJob) {
 		return
 	}
 	j.enqueued = s.deps.Clock()
+	s.book.stop(id)     // queued again (requeued after a lost worker): not running
 	s.queue.PushBack(j) // a job it holds already stays where it is
 }
 
@@ -301,6 +318,9 @@ func (s *schedulerGrain) placeFailed(ctx actor.Context, m *messages.SchedPlaceFa
 		known = false // not this placement's answer
 	}
 	s.settle(m.JobId, m.WorkerId)
+	if known {
+		s.book.stop(m.JobId) // this placement did not start it
+	}
 	if m.Requeue && m.RetryAfterMs > 0 {
 		// The job grain enqueues itself again (with its mode) when woken.
 		s.timers.After(time.Duration(m.RetryAfterMs)*time.Millisecond, &wakeJob{jobID: m.JobId})
@@ -315,7 +335,7 @@ func (s *schedulerGrain) placeFailed(ctx actor.Context, m *messages.SchedPlaceFa
 		}
 		// Back to the front of its priority: it waited longest.
 		j.enqueued = s.deps.Clock()
-		s.queue.PushFront(j)
+		s.queue.Untake(j)
 	}
 }
 
@@ -339,7 +359,8 @@ func (s *schedulerGrain) checkOwner(ctx actor.Context) {
 	for id := range s.delayed.byID {
 		Send(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
 	}
-	s.queue, s.pending, s.placingJobs = newJobQueue(s.deps.Timing.PriorityAging), map[string]string{}, map[string]queuedJob{}
+	s.queue, s.pending, s.placingJobs = s.newQueue(), map[string]string{}, map[string]queuedJob{}
+	s.book = newTenantBook()
 	ctx.Stop(ctx.Self())
 }
 
@@ -381,7 +402,8 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 		}
 		c.placing++ // at once, so the next pick of this pass sees it
 		c.InFlight = c.reported + c.placing
-		s.queue.Remove(q.id)
+		s.queue.Take(q.id)
+		s.placedTenant(q, now)
 		s.pending[q.id], s.pendingSince[q.id] = c.ID, now
 		s.placingJobs[q.id] = q
 		s.deps.Metrics.SchedPlacements.Inc()

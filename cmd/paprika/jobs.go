@@ -50,9 +50,23 @@ func (c *cli) jobsList(ctx context.Context, args []string) int {
 	status := fs.String("status", "", "only jobs in this `status`: "+statusList())
 	limit := fs.Int("limit", 0, "at most `N` jobs (default: the hub's page size)")
 	cursor := fs.String("cursor", "", "continue from this `cursor` (printed after a full page)")
-	pos, code := c.parseOrExit(fs, "paprika jobs ls [--status S] [--limit N] [--cursor C] [--hub URL] [--json]", args)
+	tenant := fs.String("tenant", "", "only this `tenant`'s jobs (--tenant= is the default tenant)")
+	priority := fs.Int("priority", -1, "only jobs of this `priority` (0..9)")
+	pos, code := c.parseOrExit(fs, "paprika jobs ls [--status S] [--tenant T] [--priority P] [--limit N] [--cursor C] [--hub URL] [--json]", args)
 	if code >= 0 {
 		return code
+	}
+	opts := client.ListOptions{Status: client.Status(*status), Limit: *limit, Cursor: *cursor}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "tenant":
+			opts.Tenant = tenant
+		case "priority":
+			opts.Priority = priority
+		}
+	})
+	if opts.Priority != nil && (*priority < 0 || *priority > 9) {
+		return c.usageError(fs.Name(), fmt.Sprintf("flag -priority: %d is not in 0..9", *priority))
 	}
 	switch {
 	case len(pos) > 0:
@@ -67,7 +81,7 @@ func (c *cli) jobsList(ctx context.Context, args []string) int {
 		return code
 	}
 	return show(ctx, c, cf, "jobs ls", func(ctx context.Context) (client.Page, error) {
-		return cl.List(ctx, client.ListOptions{Status: client.Status(*status), Limit: *limit, Cursor: *cursor})
+		return cl.List(ctx, opts)
 	}, func(page client.Page) {
 		renderJobs(c.stdout, page.Jobs, c.now())
 		if page.NextCursor != "" {

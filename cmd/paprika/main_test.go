@@ -205,7 +205,7 @@ func (h *fakeHub) list(w http.ResponseWriter, r *http.Request) {
 	page := client.Page{Jobs: []client.Job{}}
 	for i := len(h.order) - 1; i >= 0; i-- {
 		j := h.jobs[h.order[i]]
-		if st := r.URL.Query().Get("status"); st == "" || st == string(j.Status) {
+		if st := r.URL.Query().Get("status"); (st == "" || st == string(j.Status)) && matchTenantPriority(r.URL.Query(), *j) {
 			page.Jobs = append(page.Jobs, *j)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 const submitSynopsis = "paprika submit --mode MODE [--param k=v ...] [--label k=v ...] [--wait] [--follow] " +
-	"[--timeout-s N] [--max-attempts N] [--idempotency-key K] [--hub URL] [--token T] [--json]"
+	"[--timeout-s N] [--max-attempts N] [--idempotency-key K] [--tenant T] [--hub URL] [--token T] [--json]"
 
 // submit is `paprika submit`: create a job, print its id, and with --wait
 // or --follow stay until it ends; the exit status is then 0 only if it
@@ -30,6 +30,7 @@ func (c *cli) submit(ctx context.Context, args []string) int {
 	timeoutS := fs.Int("timeout-s", 0, "hard deadline in `seconds` from creation (default: the hub's jobs.default_timeout)")
 	maxAttempts := fs.Int("max-attempts", 0, "`attempts` before the job fails (default: the hub's jobs.max_attempts)")
 	key := fs.String("idempotency-key", "", "`key` that makes a repeated submit return the first job (default: a fresh one)")
+	tenant := fs.String("tenant", "", "the job's `tenant` (default: the hub's scheduler.tenant_label label, else the default tenant)")
 
 	pos, code := c.parseOrExit(fs, submitSynopsis, args)
 	if code >= 0 {
@@ -55,6 +56,7 @@ func (c *cli) submit(ctx context.Context, args []string) int {
 		Params:      params.params(),
 		TimeoutS:    *timeoutS,
 		MaxAttempts: *maxAttempts,
+		Tenant:      *tenant,
 	}
 	if len(labels) > 0 {
 		req.Labels = labels

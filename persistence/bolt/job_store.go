@@ -163,7 +163,8 @@ func (s *JobStore) Get(ctx context.Context, id string) (persistence.Job, error) 
 
 // List returns one page of jobs in (created_at, id) order, newest first
 // unless q.OldestFirst, and the cursor of the next page ("" when none).
-// With q.Status it walks only that status's index.
+// With q.Status it walks only that status's index; the tenant and
+// priority filters are checked on each job it walks.
 func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persistence.Job, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", fmt.Errorf("list jobs: %w", err)
@@ -196,14 +197,17 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 		var last []byte // order key of the page's last job
 		for k := seek(c, prefix, after, q.OldestFirst); hasPrefix(k, prefix); k = stepKey(step) {
 			ord := k[len(prefix):]
+			j, err := loadJob(jobs, ord[tsLen:])
+			if err != nil {
+				return fmt.Errorf("index entry %x: %w", k, err)
+			}
+			if !q.MatchTenantPriority(j) {
+				continue
+			}
 			if len(page) == limit {
 				// A further job exists, so there is a next page.
 				next = encodeCursor(last)
 				return nil
-			}
-			j, err := loadJob(jobs, ord[tsLen:])
-			if err != nil {
-				return fmt.Errorf("index entry %x: %w", k, err)
 			}
 			page = append(page, j)
 			last = bytes.Clone(ord)

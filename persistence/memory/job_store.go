@@ -116,7 +116,7 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 	)
 	for ; i >= 0 && i < len(s.order); i += step {
 		j := s.jobs[s.order[i].id]
-		if q.Status != "" && j.Status != q.Status {
+		if q.Status != "" && j.Status != q.Status || !q.MatchTenantPriority(j) {
 			continue
 		}
 		if len(page) == limit {

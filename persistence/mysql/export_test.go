@@ -6,12 +6,24 @@ var (
 	MigrationCount  = len(migrations)
 )
 
+// MigrationVersions lists the migrations' versions in order (they need not
+// be contiguous: helpers take numbers in parallel).
+func MigrationVersions() []int64 {
+	out := make([]int64, len(migrations))
+	for i, m := range migrations {
+		out[i] = int64(m.version)
+	}
+	return out
+}
+
 // The schema of migration 1, and the migrations table, for a database as a
 // hub before priorities left it.
 const (
 	CreateJobsTableV1     = createJobsTable
 	CreateMigrationsTable = createMigrationsTable
 	AddJobPriority        = addJobPriority
+	AddJobTenant          = addJobTenant
+	AddJobTenantIndex     = addJobTenantIndex
 )
 
 // TruncatedMark ends an error message cut to fit its column.

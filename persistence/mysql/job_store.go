@@ -114,7 +114,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 
 	args := []any{j.ID, j.Mode, nullJSON(j.Params), string(j.Status), j.Reason, j.Error, nullString(j.WorkerID), j.Lane,
 		j.Attempts, j.MaxAttempts, j.TimeoutS, j.CreatedAt, nullTime(j.StartedAt), nullTime(j.FinishedAt),
-		nullJSON(j.Result), assets, labels, nullString(j.IdempotencyKey), j.Priority}
+		nullJSON(j.Result), assets, labels, nullString(j.IdempotencyKey), j.Priority, j.Tenant}
 	retry, err := encodeRetry(&j)
 	if err != nil {
 		return persistence.Job{}, false, fmt.Errorf("create job %s: %w", j.ID, err)
@@ -182,6 +182,14 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 	if q.Status != "" {
 		where = append(where, "status = ?")
 		args = append(args, string(q.Status))
+	}
+	if q.HasTenant {
+		where = append(where, "tenant = ?")
+		args = append(args, q.Tenant)
+	}
+	if q.Priority != nil {
+		where = append(where, "priority = ?")
+		args = append(args, *q.Priority)
 	}
 	if q.Cursor != "" {
 		at, id, err := decodeCursor(q.Cursor)
@@ -271,7 +279,7 @@ func (s *JobStore) usable() error {
 
 // insertJobSQL stores a new job.
 const insertJobSQL = "INSERT INTO jobs (" + jobColumns + ", updated_at) VALUES " +
-	"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6))"
+	"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6))"
 
 // querier is *sql.DB or *sql.Tx.
 type querier interface {

@@ -107,7 +107,7 @@ func TestSchema(t *testing.T) {
 		WHERE table_schema = DATABASE() AND table_name = 'jobs' ORDER BY ordinal_position`)
 	require.Equal(t, []string{"id", "mode", "params", "status", "reason", "error", "worker_id", "lane",
 		"attempts", "max_attempts", "timeout_s", "created_at", "started_at", "finished_at", "result",
-		"assets", "labels", "idempotency_key", "updated_at", "priority", "run_at", "retry_backoff", "attempts_log"}, cols)
+		"assets", "labels", "idempotency_key", "updated_at", "priority", "run_at", "retry_backoff", "attempts_log", "tenant"}, cols)
 
 	rows, err := db.admin.QueryContext(ctx, `SELECT index_name, non_unique,
 		GROUP_CONCAT(column_name ORDER BY seq_in_index SEPARATOR ',')
@@ -131,6 +131,7 @@ func TestSchema(t *testing.T) {
 		"jobs_idempotency_key": "unique idempotency_key",
 		"jobs_status_created":  "status,created_at,id",
 		"jobs_created":         "created_at,id",
+		"jobs_tenant_created":  "tenant,created_at,id",
 	}, indexes)
 }
 

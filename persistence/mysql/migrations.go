@@ -27,7 +27,17 @@ var migrations = []migration{
 	{version: 1, name: "create jobs", stmts: []string{createJobsTable}},
 	{version: 2, name: "job priority", stmts: []string{addJobPriority}},
 	{version: 3, name: "job retries and run_at", stmts: addJobRetries},
+	{version: 4, name: "job tenant", stmts: []string{addJobTenant, addJobTenantIndex}},
 }
+
+// addJobTenant adds persistence.Job.Tenant; rows from before it belong to
+// the default tenant "". VARBINARY: a tenant is compared byte for byte, as
+// the embedded stores do, and MaxTenantBytes fits an index key.
+const addJobTenant = "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS tenant VARBINARY(1024) NOT NULL DEFAULT ''"
+
+// addJobTenantIndex serves GET /jobs?tenant= (newest or oldest first, with
+// the keyset cursor on created_at, id); a status filter on top walks it.
+const addJobTenantIndex = "CREATE INDEX IF NOT EXISTS jobs_tenant_created ON jobs (tenant, created_at, id)"
 
 // addJobPriority adds persistence.Job.Priority. Rows from before it get
 // the default priority, as a submission without one does; IF NOT EXISTS

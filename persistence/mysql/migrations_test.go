@@ -53,13 +53,7 @@ func schemaVersions(t *testing.T, db *sql.DB) []int64 {
 	return queryColumn[int64](t, db, "SELECT version FROM schema_migrations ORDER BY version")
 }
 
-func allVersions() []int64 {
-	out := make([]int64, mysql.MigrationCount)
-	for i := range out {
-		out[i] = int64(i + 1)
-	}
-	return out
-}
+func allVersions() []int64 { return mysql.MigrationVersions() }
 
 // TestMigrateConcurrent: four hubs starting at once on one fresh database
 // all open it, and each migration is applied exactly once.
@@ -181,4 +175,40 @@ func TestMigratePriorityKeepsOldRows(t *testing.T) {
 	got, err := s.Get(ctx, nine.ID)
 	require.NoError(t, err)
 	require.Equal(t, 9, got.Priority)
+}
+
+// TestMigrateTenantKeepsOldRows: a database at migration 2 (no tenant
+// column) with a job in it gains the column and its index; the old job
+// belongs to the default tenant, a filter on it finds the job, and both
+// statements are safe to run again.
+func TestMigrateTenantKeepsOldRows(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := newTestDB(t)
+	for _, stmt := range []string{mysql.CreateMigrationsTable, mysql.CreateJobsTableV1, mysql.AddJobPriority,
+		"INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, 'create jobs', UTC_TIMESTAMP(6)), (2, 'job priority', UTC_TIMESTAMP(6))",
+		"INSERT INTO jobs (id, mode, status, `error`, created_at, updated_at) VALUES ('old-1', 'noop', 'queued', '', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+	} {
+		_, err := db.admin.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	s, err := mysql.Open(ctx, db.dsn)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	require.Equal(t, allVersions(), schemaVersions(t, db.admin))
+	j, err := s.Get(ctx, "old-1")
+	require.NoError(t, err)
+	require.Empty(t, j.Tenant)
+	for _, stmt := range []string{mysql.AddJobTenant, mysql.AddJobTenantIndex} {
+		_, err = db.admin.ExecContext(ctx, stmt)
+		require.NoError(t, err, "run again: %s", stmt)
+	}
+	acme, _, err := s.Create(ctx, persistence.Job{Mode: "noop", Tenant: "acme"})
+	require.NoError(t, err)
+	for tenant, want := range map[string]string{"": "old-1", "acme": acme.ID} {
+		page, _, err := s.List(ctx, persistence.ListQuery{HasTenant: true, Tenant: tenant})
+		require.NoError(t, err)
+		require.Len(t, page, 1)
+		require.Equal(t, want, page[0].ID)
+	}
 }

@@ -14,7 +14,7 @@ import (
 // Queries name their columns: a later migration that adds one changes
 // nothing here.
 const jobColumns = "id, mode, params, status, reason, `error`, worker_id, lane, attempts, max_attempts, " +
-	"timeout_s, created_at, started_at, finished_at, result, assets, labels, idempotency_key, priority, " +
+	"timeout_s, created_at, started_at, finished_at, result, assets, labels, idempotency_key, priority, tenant, " +
 	"run_at, retry_backoff, attempts_log"
 
 // Column limits, checked before a write so a caller gets a clear error
@@ -50,7 +50,7 @@ func scanJob(sc rowScanner) (persistence.Job, error) {
 	)
 	err := sc.Scan(&j.ID, &j.Mode, &params, &status, &j.Reason, &j.Error, &workerID, &j.Lane,
 		&j.Attempts, &j.MaxAttempts, &j.TimeoutS, &j.CreatedAt, &started, &finished,
-		&result, &assets, &labels, &key, &j.Priority, &retry.runAt, &retry.backoff, &retry.log)
+		&result, &assets, &labels, &key, &j.Priority, &j.Tenant, &retry.runAt, &retry.backoff, &retry.log)
 	if err != nil {
 		return persistence.Job{}, err
 	}

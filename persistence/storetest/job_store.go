@@ -37,6 +37,7 @@ func RunJobStore(t *testing.T, newStore func(t *testing.T) persistence.JobStore)
 	tests = append(tests, jobListTests...)
 	tests = append(tests, jobTransitionTests...)
 	tests = append(tests, jobRetryTests...)
+	tests = append(tests, jobTenantTests...)
 	runSuite(t, newStore, tests)
 }
 

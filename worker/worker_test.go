@@ -191,9 +191,12 @@ func TestWorkerAbandonsHandlerIgnoringDeadline(t *testing.T) {
 
 	// The lane stays taken while the handler runs on: the worker says so
 	// and refuses work for it.
-	hb := h.waitFor(messages.TypeHeartbeat, "")
-	require.NotNil(t, hb.Stats)
-	assert.Equal(t, 1, hb.Stats.InFlight)
+	// (A heartbeat sent before the hub's ack of s1 reached the worker
+	// still counts s1's report as running too, so wait for the ack's.)
+	require.Eventually(t, func() bool {
+		hb := h.waitFor(messages.TypeHeartbeat, "")
+		return hb.Stats != nil && hb.Stats.InFlight == 1
+	}, waitTimeout, 10*time.Millisecond, "the abandoned handler's lane counts as in flight")
 	assign(h, "s2", "ok", "", 0)
 	rej := h.waitFinal("s2")
 	assert.Equal(t, agent.ReasonRejected, rej.Reason)

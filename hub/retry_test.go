@@ -2,7 +2,9 @@ package hub
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,4 +203,35 @@ func TestDelayedJobSurvivesAHubRestart(t *testing.T) {
 	f := waitFinal(t, h2.URL(), j.ID, 15*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, f.Status)
 	require.False(t, f.StartedAt.Before(j.RunAt))
+}
+
+// TestRetriedJobKeepsEveryAttemptsLog: the lines of each attempt of a
+// retried job are stored one after the other, and the log ends (a
+// follower's done) only when the last attempt has failed for good.
+func TestRetriedJobKeepsEveryAttemptsLog(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	startAgent(t, h.URL(), "wl", 1)
+	j := submit(t, h.URL(), `{"mode":"noop","params":{"lines":3,"fail":true},"max_attempts":3,"retry_backoff":{"base_s":0.05,"max_s":0.2}}`)
+	f := waitFinal(t, h.URL(), j.ID, 20*time.Second)
+	require.Equal(t, persistence.StatusFailed, f.Status)
+	require.Equal(t, 3, f.Attempts)
+	var body string
+	require.Eventually(t, func() bool {
+		st, b := do(t, "GET", h.URL()+"/jobs/"+j.ID+"/logs", "")
+		body = string(b)
+		return st == http.StatusOK && strings.Count(body, "\n") >= 9
+	}, 10*time.Second, 20*time.Millisecond, "three attempts of three lines each; got %q", body)
+	require.Equal(t, 9, strings.Count(body, "\n"), "no line twice: %q", body)
+
+	// The follow ends: the log was closed after the last attempt.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", h.URL()+"/jobs/"+j.ID+"/logs?follow=1", nil)
+	require.NoError(t, err)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	all, err := io.ReadAll(res.Body)
+	require.NoError(t, err, "the follow ended by itself")
+	require.Contains(t, string(all), "event: done")
 }

@@ -480,6 +480,13 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 	if err := g.finish(ctx, int(m.Attempt), f); err != nil {
 		return fail(messages.CodeStore, "%v", err)
 	}
+	if !m.Succeeded {
+		// The link kept the log open in case of a retry (logpipe.End's
+		// KeepOpen); there is none, so end it. A log already ended is left.
+		if lr := g.deps.LogRoute; lr != nil {
+			lr().CloseLog(ctx, g.id)
+		}
+	}
 	return ok(g.jobJSON())
 }
 

@@ -437,7 +437,11 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		}
 		// The result is reported only once the log, done sentinel included,
 		// is stored: a follower never sees "done" before the last line.
-		c.logs.Route(ctx, f.JobID, &logpipe.End{Worker: c.workerID, Attempt: f.Attempt, Notify: ctx.Self(), Payload: in})
+		// A failure the job grain may retry keeps the log open for the
+		// next attempt's lines; the grain closes it if the job ends.
+		keepOpen := f.Type == messages.TypeJobFailed && !f.Permanent &&
+			(f.Reason == persistence.ReasonJobError || f.Reason == persistence.ReasonLaneError)
+		c.logs.Route(ctx, f.JobID, &logpipe.End{Worker: c.workerID, Attempt: f.Attempt, Notify: ctx.Self(), Payload: in, KeepOpen: keepOpen})
 	case messages.TypeJobStatus:
 		audit := &messages.JobAudit{WorkerId: c.workerID, Attempt: int32(f.Attempt), State: f.State}
 		if f.UptimeMS > 0 {

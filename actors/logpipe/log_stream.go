@@ -69,6 +69,11 @@ type End struct {
 	Attempt int
 	Notify  *actor.PID
 	Payload interface{}
+	// KeepOpen: the attempt failed in a way the job grain may retry (a
+	// job_error or lane_error that is not permanent). Its lines are stored
+	// but the log stays open for the next attempt's; the grain closes it
+	// (Router.CloseLog) when the job ends instead.
+	KeepOpen bool
 }
 
 // closeLog ends the log on the hub's own decision (cancel, deadline, lost).
@@ -132,7 +137,9 @@ func (s *logStream) Receive(ctx actor.Context) {
 			ctx.Send(s.flusher, &flushReq{notify: msg.Notify, payload: msg.Payload})
 			return
 		}
-		s.done = true
+		if !msg.KeepOpen {
+			s.done = true
+		}
 		s.flush(ctx, msg.Notify, msg.Payload)
 	case *closeLog:
 		if !s.done {

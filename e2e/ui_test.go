@@ -240,6 +240,7 @@ func TestUIHubKilled(t *testing.T) {
 	f.hubs[1].kill()
 	_, err := io.WriteString(run.stdin, "go\n")
 	require.NoError(t, err)
+	require.NoError(t, run.stdin.Close())
 	run.wait(t)
 }
 

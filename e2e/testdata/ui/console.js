@@ -51,7 +51,7 @@ async function openPage(browser, hash) {
 function line() {
   return new Promise((resolve) => {
     const rl = readline.createInterface({ input: process.stdin });
-    rl.once('line', (l) => { rl.close(); resolve(l); });
+    rl.once('line', (l) => { rl.close(); process.stdin.destroy(); resolve(l); });
   });
 }
 
@@ -201,4 +201,4 @@ const scenarios = {
   } finally {
     await browser.close();
   }
-})().catch((e) => { console.error(e && e.stack || String(e)); process.exit(1); });
+})().then(() => process.exit(0)).catch((e) => { console.error(e && e.stack || String(e)); process.exit(1); });

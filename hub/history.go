@@ -61,11 +61,14 @@ type heartbeat struct {
 // history keeps the rings. One goroutine, owned by the hub (start/stop),
 // samples; the API reads under the mutex.
 type history struct {
-	h    *Hub
-	mu   sync.Mutex
-	ring []fleetSample // oldest first, at most historySamples
-	hbs  map[string][]heartbeat
-	last time.Time // T of the newest sample
+	h *Hub
+	// sampling serializes samples, so that two never count one finished
+	// job twice (each reads the previous one's T).
+	sampling sync.Mutex
+	mu       sync.Mutex
+	ring     []fleetSample // oldest first, at most historySamples
+	hbs      map[string][]heartbeat
+	last     time.Time // T of the newest sample
 
 	stopCh chan struct{}
 	done   chan struct{}
@@ -100,6 +103,8 @@ func (hi *history) stop() {
 }
 
 func (hi *history) sample() {
+	hi.sampling.Lock()
+	defer hi.sampling.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), historyInterval/2)
 	defer cancel()
 	now := time.Now()
@@ -151,17 +156,24 @@ func (hi *history) sample() {
 		}
 	}
 	ws, werr := hi.h.Workers(ctx)
+	if werr != nil {
+		ws = nil // the rings keep what they had
+	}
+	hi.record(s, ws, werr == nil)
+}
+
+// record appends s to the ring (dropping the oldest past historySamples)
+// and each worker's new heartbeat to its ring; with complete, a worker
+// no longer listed loses its ring.
+func (hi *history) record(s fleetSample, ws []persistence.WorkerInfo, complete bool) {
 	hi.mu.Lock()
 	defer hi.mu.Unlock()
-	hi.last = now
+	hi.last = s.T
 	if len(hi.ring) == historySamples {
 		copy(hi.ring, hi.ring[1:])
 		hi.ring = hi.ring[:historySamples-1]
 	}
 	hi.ring = append(hi.ring, s)
-	if werr != nil {
-		return
-	}
 	seen := make(map[string]bool, len(ws))
 	for _, w := range ws {
 		seen[w.ID] = true
@@ -174,6 +186,9 @@ func (hi *history) sample() {
 			ring = ring[:heartbeatSamples-1]
 		}
 		hi.hbs[w.ID] = append(ring, heartbeat{T: w.LastSeen, CPUPct: w.CPUPct, MemPct: w.MemPct, DiskPct: w.DiskPct, InFlight: w.InFlight})
+	}
+	if !complete {
+		return
 	}
 	for id := range hi.hbs {
 		if !seen[id] {

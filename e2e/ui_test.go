@@ -218,6 +218,47 @@ func TestUIConsole(t *testing.T) {
 	})
 }
 
+// buttonPage is one button filling the page that says when it was
+// clicked (the session scenario clicks it through the live view).
+const buttonPage = `<!doctype html><title>button</title><body style="margin:0">
+<button id="b" style="width:100vw;height:100vh;font:40px sans-serif" onclick="this.textContent='clicked'">click me</button>`
+
+// TestUISessions: a chromium session shows in Sessions; its page's live
+// view takes control and a click on the frame reaches the lane's page
+// (with the live relay; until it is merged only that part is skipped);
+// "Close session" closes it.
+func TestUISessions(t *testing.T) {
+	uiScript(t)
+	needChromium(t)
+	_, hubURL := startHub(t, t.TempDir(), freePort(t))
+	startChromiumWorker(t, "chr1", hubURL)
+	c, err := client.New([]string{hubURL})
+	require.NoError(t, err)
+	waitWorkers(t, c, 1)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, buttonPage)
+	}))
+	defer site.Close()
+	s := openSession(t, hubURL)
+	st, b := httpDo(t, "POST", hubURL+"/sessions/"+s.ID+"/commands", mustJSON(map[string]any{"op": "navigate", "url": site.URL}))
+	require.Equal(t, http.StatusOK, st, string(b))
+	live := "1"
+	res, err := http.Get(hubURL + "/sessions/" + s.ID + "/live")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode == http.StatusNotFound && strings.Contains(string(body), "no_route") {
+		t.Log("GET /sessions/{id}/live answers 404 no_route: the live-view relay (branch live) is not merged yet; the take-control part is skipped until the merge")
+		live = "0"
+	}
+	runUI(t, nil, "session", hubURL, s.ID, live)
+	require.Eventually(t, func() bool {
+		st, b := httpDo(t, "GET", hubURL+"/sessions/"+s.ID, "")
+		return st == http.StatusNotFound || st == http.StatusGone || strings.Contains(string(b), `"closed"`)
+	}, 15*time.Second, 200*time.Millisecond, "the session is closed")
+}
+
 // TestUIHubKilled: a two-hub fleet; the Hubs page of hub 0 shows hub 1
 // alive, then dead (highlighted) once hub 1 is killed.
 func TestUIHubKilled(t *testing.T) {

@@ -116,6 +116,39 @@ const scenarios = {
     return { frames: srcs.size };
   },
 
+  // A session in the list, its page, and (when the hub has the live
+  // relay: live === '1') its live view taking control: a click on the
+  // frame reaches the page's button. Then "Close session" closes it.
+  async session(browser, sessionId, live) {
+    const page = await openPage(browser, '#/sessions');
+    page.on('dialog', (d) => d.accept());
+    await page.waitForSelector(`tr[data-session="${sessionId}"]`, { timeout: 15000 });
+    await shot(page, 'sessions');
+    await page.click(`tr[data-session="${sessionId}"] a`);
+    await page.waitForSelector('main[data-ready="sessions"] h1');
+    let clicked = false;
+    if (live === '1') {
+      await page.waitForFunction(() => Number(document.querySelector('[data-testid="live-frame"]')?.dataset.frames || 0) >= 1, null, { timeout: 30000 });
+      await page.click('text=Take control');
+      await page.waitForFunction(() => document.querySelector('[data-testid="live-frame"]').classList.contains('control'));
+      await page.waitForTimeout(500); // the control socket replaces the view-only one
+      // The button fills the lane's page: a click anywhere on the frame hits it.
+      const img = await page.$('[data-testid="live-frame"]');
+      const deadline = Date.now() + 20000;
+      while (Date.now() < deadline && !clicked) {
+        await img.click({ position: { x: 40, y: 40 } });
+        await page.waitForTimeout(700);
+        const r = await apiCall('POST', `/sessions/${sessionId}/commands`, { op: 'text', selector: '#b' });
+        clicked = JSON.stringify(r.result).includes('clicked');
+      }
+      await shot(page, 'session-live');
+      if (!clicked) fail('a click in control mode did not reach the lane');
+    }
+    await page.click('text=Close session');
+    await page.waitForFunction(() => location.hash === '#/sessions', null, { timeout: 15000 });
+    return { clicked };
+  },
+
   // Drain pressed on the Workers page.
   async drain(browser, workerId) {
     const page = await openPage(browser, '#/workers');

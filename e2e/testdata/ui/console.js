@@ -96,8 +96,18 @@ const scenarios = {
     await page.waitForFunction(() => document.querySelector('h1 .badge')?.textContent === 'succeeded', null, { timeout: 20000 });
     await page.waitForSelector('[data-testid="result"]');
     await shot(page, 'job-log');
+    // Run again: a new job of the same request (POST /jobs/{id}/retry
+    // where the hub has it), whose page opens.
+    await page.click('[data-testid="run-again"]');
+    // A new job (its page opens), or, with a hub whose retry runs the
+    // same job again, this one back in the queue.
+    await page.waitForFunction((id) => !location.hash.endsWith(id) || document.querySelector('h1 .badge')?.textContent !== 'succeeded', j.id, { timeout: 15000 });
+    const again = decodeURIComponent(await page.evaluate(() => location.hash.split('/').pop()));
+    const aj = await apiCall('GET', '/jobs/' + again);
+    if (aj.mode !== 'noop' || aj.params.lines !== 12) fail('run again submitted ' + JSON.stringify(aj));
+    if (again === j.id && aj.status === 'succeeded' && aj.attempts < 2) fail('run again did not run the job again');
     if (page.errors.length) fail('page errors: ' + page.errors.join('; '));
-    return { counts: seen, job: j.id };
+    return { counts: seen, job: j.id, again };
   },
 
   // The live view of a running chromium job shows frames that change.

@@ -132,12 +132,17 @@ export async function render(main, id) {
 
   async function runAgain() {
     try {
-      // POST /jobs/{id}/retry where the hub has it; else the same job
-      // submitted again (params as the hub shows them).
+      // A failed job: POST /jobs/{id}/retry where the hub has it (the
+      // same job, queued again). Otherwise, or when the hub has no retry
+      // route, the same request submitted as a new job (params as the
+      // hub shows them).
       let n;
-      try { n = await api(`/jobs/${encodeURIComponent(id)}/retry`, { method: 'POST', body: {} }); }
-      catch (e) {
-        if (!(e instanceof ApiError) || e.status !== 404 || e.code !== 'no_route') throw e;
+      try {
+        if (j.status !== 'failed') throw new ApiError(409, 'not_failed', 'not failed');
+        n = await api(`/jobs/${encodeURIComponent(id)}/retry`, { method: 'POST', body: {} });
+      } catch (e) {
+        const noRetry = e instanceof ApiError && ((e.status === 404 && e.code === 'no_route') || e.status === 409);
+        if (!noRetry) throw e;
         n = await api('/jobs', { method: 'POST', body: { mode: j.mode, params: j.params, labels: j.labels, timeout_s: j.timeout_s, max_attempts: j.max_attempts, priority: j.priority } });
       }
       location.hash = '#/jobs/' + encodeURIComponent(n.id);

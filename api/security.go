@@ -1,8 +1,6 @@
 package api
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -149,43 +147,6 @@ func setAssetHeaders(h http.Header, contentType, name string) {
 		disp = "attachment"
 	}
 	h.Set("Content-Disposition", mime.FormatMediaType(disp, map[string]string{"filename": file}))
-}
-
-// uiCSP is the admin page's Content-Security-Policy: only its own inline
-// script and style (by hash, computed from the embedded page so an edit
-// cannot go stale) and requests to the hub itself; no frames of it
-// anywhere (clickjacking), no base or form retargeting.
-var uiCSP = buildUICSP(string(uiPage))
-
-func buildUICSP(page string) string {
-	return "default-src 'self'; script-src " + inlineHashes(page, "script") +
-		"; style-src " + inlineHashes(page, "style") +
-		"; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-}
-
-// inlineHashes lists the CSP sha256 source of each inline <tag>…</tag> block
-// of page, or 'none' when it has none.
-func inlineHashes(page, tag string) string {
-	var out []string
-	open, end := "<"+tag+">", "</"+tag+">"
-	for {
-		i := strings.Index(page, open)
-		if i < 0 {
-			break
-		}
-		page = page[i+len(open):]
-		j := strings.Index(page, end)
-		if j < 0 {
-			break
-		}
-		sum := sha256.Sum256([]byte(page[:j]))
-		out = append(out, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
-		page = page[j+len(end):]
-	}
-	if len(out) == 0 {
-		return "'none'"
-	}
-	return strings.Join(out, " ")
 }
 
 // decodeBody decodes exactly one JSON value from dec into v: data after it

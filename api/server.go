@@ -102,6 +102,9 @@ type Options struct {
 	// job grains open it with the same key). nil: the key seal.ForCluster
 	// derives from the tokens above.
 	ParamsKey *seal.Key
+	// History serves GET /stats/history (the console's charts); nil
+	// answers 404.
+	History HistorySource
 }
 
 // Server routes the HTTP API to a Backend.
@@ -149,12 +152,14 @@ func New(b Backend, o Options) *Server {
 	api("GET /jobs/{id}", s.get)
 	api("POST /jobs/{id}/cancel", s.cancel)
 	api("POST /jobs/{id}/retry", s.retry)
-	api("GET /jobs/{id}/logs", s.logs)
+	// ?token= too: the console follows a log with an EventSource.
+	s.mux.Handle("GET /jobs/{id}/logs", s.queryTokenAuth(s.logs))
 	// {name...}: an asset name may sit in the downloads folder.
 	api("GET /jobs/{id}/assets/{name...}", s.asset)
 	api("GET /workers", s.workers)
 	api("PATCH /workers/{id}", s.patchWorker)
 	api("GET /hubs", s.hubs)
+	api("GET /stats/history", s.statsHistory)
 	api("POST /sessions", s.openSession)
 	api("GET /sessions", s.listSessions)
 	api("GET /sessions/{id}", s.getSession)

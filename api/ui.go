@@ -1,21 +1,21 @@
 package api
 
 import (
-	_ "embed"
 	"net/http"
+
+	"github.com/paprika-hub/paprika/ui"
 )
 
-//go:embed ui.html
-var uiPage []byte
+// uiHandler serves the operator console (package ui): static files only,
+// with its own CSP and no framing; the console reads the JSON API with
+// the token the operator gives it.
+var uiHandler = ui.Handler("/ui/")
 
-// ui serves the admin page: one static file that reads the JSON API. Its
-// CSP (uiCSP) lets only the page's own script run, and it may not be framed:
-// the page holds the API token the operator types in.
-func (s *Server) ui(w http.ResponseWriter, _ *http.Request) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", uiCSP)
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(uiPage)
+func (s *Server) ui(w http.ResponseWriter, r *http.Request) { uiHandler.ServeHTTP(w, r) }
+
+// queryTokenAuth is auth that also takes ?token= (GET routes only): an
+// EventSource, an <img> or a WebSocket from the console cannot send an
+// Authorization header.
+func (s *Server) queryTokenAuth(next http.HandlerFunc) http.Handler {
+	return s.limitRate(s.cdpAuth(next))
 }

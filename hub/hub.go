@@ -60,6 +60,7 @@ type Hub struct {
 	serveDone       chan struct{}
 
 	protocols protocolCache // /json/protocol per browser version (cdp.go)
+	history   *history      // the console's charts (history.go); nil before Start
 
 	lostCh   chan struct{}
 	lostOnce sync.Once
@@ -300,6 +301,8 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	d.Metrics.MarkStarted(h.started)
 	d.Metrics.Fleet.SetSource(h.fleet, fleetScrapeTimeout)
 	h.recover(ctx)
+	h.history = newHistory(h)
+	h.history.start()
 
 	h.server = &http.Server{
 		Handler: api.New(h, api.Options{
@@ -309,6 +312,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			FaultInjection: h.cfg.Debug.FaultInjection,
 			ParamsKey:      h.deps.ParamsKey,
 			Tenants:        apiTenants(h.cfg, h.deps.Tenants),
+			History:        h.history,
 			Limits: api.Limits{
 				MaxParamsBytes: h.cfg.Limits.MaxParamsBytes, MaxLabels: h.cfg.Limits.MaxLabels,
 				MaxLabelKeyBytes: h.cfg.Limits.MaxLabelKeyBytes, MaxLabelValueBytes: h.cfg.Limits.MaxLabelValueBytes,
@@ -410,6 +414,9 @@ func (h *Hub) Stop(ctx context.Context) error {
 			spread = moveSpread
 		}
 		h.links.Stop(spread)
+		if h.history != nil {
+			h.history.stop()
+		}
 		if err := h.logs.Drain(15 * time.Second); err != nil {
 			h.log.Warn("log drain incomplete", slog.Any("err", err))
 		}

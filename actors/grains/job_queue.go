@@ -3,9 +3,9 @@ package grains
 import (
 	"container/list"
 	"iter"
+	"slices"
 	"time"
 
-	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -21,16 +21,25 @@ type queuedJob struct {
 // numPriorities is the number of priority levels, one FIFO each.
 const numPriorities = persistence.MaxPriority - persistence.MinPriority + 1
 
-// queueClass holds the waiting jobs that one kind of worker can run (those
-// whose mode needs the same driver, messages.ModeDriver), one FIFO per
-// priority. Placement skips a whole class once no worker takes its best
-// job, so a backlog no worker can run costs nothing per placement.
+// queueClass holds the waiting jobs of one mode, one FIFO per priority.
+// A mode, not a driver, is the unit: a worker that declares its modes runs
+// some modes of a driver and not others, so "no worker takes this class's
+// best job" holds for every job of the class only when they share a mode.
+// Placement skips a whole class once no worker takes its best job, so a
+// backlog no worker can run costs nothing per placement.
 type queueClass struct {
-	driver string
-	fifo   [numPriorities]list.List // of queuedJob, oldest first
+	mode string
+	n    int    // waiting jobs
+	skip uint64 // the pass (jobQueue.pass) that found no worker for its best job
+	fifo [numPriorities]list.List // of queuedJob, oldest first
 }
 
-// jobQueue is the scheduler's queue of waiting jobs: per class, ten FIFOs
+// maxIdleClasses is how many classes with no job are kept for reuse; past
+// it, empty classes are dropped when a new one is made (modes are the
+// clients' words: a stream of one-off modes must not grow the queue).
+const maxIdleClasses = 16
+
+// jobQueue is the scheduler's queue of waiting jobs: per mode, ten FIFOs
 // (one per priority), indexed by job id. Membership, removal and a
 // re-enqueue are O(1), so a job that asks again (re-drive, recovery) costs
 // nothing however long the queue is; choosing the next job compares the
@@ -43,19 +52,28 @@ type queueClass struct {
 // that is today's FIFO. A FIFO's head is its oldest job, hence its highest
 // effective priority, so comparing heads finds the job to place.
 type jobQueue struct {
-	classes []*queueClass // few (one per driver a mode needs); at most 64
+	classes []*queueClass
+	byClass map[string]*queueClass // mode → its class
 	byID    map[string]*list.Element
-	byMode  map[string]int // waiting jobs per mode, kept so a scrape costs no scan
-	aging   time.Duration  // 0 = no aging
+	aging   time.Duration // 0 = no aging
+	pass    uint64        // placement pass, for queueClass.skip
 }
 
 func newJobQueue(aging time.Duration) jobQueue {
-	return jobQueue{byID: map[string]*list.Element{}, byMode: map[string]int{}, aging: aging}
+	return jobQueue{byID: map[string]*list.Element{}, byClass: map[string]*queueClass{}, aging: aging, pass: 1}
 }
 
-// ByMode yields the number of waiting jobs per mode; the map is the
-// queue's own, read it only on the scheduler's turn.
-func (q jobQueue) ByMode() map[string]int { return q.byMode }
+// ByMode returns the number of waiting jobs per mode (for a scrape: it
+// allocates).
+func (q jobQueue) ByMode() map[string]int {
+	out := make(map[string]int, len(q.classes))
+	for _, c := range q.classes {
+		if c.n > 0 {
+			out[c.mode] = c.n
+		}
+	}
+	return out
+}
 
 // Len is the number of waiting jobs.
 func (q *jobQueue) Len() int { return len(q.byID) }
@@ -65,17 +83,30 @@ func clampPriority(p int) int {
 	return min(max(p, persistence.MinPriority), persistence.MaxPriority)
 }
 
-// fifo is the list j belongs in, its class created on first use.
-func (q *jobQueue) fifo(j queuedJob) *list.List {
-	d := messages.ModeDriver(j.mode)
-	for _, c := range q.classes {
-		if c.driver == d {
-			return &c.fifo[clampPriority(j.priority)-persistence.MinPriority]
-		}
+// class is the class of mode, created on first use.
+func (q *jobQueue) class(mode string) *queueClass {
+	if c, ok := q.byClass[mode]; ok {
+		return c
 	}
-	c := &queueClass{driver: d}
+	if len(q.classes) >= maxIdleClasses {
+		q.classes = slices.DeleteFunc(q.classes, func(c *queueClass) bool {
+			if c.n == 0 {
+				delete(q.byClass, c.mode)
+				return true
+			}
+			return false
+		})
+	}
+	c := &queueClass{mode: mode}
 	q.classes = append(q.classes, c)
-	return &c.fifo[clampPriority(j.priority)-persistence.MinPriority]
+	q.byClass[mode] = c
+	return c
+}
+
+// fifo is the list j belongs in.
+func (q *jobQueue) fifo(j queuedJob) (*queueClass, *list.List) {
+	c := q.class(j.mode)
+	return c, &c.fifo[clampPriority(j.priority)-persistence.MinPriority]
 }
 
 // PushBack queues a job at the end of its priority, unless it is queued
@@ -83,8 +114,9 @@ func (q *jobQueue) fifo(j queuedJob) *list.List {
 func (q *jobQueue) PushBack(j queuedJob) {
 	if _, ok := q.byID[j.id]; !ok {
 		j.priority = clampPriority(j.priority)
-		q.byID[j.id] = q.fifo(j).PushBack(j)
-		q.byMode[j.mode]++
+		c, l := q.fifo(j)
+		q.byID[j.id] = l.PushBack(j)
+		c.n++
 	}
 }
 
@@ -93,20 +125,19 @@ func (q *jobQueue) PushBack(j queuedJob) {
 func (q *jobQueue) PushFront(j queuedJob) {
 	if _, ok := q.byID[j.id]; !ok {
 		j.priority = clampPriority(j.priority)
-		q.byID[j.id] = q.fifo(j).PushFront(j)
-		q.byMode[j.mode]++
+		c, l := q.fifo(j)
+		q.byID[j.id] = l.PushFront(j)
+		c.n++
 	}
 }
 
 // Remove takes a job out of the queue; a no-op when it is not there.
 func (q *jobQueue) Remove(id string) {
 	if e, ok := q.byID[id]; ok {
-		q.fifo(e.Value.(queuedJob)).Remove(e)
+		c, l := q.fifo(e.Value.(queuedJob))
+		l.Remove(e)
+		c.n--
 		delete(q.byID, id)
-		mode := e.Value.(queuedJob).mode
-		if q.byMode[mode]--; q.byMode[mode] <= 0 {
-			delete(q.byMode, mode)
-		}
 	}
 }
 
@@ -136,12 +167,12 @@ func (q *jobQueue) before(a, b queuedJob, now time.Time) bool {
 }
 
 // Next returns the job to place first now, and its class, among the
-// classes not in skip (bit i = class i): a comparison of FIFO heads.
-func (q *jobQueue) Next(now time.Time, skip uint64) (queuedJob, int, bool) {
+// classes not skipped in this pass: a comparison of FIFO heads.
+func (q *jobQueue) Next(now time.Time) (queuedJob, *queueClass, bool) {
 	var best queuedJob
-	class, found := -1, false
-	for i, c := range q.classes {
-		if skip&(1<<i) != 0 {
+	var class *queueClass
+	for _, c := range q.classes {
+		if c.n == 0 || c.skip == q.pass {
 			continue
 		}
 		for p := range c.fifo {
@@ -150,28 +181,37 @@ func (q *jobQueue) Next(now time.Time, skip uint64) (queuedJob, int, bool) {
 				continue
 			}
 			j := e.Value.(queuedJob)
-			if !found || q.before(j, best, now) {
-				best, class, found = j, i, true
+			if class == nil || q.before(j, best, now) {
+				best, class = j, c
 			}
 		}
 	}
-	return best, class, found
+	return best, class, class != nil
 }
+
+// BeginPass starts a placement pass: the classes skipped in the last one
+// are tried again (a lane may have freed for them since).
+func (q *jobQueue) BeginPass() { q.pass++ }
 
 // nextPlacement returns the job to place now and the worker pick chose
 // for it, without removing the job. A class whose best job pick finds no
-// worker for is marked in *full and skipped: every job of a class needs the
-// same driver, so none of them could go either. False when no job can go.
-func (q *jobQueue) nextPlacement(now time.Time, full *uint64, pick func(mode string) *Candidate) (queuedJob, *Candidate, bool) {
+// worker for is skipped for the rest of the pass: every job of a class has
+// the same mode, so none of them could go either. served, when not nil,
+// says whether any worker could run a mode at all; a class it denies is
+// skipped without a pick (a backlog of a mode no worker declares costs no
+// pick_worker scan). False when no job can go.
+func (q *jobQueue) nextPlacement(now time.Time, served func(mode string) bool, pick func(mode string) *Candidate) (queuedJob, *Candidate, bool) {
 	for {
-		j, class, ok := q.Next(now, *full)
+		j, class, ok := q.Next(now)
 		if !ok {
 			return j, nil, false
 		}
-		if c := pick(j.mode); c != nil {
-			return j, c, true
+		if served == nil || served(j.mode) {
+			if c := pick(j.mode); c != nil {
+				return j, c, true
+			}
 		}
-		*full |= 1 << class
+		class.skip = q.pass
 	}
 }
 

@@ -2,10 +2,7 @@ package grains
 
 import (
 	"math/rand/v2"
-	"slices"
 	"time"
-
-	"github.com/paprika-hub/paprika/messages"
 )
 
 // Candidate is the scheduler's view of one worker, as pick_worker reads it.
@@ -20,6 +17,10 @@ type Candidate struct {
 	HasBrowser    bool // a single-browser URL reported
 	DiskPct       float64
 	Drivers       []string
+	// Declares: the worker declared its modes in hello and runs exactly
+	// Modes; else it runs the built-in modes its drivers allow.
+	Declares bool
+	Modes    map[string]struct{}
 
 	// scheduler bookkeeping: InFlight = reported + placing
 	reported int       // in_flight as the worker grain last reported it
@@ -53,14 +54,7 @@ func (r PickRule) Eligible(c *Candidate, mode string, now time.Time) bool {
 	if c.DiskPct >= r.DiskExcludePct {
 		return false
 	}
-	return supportsMode(c.Drivers, mode)
-}
-
-// supportsMode: noop runs on any lane; browser modes need a chromium lane
-// (messages.ModeDriver).
-func supportsMode(drivers []string, mode string) bool {
-	d := messages.ModeDriver(mode)
-	return d == "" || slices.Contains(drivers, d)
+	return runsMode(c.Declares, c.Modes, c.Drivers, mode)
 }
 
 // better orders candidates by (in_flight, -max_concurrent): the least loaded

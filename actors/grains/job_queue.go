@@ -29,8 +29,8 @@ const numPriorities = persistence.MaxPriority - persistence.MinPriority + 1
 // backlog no worker can run costs nothing per placement.
 type queueClass struct {
 	mode string
-	n    int    // waiting jobs
-	skip uint64 // the pass (jobQueue.pass) that found no worker for its best job
+	n    int                      // waiting jobs
+	skip uint64                   // the pass (jobQueue.pass) that found no worker for its best job
 	fifo [numPriorities]list.List // of queuedJob, oldest first
 }
 

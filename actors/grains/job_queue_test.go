@@ -85,13 +85,13 @@ func TestJobQueueAgingLiftsOlderJobs(t *testing.T) {
 	q.PushBack(queuedJob{id: "new5", created: t0.Add(aging), priority: 5})
 	// Just before one aging step the 5 goes first; once old4 has waited a
 	// step it is a 5 too, and older.
-	j, _, _ := q.Next(t0.Add(aging-time.Millisecond))
+	j, _, _ := q.Next(t0.Add(aging - time.Millisecond))
 	require.Equal(t, "new5", j.id)
 	j, _, _ = q.Next(t0.Add(aging))
 	require.Equal(t, "old4", j.id)
 	// Without aging, priority alone decides however long a job waited.
 	q.aging = 0
-	j, _, _ = q.Next(t0.Add(24*time.Hour))
+	j, _, _ = q.Next(t0.Add(24 * time.Hour))
 	require.Equal(t, "new5", j.id)
 }
 

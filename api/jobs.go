@@ -141,7 +141,7 @@ func (s *Server) decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitReq
 	if len(req.Params) == 0 || string(req.Params) == "null" {
 		req.Params = json.RawMessage("{}")
 	}
-	if err := ValidateParams(req.Mode, req.Params); err != nil {
+	if err := s.validateModeParams(r.Context(), req.Mode, req.Params); err != nil {
 		return req, err
 	}
 	return req, nil

@@ -64,6 +64,8 @@ type Backend interface {
 	// QueueDepth counts the fleet's queued jobs (limits.max_queued). It may
 	// cross hubs: the API calls it at most once a second (queueGate).
 	QueueDepth(ctx context.Context) (int, error)
+	// ModesBackend: the fleet's modes (GET /modes, custom params checks).
+	ModesBackend
 	// MetricsHandler serves /metrics: the metrics library negotiates the
 	// exposition format and sets the content type, so the API adds only
 	// its token check.
@@ -108,6 +110,7 @@ type Server struct {
 	limits  Limits // opts.Limits with the defaults filled in
 	queue   queueGate
 	rates   *rateLimiter // nil: limits.api_rate is off
+	schemas schemaCache  // declared params schemas, compiled once each
 }
 
 // maxBodyBytes bounds a request body (a job's params included).
@@ -147,6 +150,7 @@ func New(b Backend, o Options) *Server {
 	api("GET /workers", s.workers)
 	api("PATCH /workers/{id}", s.patchWorker)
 	api("GET /hubs", s.hubs)
+	api("GET /modes", s.modes)
 	api("POST /sessions", s.openSession)
 	api("GET /sessions", s.listSessions)
 	api("GET /sessions/{id}", s.getSession)

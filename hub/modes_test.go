@@ -79,7 +79,7 @@ func TestDeclaredModes(t *testing.T) {
 	require.Contains(t, e.Error.Message, "params.url")
 	require.Contains(t, e.Error.Message, "required")
 	for body, field := range map[string]string{
-		`{"mode":"pdf-diff","params":{"url":"ftp://x"}}`:                  "params.url",
+		`{"mode":"pdf-diff","params":{"url":"ftp://x"}}`:                   "params.url",
 		`{"mode":"pdf-diff","params":{"url":"http://x","threshold":"hi"}}`: "params.threshold",
 		`{"mode":"pdf-diff","params":{"url":"http://x","threshold":2}}`:    "params.threshold",
 		`{"mode":"pdf-diff","params":[1]}`:                                 "params",

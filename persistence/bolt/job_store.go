@@ -196,14 +196,17 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 		var last []byte // order key of the page's last job
 		for k := seek(c, prefix, after, q.OldestFirst); hasPrefix(k, prefix); k = stepKey(step) {
 			ord := k[len(prefix):]
+			j, err := loadJob(jobs, ord[tsLen:])
+			if err != nil {
+				return fmt.Errorf("index entry %x: %w", k, err)
+			}
+			if !q.MatchesFilters(&j) {
+				continue
+			}
 			if len(page) == limit {
 				// A further job exists, so there is a next page.
 				next = encodeCursor(last)
 				return nil
-			}
-			j, err := loadJob(jobs, ord[tsLen:])
-			if err != nil {
-				return fmt.Errorf("index entry %x: %w", k, err)
 			}
 			page = append(page, j)
 			last = bytes.Clone(ord)

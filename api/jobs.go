@@ -197,6 +197,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		lq.Limit = n
 	}
+	if err := s.listFilters(q, &lq); err != nil {
+		writeError(w, err)
+		return
+	}
 	page, next, err := s.jobPage(r.Context(), lq)
 	if n := s.limits.fitList(page); err == nil && n < len(page) {
 		// Over limits.max_list_bytes: the same page, shorter, so that the

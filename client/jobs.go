@@ -57,6 +57,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
 	if opts.Cursor != "" {
 		q.Set("cursor", opts.Cursor)
 	}
+	listFilterQuery(q, opts)
 	var page Page
 	err := c.doJSON(ctx, &request{method: http.MethodGet, path: "/jobs", query: q, idempotent: true}, &page)
 	return page, err

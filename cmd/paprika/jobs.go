@@ -47,7 +47,12 @@ func (c *cli) jobsList(ctx context.Context, args []string) int {
 	status := fs.String("status", "", "only jobs in this `status`: "+statusList())
 	limit := fs.Int("limit", 0, "at most `N` jobs (default: the hub's page size)")
 	cursor := fs.String("cursor", "", "continue from this `cursor` (printed after a full page)")
-	pos, code := c.parseOrExit(fs, "paprika jobs ls [--status S] [--limit N] [--cursor C] [--hub URL] [--json]", args)
+	mode := fs.String("mode", "", "only jobs of this `mode`")
+	worker := fs.String("worker", "", "only jobs of this worker (`id`)")
+	reason := fs.String("reason", "", "only jobs that ended for this `reason` (--status failed --reason job_error: the dead jobs)")
+	labels := labelFlag{}
+	fs.Var(labels, "label", "only jobs carrying label `KEY=VALUE`; repeatable (all must match)")
+	pos, code := c.parseOrExit(fs, "paprika jobs ls [--status S] [--mode M] [--worker W] [--label k=v ...] [--reason R] [--limit N] [--cursor C] [--hub URL] [--json]", args)
 	if code >= 0 {
 		return code
 	}
@@ -64,7 +69,8 @@ func (c *cli) jobsList(ctx context.Context, args []string) int {
 		return code
 	}
 	return show(ctx, c, cf, "jobs ls", func(ctx context.Context) (client.Page, error) {
-		return cl.List(ctx, client.ListOptions{Status: client.Status(*status), Limit: *limit, Cursor: *cursor})
+		return cl.List(ctx, client.ListOptions{Status: client.Status(*status), Limit: *limit, Cursor: *cursor,
+			Mode: *mode, WorkerID: *worker, Reason: *reason, Labels: labels})
 	}, func(page client.Page) {
 		renderJobs(c.stdout, page.Jobs, c.now())
 		if page.NextCursor != "" {

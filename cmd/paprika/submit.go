@@ -41,7 +41,7 @@ func (c *cli) submit(ctx context.Context, args []string) int {
 	case len(pos) > 0:
 		return c.usageError(fs.Name(), fmt.Sprintf("unexpected argument %q", pos[0]))
 	case strings.TrimSpace(*mode) == "":
-		return c.usageError(fs.Name(), "flag -mode is required (noop, fetch, macro or a declared mode: paprika modes)")
+		return c.usageError(fs.Name(), "flag -mode is required (noop, fetch or macro)")
 	case *timeoutS < 0:
 		return c.usageError(fs.Name(), fmt.Sprintf("flag -timeout-s: %d is not a positive number of seconds", *timeoutS))
 	case *maxAttempts < 0:

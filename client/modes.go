@@ -38,7 +38,9 @@ func JobLabels(labels map[string]string) SubmitOption {
 func JobTimeoutS(s int) SubmitOption { return func(r *SubmitRequest, _ *string) { r.TimeoutS = s } }
 
 // JobMaxAttempts bounds how often the job is tried.
-func JobMaxAttempts(n int) SubmitOption { return func(r *SubmitRequest, _ *string) { r.MaxAttempts = n } }
+func JobMaxAttempts(n int) SubmitOption {
+	return func(r *SubmitRequest, _ *string) { r.MaxAttempts = n }
+}
 
 // JobPriority sets the job's priority, 0..9.
 func JobPriority(p int) SubmitOption { return func(r *SubmitRequest, _ *string) { r.Priority = &p } }
@@ -51,7 +53,9 @@ func JobRequireCapacity() SubmitOption {
 
 // JobIdempotencyKey sets the submission's Idempotency-Key (else one is
 // generated, as Submit does).
-func JobIdempotencyKey(key string) SubmitOption { return func(_ *SubmitRequest, k *string) { *k = key } }
+func JobIdempotencyKey(key string) SubmitOption {
+	return func(_ *SubmitRequest, k *string) { *k = key }
+}
 
 // SubmitJSON submits a job of mode with params, any value that encodes to
 // a JSON object (a struct of the mode's own type, a map, json.RawMessage),

@@ -3,6 +3,8 @@ package grains
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // Candidate is the scheduler's view of one worker, as pick_worker reads it.
@@ -54,7 +56,13 @@ func (r PickRule) Eligible(c *Candidate, mode string, now time.Time) bool {
 	if c.DiskPct >= r.DiskExcludePct {
 		return false
 	}
-	return runsMode(c.Declares, c.Modes, c.Drivers, mode)
+	// runsMode, spelled out so that nothing is called per candidate on
+	// pick_worker's hot path (a noop job on a worker declaring nothing).
+	if c.Declares {
+		return declaresMode(c.Modes, mode)
+	}
+	d := messages.ModeDriver(mode)
+	return d == "" || hasDriverFor(c.Drivers, mode, d)
 }
 
 // better orders candidates by (in_flight, -max_concurrent): the least loaded

@@ -162,7 +162,7 @@ func (s *Server) decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitReq
 	if len(req.Params) == 0 || string(req.Params) == "null" {
 		req.Params = json.RawMessage("{}")
 	}
-	if err := ValidateParams(req.Mode, req.Params); err != nil {
+	if err := s.validateModeParams(r.Context(), req.Mode, req.Params); err != nil {
 		return req, err
 	}
 	return req, nil
@@ -221,6 +221,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		lq.Limit = n
+	}
+	if err := s.listFilters(q, &lq); err != nil {
+		writeError(w, err)
+		return
 	}
 	page, next, err := s.jobPage(r.Context(), lq)
 	if n := s.limits.fitList(page); err == nil && n < len(page) {

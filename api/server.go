@@ -68,6 +68,8 @@ type Backend interface {
 	// /pressure). It may cross hubs: the API calls it at most once a
 	// second (queueGate).
 	Load(ctx context.Context) (Load, error)
+	// ModesBackend: the fleet's modes (GET /modes, custom params checks).
+	ModesBackend
 	// MetricsHandler serves /metrics: the metrics library negotiates the
 	// exposition format and sets the content type, so the API adds only
 	// its token check.
@@ -117,6 +119,7 @@ type Server struct {
 	limits  Limits // opts.Limits with the defaults filled in
 	queue   queueGate
 	rates   *rateLimiter // nil: limits.api_rate is off
+	schemas schemaCache  // declared params schemas, compiled once each
 }
 
 // maxBodyBytes bounds a request body (a job's params included).
@@ -160,6 +163,7 @@ func New(b Backend, o Options) *Server {
 	api("PATCH /workers/{id}", s.patchWorker)
 	api("GET /hubs", s.hubs)
 	api("GET /stats/history", s.statsHistory)
+	api("GET /modes", s.modes)
 	api("POST /sessions", s.openSession)
 	api("GET /sessions", s.listSessions)
 	api("GET /sessions/{id}", s.getSession)

@@ -63,6 +63,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Page, error) {
 	if opts.Priority != nil {
 		q.Set("priority", strconv.Itoa(*opts.Priority))
 	}
+	listFilterQuery(q, opts)
 	var page Page
 	err := c.doJSON(ctx, &request{method: http.MethodGet, path: "/jobs", query: q, idempotent: true}, &page)
 	return page, err

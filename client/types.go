@@ -57,7 +57,7 @@ type Job = persistence.Job
 // SubmitRequest is the body of POST /jobs. Zero TimeoutS and MaxAttempts
 // leave the hub's defaults (jobs.default_timeout, jobs.max_attempts).
 type SubmitRequest struct {
-	// Mode is noop, fetch or macro.
+	// Mode is noop, fetch, macro or a custom mode a worker declares.
 	Mode string `json:"mode"`
 	// Params are the mode's parameters; values may be any JSON-encodable
 	// value, including json.RawMessage.
@@ -107,7 +107,18 @@ type ListOptions struct {
 	Tenant *string
 	// Priority, when not nil, keeps only jobs of that priority (0..9).
 	Priority *int
+	// Mode, WorkerID and Reason keep only jobs with that mode, worker
+	// (worker_id) and reason; Status StatusFailed with Reason
+	// persistence.ReasonJobError is the "dead" view.
+	Mode     string
+	WorkerID string
+	Reason   string
+	// Labels keeps only jobs carrying every one of these labels.
+	Labels map[string]string
 }
+
+// ModeInfo is one entry of GET /modes.
+type ModeInfo = persistence.ModeInfo
 
 // Page is one page of GET /jobs, newest first.
 type Page struct {

@@ -123,7 +123,7 @@ func TestHubRunsNoopJobsEndToEnd(t *testing.T) {
 func TestHubBadInput(t *testing.T) {
 	h := startTestHub(t, testConfig(t))
 	cases := []struct{ body, code string }{
-		{`{"mode":"dance"}`, "bad_mode"},
+		{`{"mode":"Dance!"}`, "bad_mode"},
 		{`{"mode":"noop","params":{"lines":-1}}`, "bad_params"},
 		{`{"mode":"noop","params":{"lines":"x"}}`, "bad_params"},
 		{`{"mode":"fetch","params":{"url":"ftp://x"}}`, "bad_params"},

@@ -644,8 +644,13 @@ type SchedWorkerState struct {
 	HasBrowser     bool                   `protobuf:"varint,8,opt,name=has_browser,json=hasBrowser,proto3" json:"has_browser,omitempty"`
 	DiskPct        float64                `protobuf:"fixed64,9,opt,name=disk_pct,json=diskPct,proto3" json:"disk_pct,omitempty"`
 	Drivers        []string               `protobuf:"bytes,10,rep,name=drivers,proto3" json:"drivers,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// declares_modes: the worker declared its modes in hello and runs
+	// exactly modes (those whose lane need its drivers meet); without it the
+	// worker runs the built-in modes its drivers allow.
+	DeclaresModes bool     `protobuf:"varint,11,opt,name=declares_modes,json=declaresModes,proto3" json:"declares_modes,omitempty"`
+	Modes         []string `protobuf:"bytes,12,rep,name=modes,proto3" json:"modes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SchedWorkerState) Reset() {
@@ -744,6 +749,20 @@ func (x *SchedWorkerState) GetDiskPct() float64 {
 func (x *SchedWorkerState) GetDrivers() []string {
 	if x != nil {
 		return x.Drivers
+	}
+	return nil
+}
+
+func (x *SchedWorkerState) GetDeclaresModes() bool {
+	if x != nil {
+		return x.DeclaresModes
+	}
+	return false
+}
+
+func (x *SchedWorkerState) GetModes() []string {
+	if x != nil {
+		return x.Modes
 	}
 	return nil
 }
@@ -2614,7 +2633,7 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x12set_max_concurrent\x18\x03 \x01(\bR\x10setMaxConcurrent\"\x0f\n" +
 	"\rWorkerGetInfo\"\f\n" +
 	"\n" +
-	"WorkerSync\"\xc0\x02\n" +
+	"WorkerSync\"\xfd\x02\n" +
 	"\x10SchedWorkerState\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1c\n" +
@@ -2627,7 +2646,9 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"hasBrowser\x12\x19\n" +
 	"\bdisk_pct\x18\t \x01(\x01R\adiskPct\x12\x18\n" +
 	"\adrivers\x18\n" +
-	" \x03(\tR\adrivers\"\xcc\x01\n" +
+	" \x03(\tR\adrivers\x12%\n" +
+	"\x0edeclares_modes\x18\v \x01(\bR\rdeclaresModes\x12\x14\n" +
+	"\x05modes\x18\f \x03(\tR\x05modes\"\xcc\x01\n" +
 	"\fSchedEnqueue\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x02 \x01(\x03R\rcreatedUnixMs\x12\x12\n" +

@@ -171,6 +171,14 @@ type ListQuery struct {
 	// OldestFirst orders by creation ascending (re-drive, recovery); the
 	// default is newest first (the API's listing).
 	OldestFirst bool
+	// Mode, WorkerID and Reason keep only jobs with that mode, worker_id
+	// (the worker of the current or last attempt) and reason; empty = any.
+	Mode     string
+	WorkerID string
+	Reason   string
+	// Labels keeps only jobs carrying every one of these labels with the
+	// value given; empty = any (see MatchesFilters).
+	Labels map[string]string
 	// Tenant, when HasTenant, keeps only that tenant's jobs ("" is the
 	// default tenant, so a plain string cannot say "any").
 	Tenant    string

@@ -68,6 +68,9 @@ type WorkerInfo struct {
 	// is what the hub reserved for it. Operators compare the two.
 	Reported   []string  `json:"reported,omitempty"`
 	ReportedAt time.Time `json:"reported_at,omitzero"`
+	// Modes are the job modes the worker declared in hello; a worker that
+	// declares none runs the built-in modes its drivers allow.
+	Modes []WorkerMode `json:"modes,omitempty"`
 }
 
 // LaneStatus is one lane of a worker in GET /workers.
@@ -87,6 +90,15 @@ type LaneStatus struct {
 // cannot drop them, the registry stores this JSON.
 func (w WorkerInfo) Public() WorkerInfo {
 	w.Link, w.LinkStarted, w.BrowserURL = "", 0, ""
+	if len(w.Modes) > 0 {
+		// Schemas are GET /modes' to show, once per mode rather than once
+		// per worker declaring it.
+		modes := make([]WorkerMode, len(w.Modes))
+		for i, m := range w.Modes {
+			modes[i] = WorkerMode{Name: m.Name, Lane: m.Lane}
+		}
+		w.Modes = modes
+	}
 	return w
 }
 

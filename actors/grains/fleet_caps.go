@@ -3,6 +3,7 @@ package grains
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +24,8 @@ type fleetCaps struct {
 	at      time.Time
 	anyLane bool            // some alive, active worker has a lane
 	drivers map[string]bool // drivers of those workers
+	modes   []persistence.ModeInfo
+	byName  map[string]int // mode → its index in modes
 }
 
 // capable is the part of pick_worker's filter (PickRule.Eligible) that
@@ -33,33 +36,56 @@ func capable(w persistence.WorkerInfo, aliveWindow time.Duration, now time.Time)
 		(len(w.Lanes) > 0 || w.BrowserURL != "") && w.MaxConcurrent > 0
 }
 
+// refresh reads the registry unless the last read is fresh; f.mu held.
+func (f *fleetCaps) refresh(ctx context.Context, d *Deps) error {
+	now := time.Now()
+	if !f.at.IsZero() && now.Sub(f.at) <= fleetCapsTTL {
+		return nil
+	}
+	bound := d.Timing.FleetReadTimeout
+	if bound <= 0 {
+		bound = 1500 * time.Millisecond
+	}
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	ws, err := d.Workers.List(rctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("read the worker registry: %w", err)
+	}
+	f.anyLane, f.drivers = false, map[string]bool{}
+	for _, w := range ws {
+		if capable(w, d.Timing.AliveWindow, now) {
+			f.anyLane = true
+			for _, dr := range w.Drivers {
+				f.drivers[dr] = true
+			}
+		}
+	}
+	f.modes = fleetModes(ws, d.Timing.AliveWindow, now)
+	f.byName = make(map[string]int, len(f.modes))
+	for i, m := range f.modes {
+		f.byName[m.Name] = i
+	}
+	f.at = now
+	return nil
+}
+
 // waitingFor reads the fleet (or the cached read) and names what a job of
 // mode needs that no alive worker has; "" when some worker could run it.
 func (f *fleetCaps) waitingFor(ctx context.Context, d *Deps, mode string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	now := time.Now()
-	if f.at.IsZero() || now.Sub(f.at) > fleetCapsTTL {
-		bound := d.Timing.FleetReadTimeout
-		if bound <= 0 {
-			bound = 1500 * time.Millisecond
-		}
-		rctx, cancel := context.WithTimeout(ctx, bound)
-		ws, err := d.Workers.List(rctx)
-		cancel()
-		if err != nil {
-			return "", fmt.Errorf("read the worker registry: %w", err)
-		}
-		f.anyLane, f.drivers = false, map[string]bool{}
-		for _, w := range ws {
-			if capable(w, d.Timing.AliveWindow, now) {
-				f.anyLane = true
-				for _, dr := range w.Drivers {
-					f.drivers[dr] = true
-				}
-			}
-		}
-		f.at = now
+	if err := f.refresh(ctx, d); err != nil {
+		return "", err
+	}
+	if mode == "" {
+		mode = messages.ModeNoop
+	}
+	if _, ok := f.byName[mode]; ok {
+		return "", nil
+	}
+	if !isBuiltinMode(mode) {
+		return "a worker declaring mode " + mode, nil
 	}
 	need := messages.ModeDriver(mode)
 	switch {
@@ -68,5 +94,18 @@ func (f *fleetCaps) waitingFor(ctx context.Context, d *Deps, mode string) (strin
 	case need != "" && !f.drivers[need]:
 		return "a worker with a " + need + " lane", nil
 	}
-	return "", nil
+	// Workers with the lanes are there, but each declares its modes and
+	// none this one.
+	return "a worker declaring mode " + mode, nil
+}
+
+// fleetModes returns the modes the fleet's alive workers run now (the
+// cached read), by name; the slice is the caller's.
+func (f *fleetCaps) fleetModes(ctx context.Context, d *Deps) ([]persistence.ModeInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.refresh(ctx, d); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.modes), nil
 }

@@ -42,7 +42,7 @@ func (f *Front) Submit(ctx context.Context, j persistence.Job) (persistence.Job,
 		return stored, false, fmt.Errorf("create job: %w", err)
 	}
 	if created {
-		f.d.Metrics.JobsSubmitted.WithLabelValues(stored.Mode).Inc()
+		f.d.Metrics.JobsSubmitted.WithLabelValues(metricMode(stored.Mode)).Inc()
 		if err := Wake(f.d.Cluster(), stored.ID); err != nil {
 			// Stored and queued: the re-drive picks it up.
 			f.d.Log.Warn("could not wake a new job; re-drive will", "job_id", stored.ID, "err", err)
@@ -62,6 +62,13 @@ func (f *Front) Job(ctx context.Context, id string) (persistence.Job, error) {
 // disappears as soon as such a worker is alive, with no state to keep.
 func (f *Front) WaitingFor(ctx context.Context, mode string) (string, error) {
 	return f.caps.waitingFor(ctx, f.d, mode)
+}
+
+// Modes lists the modes the fleet's alive workers run now, with their
+// schemas and how many workers and slots serve each (GET /modes), from the
+// registry (cached for fleetCapsTTL), so every hub answers the same.
+func (f *Front) Modes(ctx context.Context) ([]persistence.ModeInfo, error) {
+	return f.caps.fleetModes(ctx, f.d)
 }
 
 // Jobs lists jobs.

@@ -527,7 +527,7 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	g.arm(ctx)
 	g.deps.Metrics.JobsFinished.WithLabelValues(string(j.Status), j.Reason).Inc()
 	if prev.Status == persistence.StatusRunning && !j.StartedAt.IsZero() {
-		g.deps.Metrics.JobDuration.WithLabelValues(j.Mode).Observe(j.FinishedAt.Sub(j.StartedAt).Seconds())
+		g.deps.Metrics.JobDuration.WithLabelValues(metricMode(j.Mode)).Observe(j.FinishedAt.Sub(j.StartedAt).Seconds())
 	}
 	g.log.Debug("job final", slog.String("status", string(j.Status)), slog.String("reason", j.Reason))
 	switch prev.Status {

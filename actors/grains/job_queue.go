@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -23,21 +22,31 @@ type queuedJob struct {
 // numPriorities is the number of priority levels, one FIFO each.
 const numPriorities = persistence.MaxPriority - persistence.MinPriority + 1
 
-// queueClass holds the waiting jobs that one kind of worker can run (those
-// whose mode needs the same driver, messages.ModeDriver): per tenant, one
-// FIFO per priority (tenantLane; the tenants share the class by weight).
+// queueClass holds the waiting jobs of one mode: per tenant, one FIFO per
+// priority (tenantLane; the tenants share the class by weight). A mode,
+// not a driver, is the unit: a worker that declares its modes runs some
+// modes of a driver and not others, so "no worker takes this class's best
+// job" holds for every job of the class only when they share a mode.
 // Placement skips a whole class once no worker takes its best job, so a
 // backlog no worker can run costs nothing per placement.
 type queueClass struct {
-	driver string
+	mode string
+	n    int    // waiting jobs
+	skip uint64 // the pass (jobQueue.pass) that found no worker for its best job
 	tenantShare
 }
 
-// jobQueue is the scheduler's queue of waiting jobs: per class, ten FIFOs
-// (one per priority), indexed by job id. Membership, removal and a
-// re-enqueue are O(1), so a job that asks again (re-drive, recovery) costs
-// nothing however long the queue is; choosing the next job compares the
-// heads of the FIFOs only (classes × 10), never sorts.
+// maxIdleClasses is how many classes with no job are kept for reuse; past
+// it, empty classes are dropped when a new one is made (modes are the
+// clients' words: a stream of one-off modes must not grow the queue).
+const maxIdleClasses = 16
+
+// jobQueue is the scheduler's queue of waiting jobs: per mode, per
+// tenant, ten FIFOs (one per priority), indexed by job id. Membership,
+// removal and a re-enqueue are O(1), so a job that asks again (re-drive,
+// recovery) costs nothing however long the queue is; choosing the next job
+// compares the heads of the FIFOs of one tenant lane per class only
+// (classes × 10), never sorts.
 //
 // Order: the highest effective priority first, where a job's effective
 // priority is its priority plus one level per aging of wait, at most 9
@@ -46,22 +55,31 @@ type queueClass struct {
 // that is today's FIFO. A FIFO's head is its oldest job, hence its highest
 // effective priority, so comparing heads finds the job to place.
 // With tenants, that order holds within each tenant's lane; whose lane
-// goes is decided first, by weight (tenants.go).
+// goes in a class is decided first, by weight (tenants.go).
 type jobQueue struct {
-	classes []*queueClass // few (one per driver a mode needs); at most 64
+	classes []*queueClass
+	byClass map[string]*queueClass // mode → its class
 	byID    map[string]*list.Element
-	byMode  map[string]int // waiting jobs per mode, kept so a scrape costs no scan
-	aging   time.Duration  // 0 = no aging
-	tenants tenantPolicy   // weights and the max_running check
+	aging   time.Duration // 0 = no aging
+	pass    uint64        // placement pass, for queueClass.skip
+	tenants tenantPolicy  // weights and the max_running check
 }
 
 func newJobQueue(aging time.Duration) jobQueue {
-	return jobQueue{byID: map[string]*list.Element{}, byMode: map[string]int{}, aging: aging}
+	return jobQueue{byID: map[string]*list.Element{}, byClass: map[string]*queueClass{}, aging: aging, pass: 1}
 }
 
-// ByMode yields the number of waiting jobs per mode; the map is the
-// queue's own, read it only on the scheduler's turn.
-func (q jobQueue) ByMode() map[string]int { return q.byMode }
+// ByMode returns the number of waiting jobs per mode (for a scrape: it
+// allocates).
+func (q jobQueue) ByMode() map[string]int {
+	out := make(map[string]int, len(q.classes))
+	for _, c := range q.classes {
+		if c.n > 0 {
+			out[c.mode] = c.n
+		}
+	}
+	return out
+}
 
 // Len is the number of waiting jobs.
 func (q *jobQueue) Len() int { return len(q.byID) }
@@ -71,26 +89,36 @@ func clampPriority(p int) int {
 	return min(max(p, persistence.MinPriority), persistence.MaxPriority)
 }
 
-// class is the class j belongs in, created on first use.
-func (q *jobQueue) class(j queuedJob) *queueClass {
-	d := messages.ModeDriver(j.mode)
-	for _, c := range q.classes {
-		if c.driver == d {
-			return c
-		}
+// class is the class of mode, created on first use.
+func (q *jobQueue) class(mode string) *queueClass {
+	if c, ok := q.byClass[mode]; ok {
+		return c
 	}
-	c := &queueClass{driver: d}
+	if len(q.classes) >= maxIdleClasses {
+		q.classes = slices.DeleteFunc(q.classes, func(c *queueClass) bool {
+			if c.n == 0 {
+				delete(q.byClass, c.mode)
+				return true
+			}
+			return false
+		})
+	}
+	c := &queueClass{mode: mode}
 	q.classes = append(q.classes, c)
+	q.byClass[mode] = c
 	return c
 }
 
 // fifo is the list j belongs in (its class and tenant lane created on
-// first use); j.tenant becomes the lane's own copy of the name.
-func (q *jobQueue) fifo(j *queuedJob) *list.List {
-	l := q.class(*j).lane(j.tenant, q.tenants.weight(j.tenant))
+// first use); j.tenant becomes the lane's own copy of the name. The
+// caller pushes j.
+func (q *jobQueue) fifo(j *queuedJob) (*queueClass, *list.List) {
+	c := q.class(j.mode)
+	l := c.lane(j.tenant, q.tenants.weight(j.tenant))
 	j.tenant = l.name
-	l.n++ // the caller pushes j
-	return &l.fifo[clampPriority(j.priority)-persistence.MinPriority]
+	l.n++
+	c.n++
+	return c, &l.fifo[clampPriority(j.priority)-persistence.MinPriority]
 }
 
 // PushBack queues a job at the end of its priority, unless it is queued
@@ -98,8 +126,8 @@ func (q *jobQueue) fifo(j *queuedJob) *list.List {
 func (q *jobQueue) PushBack(j queuedJob) {
 	if _, ok := q.byID[j.id]; !ok {
 		j.priority = clampPriority(j.priority)
-		q.byID[j.id] = q.fifo(&j).PushBack(j)
-		q.byMode[j.mode]++
+		_, l := q.fifo(&j)
+		q.byID[j.id] = l.PushBack(j)
 	}
 }
 
@@ -108,8 +136,8 @@ func (q *jobQueue) PushBack(j queuedJob) {
 func (q *jobQueue) PushFront(j queuedJob) {
 	if _, ok := q.byID[j.id]; !ok {
 		j.priority = clampPriority(j.priority)
-		q.byID[j.id] = q.fifo(&j).PushFront(j)
-		q.byMode[j.mode]++
+		_, l := q.fifo(&j)
+		q.byID[j.id] = l.PushFront(j)
 	}
 }
 
@@ -117,12 +145,11 @@ func (q *jobQueue) PushFront(j queuedJob) {
 func (q *jobQueue) Remove(id string) {
 	if e, ok := q.byID[id]; ok {
 		j := e.Value.(queuedJob)
-		q.class(j).remove(j, e)
-		delete(q.byID, id)
-		mode := e.Value.(queuedJob).mode
-		if q.byMode[mode]--; q.byMode[mode] <= 0 {
-			delete(q.byMode, mode)
+		if c := q.byClass[j.mode]; c != nil { // a class with a job is never dropped
+			c.remove(j, e)
+			c.n--
 		}
+		delete(q.byID, id)
 	}
 }
 
@@ -152,14 +179,14 @@ func (q *jobQueue) before(a, b queuedJob, now time.Time) bool {
 }
 
 // Next returns the job to place first now, and its class, among the
-// classes not in skip (bit i = class i): in each class the tenant whose
-// turn it is (tenantShare.turn), its best job by a comparison of its FIFO
-// heads; across classes, the best of those.
-func (q *jobQueue) Next(now time.Time, skip uint64) (queuedJob, int, bool) {
+// classes not skipped in this pass: in each class the tenant whose turn it
+// is (tenantShare.turn), its best job by a comparison of its FIFO heads;
+// across classes, the best of those.
+func (q *jobQueue) Next(now time.Time) (queuedJob, *queueClass, bool) {
 	var best queuedJob
-	class, found := -1, false
-	for i, c := range q.classes {
-		if skip&(1<<i) != 0 {
+	var class *queueClass
+	for _, c := range q.classes {
+		if c.n == 0 || c.skip == q.pass {
 			continue
 		}
 		l := c.turn(q.tenants.capped)
@@ -172,12 +199,12 @@ func (q *jobQueue) Next(now time.Time, skip uint64) (queuedJob, int, bool) {
 				continue
 			}
 			j := e.Value.(queuedJob)
-			if !found || q.before(j, best, now) {
-				best, class, found = j, i, true
+			if class == nil || q.before(j, best, now) {
+				best, class = j, c
 			}
 		}
 	}
-	return best, class, found
+	return best, class, class != nil
 }
 
 // Take removes a job that is being placed and charges its tenant's turn
@@ -185,25 +212,36 @@ func (q *jobQueue) Next(now time.Time, skip uint64) (queuedJob, int, bool) {
 func (q *jobQueue) Take(id string) {
 	if e, ok := q.byID[id]; ok {
 		j := e.Value.(queuedJob)
-		q.class(j).charge(j.tenant)
+		if c := q.byClass[j.mode]; c != nil {
+			c.charge(j.tenant)
+		}
 		q.Remove(id)
 	}
 }
 
+// BeginPass starts a placement pass: the classes skipped in the last one
+// are tried again (a lane may have freed for them since).
+func (q *jobQueue) BeginPass() { q.pass++ }
+
 // nextPlacement returns the job to place now and the worker pick chose
 // for it, without removing the job. A class whose best job pick finds no
-// worker for is marked in *full and skipped: every job of a class needs the
-// same driver, so none of them could go either. False when no job can go.
-func (q *jobQueue) nextPlacement(now time.Time, full *uint64, pick func(mode string) *Candidate) (queuedJob, *Candidate, bool) {
+// worker for is skipped for the rest of the pass: every job of a class has
+// the same mode, so none of them could go either. served, when not nil,
+// says whether any worker could run a mode at all; a class it denies is
+// skipped without a pick (a backlog of a mode no worker declares costs no
+// pick_worker scan). False when no job can go.
+func (q *jobQueue) nextPlacement(now time.Time, served func(mode string) bool, pick func(mode string) *Candidate) (queuedJob, *Candidate, bool) {
 	for {
-		j, class, ok := q.Next(now, *full)
+		j, class, ok := q.Next(now)
 		if !ok {
 			return j, nil, false
 		}
-		if c := pick(j.mode); c != nil {
-			return j, c, true
+		if served == nil || served(j.mode) {
+			if c := pick(j.mode); c != nil {
+				return j, c, true
+			}
 		}
-		*full |= 1 << class
+		class.skip = q.pass
 	}
 }
 

@@ -1,6 +1,7 @@
 package grains
 
 import (
+	"cmp"
 	"container/list"
 	"fmt"
 	"math"
@@ -49,13 +50,17 @@ func (q *fifoQueue) placeOne(pick func(mode string) *Candidate) (queuedJob, *Can
 type placementBench struct {
 	queued    int
 	fetchFrac float64 // share of queued jobs that are fetch (no chromium worker exists)
+	// other replaces fetch as the mode of that share (a custom mode), and
+	// declared makes every worker declare its modes: noop and declared.
+	other    string
+	declared string
 }
 
 func (pb placementBench) jobs(rng *rand.Rand, start time.Time) func(i int) queuedJob {
 	return func(i int) queuedJob {
 		mode := messages.ModeNoop
 		if rng.Float64() < pb.fetchFrac {
-			mode = messages.ModeFetch
+			mode = cmp.Or(pb.other, messages.ModeFetch)
 		}
 		return queuedJob{id: fmt.Sprintf("j%d", i), mode: mode,
 			created: start.Add(time.Duration(i) * time.Millisecond), priority: rng.IntN(10)}
@@ -84,6 +89,11 @@ func (pb placementBench) run(b *testing.B, n int, push func(queuedJob),
 	}
 	now := start.Add(time.Duration(pb.queued) * time.Millisecond)
 	cands := fleet(100, now)
+	if pb.declared != "" {
+		for _, c := range cands {
+			c.Declares, c.Modes = true, modeSet([]string{messages.ModeNoop, pb.declared})
+		}
+	}
 	pickRng := rand.New(rand.NewPCG(9, 10))
 	pick := func(mode string) *Candidate { return testRule.PickWorker(cands, mode, now, pickRng) }
 	lat := make([]time.Duration, n)
@@ -114,15 +124,23 @@ func BenchmarkPlacement100k(b *testing.B) {
 	}{
 		{"noop", placementBench{queued: 100_000}},
 		{"fetch-backlog", placementBench{queued: 100_000, fetchFrac: 0.5}},
+		// A custom mode no worker declares; the scheduler's served count
+		// passes its class over without a pick.
+		{"custom-backlog", placementBench{queued: 100_000, fetchFrac: 0.5, other: "pdf-diff"}},
+		// Every worker declares noop and pdf-diff; half the jobs are pdf-diff.
+		{"declared", placementBench{queued: 100_000, fetchFrac: 0.5, other: "pdf-diff", declared: "pdf-diff"}},
 	} {
 		b.Run(pb.name, func(b *testing.B) {
 			// Each run places at most 2,000 jobs: the FIFO's cost on the
 			// fetch backlog grows with every placement.
 			n := min(b.N, 2000)
 			pq := newJobQueue(30 * time.Second)
+			// What the scheduler's count says (countServed): noop and the
+			// declared mode have workers, nothing else.
+			served := func(mode string) bool { return mode == messages.ModeNoop || mode == pb.declared }
 			prio := pb.run(b, n, pq.PushBack, func(now time.Time, pick func(string) *Candidate) (queuedJob, *Candidate, bool) {
-				var full uint64
-				j, c, ok := pq.nextPlacement(now, &full, pick)
+				pq.BeginPass()
+				j, c, ok := pq.nextPlacement(now, served, pick)
 				if ok {
 					pq.Remove(j.id)
 				}

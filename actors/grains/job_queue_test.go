@@ -23,7 +23,7 @@ func ids(q *jobQueue) []string {
 func drain(q *jobQueue, now time.Time) []string {
 	var out []string
 	for {
-		j, _, ok := q.Next(now, 0)
+		j, _, ok := q.Next(now)
 		if !ok {
 			return out
 		}
@@ -56,7 +56,7 @@ func TestJobQueueKeepsOrderAndIndex(t *testing.T) {
 	require.Equal(t, []string{"z", "b", "c"}, seen)
 	require.Zero(t, q.Len())
 	require.True(t, slices.Equal(ids(&q), nil))
-	_, _, ok := q.Next(t0, 0)
+	_, _, ok := q.Next(t0)
 	require.False(t, ok)
 }
 
@@ -85,13 +85,13 @@ func TestJobQueueAgingLiftsOlderJobs(t *testing.T) {
 	q.PushBack(queuedJob{id: "new5", created: t0.Add(aging), priority: 5})
 	// Just before one aging step the 5 goes first; once old4 has waited a
 	// step it is a 5 too, and older.
-	j, _, _ := q.Next(t0.Add(aging-time.Millisecond), 0)
+	j, _, _ := q.Next(t0.Add(aging - time.Millisecond))
 	require.Equal(t, "new5", j.id)
-	j, _, _ = q.Next(t0.Add(aging), 0)
+	j, _, _ = q.Next(t0.Add(aging))
 	require.Equal(t, "old4", j.id)
 	// Without aging, priority alone decides however long a job waited.
 	q.aging = 0
-	j, _, _ = q.Next(t0.Add(24*time.Hour), 0)
+	j, _, _ = q.Next(t0.Add(24 * time.Hour))
 	require.Equal(t, "new5", j.id)
 }
 
@@ -121,7 +121,7 @@ func TestJobQueueAgingBound(t *testing.T) {
 				if now.Equal(t0.Add(time.Minute)) { // a backlog of 9s exists by then
 					low, submittedAt = submit(now, 0), now
 				}
-				j, _, ok := q.Next(now, 0)
+				j, _, ok := q.Next(now)
 				require.True(t, ok)
 				q.Remove(j.id)
 				if j.id == low {
@@ -142,15 +142,21 @@ func TestJobQueueSkipsAClass(t *testing.T) {
 	q := newJobQueue(30 * time.Second)
 	q.PushBack(queuedJob{id: "fetch9", mode: messages.ModeFetch, created: t0, priority: 9})
 	q.PushBack(queuedJob{id: "noop1", mode: messages.ModeNoop, created: t0, priority: 1})
-	j, class, ok := q.Next(t0, 0)
+	j, class, ok := q.Next(t0)
 	require.True(t, ok)
 	require.Equal(t, "fetch9", j.id)
 	// No worker takes the fetch job: its whole class is skipped.
-	j, class2, ok := q.Next(t0, 1<<class)
+	class.skip = q.pass
+	j, class2, ok := q.Next(t0)
 	require.True(t, ok)
 	require.Equal(t, "noop1", j.id)
-	_, _, ok = q.Next(t0, 1<<class|1<<class2)
+	class2.skip = q.pass
+	_, _, ok = q.Next(t0)
 	require.False(t, ok)
+	q.BeginPass() // a new pass tries every class again
+	j, _, ok = q.Next(t0)
+	require.True(t, ok)
+	require.Equal(t, "fetch9", j.id)
 }
 
 func TestJobQueueCountsByMode(t *testing.T) {

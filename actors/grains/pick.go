@@ -2,7 +2,6 @@ package grains
 
 import (
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/paprika-hub/paprika/messages"
@@ -20,6 +19,10 @@ type Candidate struct {
 	HasBrowser    bool // a single-browser URL reported
 	DiskPct       float64
 	Drivers       []string
+	// Declares: the worker declared its modes in hello and runs exactly
+	// Modes; else it runs the built-in modes its drivers allow.
+	Declares bool
+	Modes    map[string]struct{}
 
 	// scheduler bookkeeping: InFlight = reported + placing
 	reported int       // in_flight as the worker grain last reported it
@@ -53,14 +56,13 @@ func (r PickRule) Eligible(c *Candidate, mode string, now time.Time) bool {
 	if c.DiskPct >= r.DiskExcludePct {
 		return false
 	}
-	return supportsMode(c.Drivers, mode)
-}
-
-// supportsMode: noop runs on any lane; browser modes need a chromium lane
-// (messages.ModeDriver).
-func supportsMode(drivers []string, mode string) bool {
+	// runsMode, spelled out so that nothing is called per candidate on
+	// pick_worker's hot path (a noop job on a worker declaring nothing).
+	if c.Declares {
+		return declaresMode(c.Modes, mode)
+	}
 	d := messages.ModeDriver(mode)
-	return d == "" || slices.Contains(drivers, d)
+	return d == "" || hasDriverFor(c.Drivers, mode, d)
 }
 
 // better orders candidates by (in_flight, -max_concurrent): the least loaded

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -42,6 +43,11 @@ type schedulerGrain struct {
 	self         *actor.PID
 	book         tenantBook            // running jobs per tenant (max_running)
 	tenantLabels *metrics.TenantLabels // bounded tenant label of the wait histogram
+	// served counts, per mode, the capable candidates that run it
+	// (servedModes), so a class of a mode no worker runs is passed over
+	// without a pick; serving is each candidate's share of it.
+	served  map[string]int
+	serving map[string][]string
 }
 
 // placeTimeout fires when a placement got no answer (the job grain moved or
@@ -181,6 +187,7 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.pendingSince = map[string]time.Time{}
 	s.placeStops = map[string]supervise.Stop{}
 	s.delayed = newDelayedJobs()
+	s.served, s.serving = map[string]int{}, map[string][]string{}
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
 	s.timers.Every(ownerCheckEvery, &ownerCheck{})
@@ -233,10 +240,7 @@ func (s *schedulerGrain) stats() SchedStats {
 		st.QueuedByMode[m] = 0 // every mode has a series, so a rate or an alert never sees a gap
 	}
 	for m, n := range s.queue.ByMode() {
-		if m == "" {
-			m = messages.ModeNoop // placed as noop (supportsMode)
-		}
-		st.QueuedByMode[m] += n
+		st.QueuedByMode[metricMode(m)] += n
 	}
 	s.tenantStats(&st)
 	now := s.deps.Clock()
@@ -280,6 +284,10 @@ func (s *schedulerGrain) workerState(m *messages.SchedWorkerState) {
 	c.HasBrowser = m.HasBrowser
 	c.DiskPct = m.DiskPct
 	c.Drivers = m.Drivers
+	if c.Declares != m.DeclaresModes || !sameModes(c.Modes, m.Modes) {
+		c.Declares, c.Modes = m.DeclaresModes, modeSet(m.Modes)
+	}
+	s.countServed(c)
 	// The grain's count is authoritative, but placements it has not seen yet
 	// are still on their way to it: keep them counted.
 	c.reported = int(m.InFlight)
@@ -383,6 +391,32 @@ func (s *schedulerGrain) settle(jobID, workerID string) {
 	}
 }
 
+// countServed updates served with c's share as it is now.
+func (s *schedulerGrain) countServed(c *Candidate) {
+	now := servedModes(c)
+	was := s.serving[c.ID]
+	if slices.Equal(was, now) {
+		return
+	}
+	for _, m := range was {
+		if s.served[m]--; s.served[m] <= 0 {
+			delete(s.served, m)
+		}
+	}
+	for _, m := range now {
+		s.served[m]++
+	}
+	s.serving[c.ID] = now
+}
+
+// serves: some capable candidate runs mode ("" is noop).
+func (s *schedulerGrain) serves(mode string) bool {
+	if mode == "" {
+		mode = messages.ModeNoop
+	}
+	return s.served[mode] > 0
+}
+
 // place assigns queued jobs, highest effective priority first (oldest
 // first within one; jobQueue), while some worker is eligible. A class of
 // jobs (those needing one driver) whose best job no worker takes is
@@ -393,10 +427,10 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 		return
 	}
 	now := s.deps.Clock()
-	var full uint64 // bit i: class i has no eligible worker in this pass
+	s.queue.BeginPass()
 	pick := func(mode string) *Candidate { return s.rule.PickWorker(s.cands, mode, now, s.rng) }
 	for {
-		q, c, found := s.queue.nextPlacement(now, &full, pick)
+		q, c, found := s.queue.nextPlacement(now, s.serves, pick)
 		if !found {
 			return
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/paprika-hub/paprika/persistence"
 )
 
-// Tenant fairness: within one queue class (one driver), the tenants with
+// Tenant fairness: within one queue class (one mode), the tenants with
 // waiting jobs share placements by weight, by start-time fair queuing
 // (stride scheduling): each tenant lane carries a virtual pass; the
 // placement goes to the lane with the lowest pass that is not at its
@@ -117,8 +117,8 @@ func (q *jobQueue) Untake(j queuedJob) {
 		return
 	}
 	q.PushFront(j)
-	if l := q.class(j).lanes[j.tenant]; l != nil {
-		c := q.class(j)
+	c := q.class(j.mode)
+	if l := c.lanes[j.tenant]; l != nil {
 		l.pass = max(l.pass-l.stride, c.vtime)
 	}
 }

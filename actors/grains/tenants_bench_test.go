@@ -48,7 +48,7 @@ func BenchmarkPlacementTenants(b *testing.B) {
 	b.ResetTimer()
 	for i := range n {
 		t0 := time.Now()
-		j, _, ok := q.Next(now, 0)
+		j, _, ok := q.Next(now)
 		if ok {
 			q.Take(j.id)
 		}

@@ -17,7 +17,7 @@ import (
 func placeN(q *jobQueue, n int, now time.Time, refill func(tenant string)) map[string]int {
 	got := map[string]int{}
 	for range n {
-		j, _, ok := q.Next(now, 0)
+		j, _, ok := q.Next(now)
 		if !ok {
 			break
 		}
@@ -93,7 +93,7 @@ func TestTenantPrioritiesWithinTenant(t *testing.T) {
 	}
 	var a, b []string
 	for {
-		j, _, ok := q.Next(t0, 0)
+		j, _, ok := q.Next(t0)
 		if !ok {
 			break
 		}
@@ -135,7 +135,7 @@ func TestTenantAgingBoundHolds(t *testing.T) {
 		}
 		placed := false
 		for range 10 {
-			j, _, ok := q.Next(now, 0)
+			j, _, ok := q.Next(now)
 			require.True(t, ok)
 			q.Take(j.id)
 			placed = placed || j.id == "low"
@@ -162,17 +162,17 @@ func TestTenantMaxRunningHoldsJobs(t *testing.T) {
 	}
 	got := map[string]int{}
 	for range 12 {
-		j, _, ok := q.Next(t0, 0)
+		j, _, ok := q.Next(t0)
 		require.True(t, ok)
 		q.Take(j.id)
 		running[j.tenant]++
 		got[j.tenant]++
 	}
 	require.Equal(t, map[string]int{"a": 2, "b": 10}, got, "a held at 2, b takes the rest")
-	_, _, ok := q.Next(t0, 0)
+	_, _, ok := q.Next(t0)
 	require.False(t, ok, "only a's jobs wait, and a is at its quota")
 	running["a"]-- // one of a's jobs ends
-	j, _, ok := q.Next(t0, 0)
+	j, _, ok := q.Next(t0)
 	require.True(t, ok)
 	require.Equal(t, "a", j.tenant)
 }
@@ -200,13 +200,13 @@ func TestTenantUntakeRefunds(t *testing.T) {
 		q.PushBack(queuedJob{id: fmt.Sprintf("a%d", i), tenant: "a", created: t0.Add(time.Duration(i)), priority: 5})
 		q.PushBack(queuedJob{id: fmt.Sprintf("b%d", i), tenant: "b", created: t0.Add(time.Duration(i)), priority: 5})
 	}
-	j, _, _ := q.Next(t0, 0)
+	j, _, _ := q.Next(t0)
 	require.Equal(t, "a0", j.id)
 	q.Take(j.id)
 	q.Untake(j) // the placement failed
-	again, _, _ := q.Next(t0, 0)
+	again, _, _ := q.Next(t0)
 	require.Equal(t, "a0", again.id, "a's turn was refunded and its job is first again")
 	q.Take(again.id)
-	next, _, _ := q.Next(t0, 0)
+	next, _, _ := q.Next(t0)
 	require.Equal(t, "b", next.tenant)
 }

@@ -164,9 +164,15 @@ func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected
 		reply(ctx, fail(messages.CodeBadHello, "hello frame: %v", err))
 		return
 	}
+	modes, err := declaredModes(hello.Capabilities.Modes)
+	if err != nil {
+		reply(ctx, fail(messages.CodeBadHello, "hello frame: %v", err))
+		return
+	}
+	hello.Capabilities.Modes = nil // kept as modes, below
 	newConn := pidOf(msg.Conn)
 	if g.conn == nil || samePID(g.conn, newConn) || !g.memberAlive(g.conn) {
-		reply(ctx, g.accept(ctx, msg, hello))
+		reply(ctx, g.accept(ctx, msg, hello, modes))
 		return
 	}
 	if msg.ConnStartedUnixNs < g.connAt {
@@ -183,7 +189,7 @@ func (g *workerGrain) connected(ctx actor.Context, msg *messages.WorkerConnected
 			reply(ctx, fail(messages.CodeIDTaken, "worker %s is linked already, and its link answers", g.id))
 			return
 		}
-		reply(ctx, g.accept(ctx, msg, hello))
+		reply(ctx, g.accept(ctx, msg, hello, modes))
 	})
 }
 
@@ -205,7 +211,7 @@ func (g *workerGrain) memberAlive(pid *actor.PID) bool {
 }
 
 // accept makes newConn the worker's link; an older one is told to close.
-func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, hello messages.Frame) *messages.Reply {
+func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, hello messages.Frame, modes []persistence.WorkerMode) *messages.Reply {
 	newConn := pidOf(msg.Conn)
 	if g.conn != nil && !samePID(g.conn, newConn) {
 		// Its socket failed the probe (or its hub is gone): the newest
@@ -227,6 +233,7 @@ func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, h
 	g.info.Lanes = laneStatuses(len(caps.LaneURLs), hello.LaneStates)
 	g.info.BrowserURL = caps.BrowserURL
 	g.info.Drivers = caps.Drivers
+	g.info.Modes = modes
 	if hello.Stats != nil {
 		g.applyStats(hello.Stats)
 	}
@@ -565,6 +572,8 @@ func (g *workerGrain) pushScheduler(ctx actor.Context) {
 		HasBrowser:     g.info.BrowserURL != "",
 		DiskPct:        g.info.DiskPct,
 		Drivers:        g.info.Drivers,
+		DeclaresModes:  len(g.info.Modes) > 0,
+		Modes:          runnableModes(g.info.Modes, g.info.Drivers),
 	}
 	Send(ctx, g.cl, SchedulerID, KindScheduler, st)
 }

@@ -52,11 +52,17 @@ func (c *cli) jobsList(ctx context.Context, args []string) int {
 	cursor := fs.String("cursor", "", "continue from this `cursor` (printed after a full page)")
 	tenant := fs.String("tenant", "", "only this `tenant`'s jobs (--tenant= is the default tenant)")
 	priority := fs.Int("priority", -1, "only jobs of this `priority` (0..9)")
-	pos, code := c.parseOrExit(fs, "paprika jobs ls [--status S] [--tenant T] [--priority P] [--limit N] [--cursor C] [--hub URL] [--json]", args)
+	mode := fs.String("mode", "", "only jobs of this `mode`")
+	worker := fs.String("worker", "", "only jobs of this worker (`id`)")
+	reason := fs.String("reason", "", "only jobs that ended for this `reason` (--status failed --reason job_error: the dead jobs)")
+	labels := labelFlag{}
+	fs.Var(labels, "label", "only jobs carrying label `KEY=VALUE`; repeatable (all must match)")
+	pos, code := c.parseOrExit(fs, "paprika jobs ls [--status S] [--mode M] [--worker W] [--label k=v ...] [--reason R] [--tenant T] [--priority P] [--limit N] [--cursor C] [--hub URL] [--json]", args)
 	if code >= 0 {
 		return code
 	}
-	opts := client.ListOptions{Status: client.Status(*status), Limit: *limit, Cursor: *cursor}
+	opts := client.ListOptions{Status: client.Status(*status), Limit: *limit, Cursor: *cursor,
+		Mode: *mode, WorkerID: *worker, Reason: *reason, Labels: labels}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "tenant":

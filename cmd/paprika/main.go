@@ -36,10 +36,11 @@ Usage:
   paprika up [--config F] [--listen ADDR] [--workers N] [--lanes M] [--driver D]
   paprika hub [--config F] [--listen ADDR]
   paprika worker --hub URL [--id ID] [--lanes M] [--driver chromium|simulated] [--token T] [--ca F] [--insecure]
-  paprika submit --mode MODE [--param k=v ...] [--label k=v ...] [--wait] [--follow]
-  paprika jobs [ls [--status S] [--limit N] [--cursor C] | get ID | logs ID [-f] | cancel ID]
+  paprika submit --mode MODE [--param-json '{...}'] [--param k=v ...] [--label k=v ...] [--wait] [--follow]
+  paprika jobs [ls [--status S] [--mode M] [--worker W] [--label k=v ...] [--reason R] [--limit N] [--cursor C] | get ID | logs ID [-f] | cancel ID]
   paprika workers [ls | drain ID | activate ID | standby ID]
   paprika hubs
+  paprika modes                     (the modes the fleet's workers run, with their schemas)
   paprika sessions [ls | new [--label k=v ...] [--idle-timeout D] [--proxy URL] [--viewport WxH] ... | rm ID...]
   paprika bench ...
   paprika token worker --id ID      (prints the worker's credential; needs $PAPRIKA_AUTH_WORKER_SECRET)
@@ -47,7 +48,7 @@ Usage:
   paprika version
   paprika help [COMMAND]
 
-Client commands (submit, jobs, workers, hubs, sessions) take --hub URL (default
+Client commands (submit, jobs, workers, hubs, modes, sessions) take --hub URL (default
 $PAPRIKA_HUB or http://127.0.0.1:8080; a comma list fails over), --token T
 (default $PAPRIKA_API_TOKEN), --ca F (the CA of an https:// hub's
 certificate; default $PAPRIKA_CA) and --json. "paprika COMMAND -h" lists a
@@ -113,6 +114,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		return c.workers(ctx, rest)
 	case "hubs":
 		return c.hubs(ctx, rest)
+	case "modes":
+		return c.modes(ctx, rest)
 	case "sessions":
 		return c.sessions(ctx, rest)
 	case "bench":

@@ -11,7 +11,7 @@ import (
 	"github.com/paprika-hub/paprika/client"
 )
 
-const submitSynopsis = "paprika submit --mode MODE [--param k=v ...] [--label k=v ...] [--wait] [--follow] " +
+const submitSynopsis = "paprika submit --mode MODE [--param-json '{...}'] [--param k=v ...] [--label k=v ...] [--wait] [--follow] " +
 	"[--timeout-s N] [--max-attempts N] [--idempotency-key K] [--tenant T] [--hub URL] [--token T] [--json]"
 
 // submit is `paprika submit`: create a job, print its id, and with --wait
@@ -20,9 +20,11 @@ const submitSynopsis = "paprika submit --mode MODE [--param k=v ...] [--label k=
 func (c *cli) submit(ctx context.Context, args []string) int {
 	fs := newFlagSet("submit")
 	cf := c.addClientFlags(fs)
-	mode := fs.String("mode", "", "job `mode`: noop, fetch or macro (required)")
+	mode := fs.String("mode", "", "job `mode`: noop, fetch, macro or a mode a worker declares (required; see paprika modes)")
 	params := newParamFlag()
 	fs.Var(params, "param", "job parameter `KEY=VALUE`, repeatable; VALUE is JSON when it parses (10, true, [..], {..}) else a string; KEY=@FILE reads FILE")
+	paramsJSON := &paramJSON{}
+	fs.Var(paramsJSON, "param-json", "the job's params as one JSON `object`; each --param then sets (replaces) its key in it")
 	labels := labelFlag{}
 	fs.Var(labels, "label", "job label `KEY=VALUE`, repeatable")
 	wait := fs.Bool("wait", false, "wait until the job ends; exit 0 only if it succeeded")
@@ -53,7 +55,7 @@ func (c *cli) submit(ctx context.Context, args []string) int {
 
 	req := client.SubmitRequest{
 		Mode:        strings.TrimSpace(*mode),
-		Params:      params.params(),
+		Params:      paramsJSON.merge(params.params()),
 		TimeoutS:    *timeoutS,
 		MaxAttempts: *maxAttempts,
 		Tenant:      *tenant,

@@ -201,7 +201,7 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 			if err != nil {
 				return fmt.Errorf("index entry %x: %w", k, err)
 			}
-			if !q.MatchTenantPriority(j) {
+			if !q.MatchTenantPriority(j) || !q.MatchesFilters(&j) {
 				continue
 			}
 			if len(page) == limit {

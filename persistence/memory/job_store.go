@@ -119,6 +119,9 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 		if q.Status != "" && j.Status != q.Status || !q.MatchTenantPriority(j) {
 			continue
 		}
+		if !q.MatchesFilters(&j) {
+			continue
+		}
 		if len(page) == limit {
 			// A further match exists, so there is a next page; it starts
 			// after this page's last job.

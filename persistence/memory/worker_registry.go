@@ -110,6 +110,7 @@ func cloneWorker(w persistence.WorkerInfo) persistence.WorkerInfo {
 	w.Lanes = slices.Clone(w.Lanes)
 	w.Drivers = slices.Clone(w.Drivers)
 	w.Running = slices.Clone(w.Running)
+	w.Modes = slices.Clone(w.Modes) // WorkerMode values; their schemas are never written in place
 	w.LastSeen = persistence.UTC(w.LastSeen)
 	return w
 }

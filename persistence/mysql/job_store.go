@@ -191,6 +191,11 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 		where = append(where, "priority = ?")
 		args = append(args, *q.Priority)
 	}
+	fw, fargs, err := filterWhere(q)
+	if err != nil {
+		return nil, "", err
+	}
+	where, args = append(where, fw...), append(args, fargs...)
 	if q.Cursor != "" {
 		at, id, err := decodeCursor(q.Cursor)
 		if err != nil {

@@ -20,6 +20,7 @@ var jobListTests = []jobTest{
 	{"ListStatusFilter", testListStatusFilter},
 	{"ListLimit", testListLimit},
 	{"ListBadCursor", testListBadCursor},
+	{"ListFilters", testListFilters},
 }
 
 // createAt stores n jobs created one millisecond apart from base, in that

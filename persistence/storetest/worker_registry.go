@@ -26,6 +26,7 @@ func RunWorkerRegistry(t *testing.T, newRegistry func(t *testing.T) persistence.
 		{"ClaimID", testWorkerClaimID},
 		{"ClaimIDConcurrent", testWorkerClaimIDConcurrent},
 		{"ReleaseOwner", testWorkerReleaseOwner},
+		{"DeclaredModes", testWorkerDeclaredModes},
 	})
 }
 
@@ -179,4 +180,30 @@ func testWorkerReleaseOwner(t *testing.T, r persistence.WorkerRegistry) {
 	require.NoError(t, r.ReleaseOwner(ctx, "unknown", "hub-a"), "release of an unknown worker")
 	_, err = r.Get(ctx, "unknown")
 	require.ErrorIs(t, err, persistence.ErrNotFound)
+}
+
+// testWorkerDeclaredModes: the modes a worker declared (with their
+// schemas) come back from Get and List as put, so every hub places and
+// validates by them.
+func testWorkerDeclaredModes(t *testing.T, r persistence.WorkerRegistry) {
+	ctx := t.Context()
+	w := newWorker("w1", "hub-a")
+	w.Modes = []persistence.WorkerMode{
+		{Name: "pdf-diff", Lane: messages.LaneNeedChromium, Schema: []byte(`{"type":"object","required":["a"]}`)},
+		{Name: "http-check"},
+	}
+	require.NoError(t, r.Put(ctx, w, longTTL))
+	got, err := r.Get(ctx, "w1")
+	require.NoError(t, err)
+	requireWorker(t, w, got)
+	list, err := r.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	requireWorker(t, w, list[0])
+
+	w.Modes = nil // a worker that reconnects declaring none
+	require.NoError(t, r.Put(ctx, w, longTTL))
+	got, err = r.Get(ctx, "w1")
+	require.NoError(t, err)
+	require.Empty(t, got.Modes)
 }

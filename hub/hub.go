@@ -417,7 +417,9 @@ func (h *Hub) Stop(ctx context.Context) error {
 		if h.member.Cluster.MemberList.Length() > 1 {
 			spread = moveSpread
 		}
+		owned := h.ownedWorkers(ctx)
 		h.links.Stop(spread)
+		h.settleWorkerGrains(ctx, owned)
 		if err := h.logs.Drain(15 * time.Second); err != nil {
 			h.log.Warn("log drain incomplete", slog.Any("err", err))
 		}

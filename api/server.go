@@ -138,6 +138,7 @@ func New(b Backend, o Options) *Server {
 		s.mux.Handle(pattern, s.limitRate(s.auth(o.APIToken, next)))
 	}
 	api("POST /jobs", s.submit)
+	api("POST /jobs:batch", s.submitBatch) // jobs_batch.go
 	api("GET /jobs", s.list)
 	api("GET /jobs/{id}", s.get)
 	api("POST /jobs/{id}/cancel", s.cancel)

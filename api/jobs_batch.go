@@ -157,4 +157,3 @@ func (w *itemRecorder) status() int {
 	}
 	return w.code
 }
-

@@ -22,6 +22,9 @@ var _ persistence.JobStore = (*JobStore)(nil)
 type JobStore struct {
 	db    *sql.DB
 	where string // host and database, for error messages (never the password)
+	// oneTrip: claim and finish go as one multi-statement round trip
+	// (one_trip.go); only with client-side interpolation.
+	oneTrip bool
 
 	closed atomic.Bool
 }
@@ -62,6 +65,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*JobStore, error) {
 		cfg.Timeout = DefaultDialTimeout
 	}
 	cfg.Logger = driverLogger{o.log}
+	// Multi-statement queries only where parameters are interpolated (and
+	// escaped) by the driver; the store's statements are constants.
+	cfg.MultiStatements = cfg.MultiStatements || cfg.InterpolateParams
 
 	connector, err := gomysql.NewConnector(cfg)
 	if err != nil {
@@ -73,7 +79,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*JobStore, error) {
 	db.SetConnMaxLifetime(o.connMaxLifetime)
 	db.SetConnMaxIdleTime(DefaultConnMaxIdleTime)
 
-	s := &JobStore{db: db, where: cfg.Addr + "/" + cfg.DBName}
+	s := &JobStore{db: db, where: cfg.Addr + "/" + cfg.DBName, oneTrip: cfg.InterpolateParams}
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, s.fail(ctx, err, "open mysql job store")

@@ -26,7 +26,7 @@ type options struct {
 	rate                                  float64
 	systems                               string
 	paprika, redisAddr, mysqlDSN, pgURL   string
-	pprof                                 string
+	pprof, base                           string
 }
 
 func main() {
@@ -42,6 +42,7 @@ func main() {
 	flag.StringVar(&o.redisAddr, "redis", "127.0.0.1:6379", "Redis host:port (Asynq; Paprika's coordination store, db 6)")
 	flag.StringVar(&o.mysqlDSN, "mysql", "root@tcp(127.0.0.1:3306)/", "MariaDB DSN without a database; each run makes and drops its own")
 	flag.StringVar(&o.pgURL, "pg", "postgres://127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL for River")
+	flag.StringVar(&o.base, "base", "", "a second paprika binary (e.g. built from main): every Paprika system also runs with it, as \"<name>@base\", interleaved, for before/after ratios in one run")
 	flag.StringVar(&o.pprof, "pprof", "", "with a host:port, the first Paprika hub serves debug.pprof there (profile it while the bench runs)")
 	flag.Parse()
 
@@ -87,6 +88,9 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		systems = append(systems, s)
+		if p, ok := s.(*paprikaSystem); ok && o.base != "" {
+			systems = append(systems, &paprikaSystem{label: p.label + "@base", bin: o.base, o: p.o, hubs: p.hubs, real: p.real})
+		}
 	}
 	res := map[string][]result{}
 	for round := 1; round <= o.rounds; round++ {
@@ -199,10 +203,14 @@ func drive(ctx context.Context, s system, n, producers int, rate float64) (time.
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(donePoll):
 		}
 	}
 }
+
+// donePoll spaces the reads of the done count: each read of Paprika's is a
+// /metrics scrape of every hub, whose CPU would count against the hubs.
+const donePoll = 25 * time.Millisecond
 
 func quantile(d []time.Duration, q float64) time.Duration {
 	if len(d) == 0 {

@@ -28,6 +28,7 @@ import (
 // binary; the bench submits through the Go SDK, spread over the hubs.
 type paprikaSystem struct {
 	label string
+	bin   string // this system's own binary (-base); "" = binary()
 	o     *options
 	hubs  int
 	real  bool // MariaDB + Redis; embedded otherwise
@@ -54,6 +55,9 @@ var buildOnce struct {
 
 // binary is -paprika or a fresh build of the repository's cmd/paprika.
 func (p *paprikaSystem) binary() (string, error) {
+	if p.bin != "" {
+		return p.bin, nil
+	}
 	if p.o.paprika != "" {
 		return p.o.paprika, nil
 	}

@@ -4,7 +4,7 @@ BIN      ?= bin/paprika
 PKGS     ?= ./...
 PROTOC_GEN_GO_VERSION ?= v1.36.12
 
-.PHONY: help build run test test-short test-rolling bench bench-cdp bench-tls chaos security lint fuzz generate verify services clean
+.PHONY: help build run test test-short test-rolling bench bench-compare bench-cdp bench-tls chaos security lint fuzz generate verify services clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -33,6 +33,9 @@ test-short: ## unit tests only, fast
 bench: ## benchmarks (pick_worker, log path, ...)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+bench-compare: services ## no-op jobs side by side: Asynq (Redis), River (PostgreSQL), Paprika embedded, on MariaDB, 3 hubs (bench/, its own module; BENCH_FLAGS=-jobs 20000 ...)
+	cd bench && $(GO) run . $(BENCH_FLAGS)
+
 bench-cdp: services ## the browser gateway's benchmarks alone (two hubs, Chromium; a few minutes)
 	$(GO) test -run '^$$' -bench '^BenchmarkCDP' -timeout 20m ./hub/
 
@@ -52,8 +55,9 @@ fuzz: ## fuzz the worker-link frame decoder for 30 s
 security: ## the trust-boundary tests alone (TestSecurity*; without -race, since some start several remotes)
 	$(GO) test -count=1 -timeout 10m -run '^TestSecurity' $(PKGS)
 
-lint: ## go vet + gofmt check
+lint: ## go vet + gofmt check (also vets, so builds, the bench/ module)
 	$(GO) vet $(PKGS)
+	cd bench && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt wants:"; echo "$$out"; exit 1; fi
 
 generate: ## regenerate protobuf code (needs protoc and protoc-gen-go)

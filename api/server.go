@@ -151,6 +151,7 @@ func New(b Backend, o Options) *Server {
 	}
 	api("POST /jobs", s.submit)
 	api("GET /pressure", s.getPressure)
+	api("POST /jobs:batch", s.submitBatch) // jobs_batch.go
 	api("GET /jobs", s.list)
 	api("GET /jobs/{id}", s.get)
 	api("POST /jobs/{id}/cancel", s.cancel)

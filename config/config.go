@@ -551,6 +551,11 @@ type MetricsConfig struct {
 
 // DebugConfig is the "debug" section.
 type DebugConfig struct {
+	// Pprof is a host:port serving net/http/pprof (/debug/pprof/...) for
+	// profiling the hub under load. Loopback only: a profile shows code
+	// paths, goroutine stacks and heap contents, so an address open to the
+	// network is refused at start. Default "" (off).
+	Pprof string `yaml:"pprof"`
 	// FaultInjection enables POST /debug/panic, which makes one actor of the
 	// hub panic (the chaos suite proves supervision with it). Never in
 	// production. Default false.

@@ -105,8 +105,8 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// max_asset_bytes, max_session_downloads, max_list_bytes, worker_max_lanes,
 	// cdp_tunnels_per_session, cdp_max_message_bytes), auth.worker_approval,
 	// metrics.listen, scheduler.priority_aging, jobs.retry_backoff_max,
-	// scheduler.tenant_label, tenant_weights, tenant_quotas
-	require.Len(t, keys, 75)
+	// scheduler.tenant_label, tenant_weights, tenant_quotas, debug.pprof
+	require.Len(t, keys, 76)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))
@@ -341,6 +341,10 @@ func TestValidateErrors(t *testing.T) {
 		{"metrics listen not host:port", func(c *Config) { c.Metrics.Listen = "9090" }, `metrics.listen: "9090" is not host:port (e.g. 127.0.0.1:8080, :8080)`},
 		{"metrics listen is hub listen", func(c *Config) { c.Metrics.Listen = c.Hub.Listen },
 			`metrics.listen: "127.0.0.1:8080" is hub.listen as well: give another port (or "" to serve /metrics on hub.listen only)`},
+		{"pprof open to the network", func(c *Config) { c.Debug.Pprof = "0.0.0.0:6060" },
+			`debug.pprof: "0.0.0.0:6060" is not a loopback address: the profiler is served on 127.0.0.1, [::1] or localhost only (e.g. 127.0.0.1:6060)`},
+		{"pprof all interfaces", func(c *Config) { c.Debug.Pprof = ":6060" },
+			`debug.pprof: ":6060" is not a loopback address: the profiler is served on 127.0.0.1, [::1] or localhost only (e.g. 127.0.0.1:6060)`},
 		{"hub id", func(c *Config) { c.Hub.ID = "hub one" }, `hub.id: "hub one" may hold only letters, digits, '.', '_' and '-' (at most 64, starting with a letter or digit)`},
 		{"advertise url", func(c *Config) { c.Hub.AdvertiseURL = "hub1:8080" }, `hub.advertise_url: "hub1:8080" is not an http:// or https:// URL with a host`},
 		{"heartbeat zero", func(c *Config) { c.Worker.HeartbeatInterval = 0 }, `worker.heartbeat_interval: 0s must be greater than 0`},
@@ -430,8 +434,10 @@ func TestValidateAccepts(t *testing.T) {
 	c.Assets.Dir = ""
 	c.Redrive.MinAge = 0
 	c.Reconciler.OrphanGrace = 0
+	c.Debug.Pprof = "[::1]:6060"
 	require.NoError(t, c.Validate())
 
+	c.Debug.Pprof = "localhost:0"
 	c.Redis.URL = "unix:///run/redis.sock"
 	c.MinIO.Endpoint = "minio"
 	require.NoError(t, c.Validate())

@@ -61,6 +61,8 @@ var fieldChecks = map[string]func(c *Config) string{
 		return checkListen(c.Metrics.Listen)
 	},
 
+	"debug.pprof": func(c *Config) string { return checkPprof(c.Debug.Pprof) },
+
 	"auth.worker_secret": func(c *Config) string { return checkWorkerSecret(c) },
 	"auth.params_key":    func(c *Config) string { return checkParamsKey(c) },
 
@@ -613,4 +615,24 @@ func checkParamsKey(c *Config) string {
 		return fmt.Sprintf("must be at least %d bytes", seal.MinKeyBytes)
 	}
 	return ""
+}
+
+// checkPprof allows "" (off) or a loopback host:port: profiles and
+// goroutine dumps carry heap contents (params, tokens in flight), so they
+// are never served to the network.
+func checkPprof(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	if msg := checkListen(addr); msg != "" {
+		return msg
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "localhost" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return ""
+	}
+	return fmt.Sprintf("%q is not a loopback address: the profiler is served on 127.0.0.1, [::1] or localhost only (e.g. 127.0.0.1:6060)", addr)
 }

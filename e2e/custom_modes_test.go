@@ -70,7 +70,6 @@ func submit(t *testing.T, c *client.Client, req client.SubmitRequest) string {
 	return j.ID
 }
 
-
 func assetOf(t *testing.T, c *client.Client, id, name string) []byte {
 	t.Helper()
 	rc, _, err := c.Asset(context.Background(), id, name)

@@ -56,6 +56,7 @@ type Hub struct {
 	metricsServer   *http.Server
 	metricsListener net.Listener
 	metricsDone     chan struct{}
+	pprof           *pprofServer // debug.pprof; nil when off
 	started         time.Time
 	serveDone       chan struct{}
 
@@ -225,11 +226,20 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			return fmt.Errorf("listen on metrics.listen %s: %w", l, err)
 		}
 	}
+	if h.pprof, err = startPprof(h.cfg.Debug.Pprof, h.log); err != nil {
+		_ = ln.Close()
+		if h.metricsListener != nil {
+			_ = h.metricsListener.Close()
+		}
+		_ = h.stores.Close()
+		return err
+	}
 	closeListeners := func() {
 		_ = ln.Close()
 		if h.metricsListener != nil {
 			_ = h.metricsListener.Close()
 		}
+		h.pprof.stop()
 	}
 	// Counted before net/http sees a connection: a client opening sockets
 	// without end is refused at accept, not after a goroutine each.
@@ -409,14 +419,17 @@ func (h *Hub) Stop(ctx context.Context) error {
 			cancel()
 			<-h.metricsDone
 		}
+		h.pprof.stop()
 		spread := time.Duration(0)
 		if h.member.Cluster.MemberList.Length() > 1 {
 			spread = moveSpread
 		}
+		owned := h.ownedWorkers(ctx)
 		h.links.Stop(spread)
 		if h.history != nil {
 			h.history.stop()
 		}
+		h.settleWorkerGrains(ctx, owned)
 		if err := h.logs.Drain(15 * time.Second); err != nil {
 			h.log.Warn("log drain incomplete", slog.Any("err", err))
 		}

@@ -74,6 +74,10 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		return
 	}
 	switch msg := ctx.Message().(type) {
+	case *actor.Started, *actor.Stopped:
+		// Lifecycle only: protoactor delivers Started before ClusterInit,
+		// so loading here would read the store with an empty id.
+		return
 	case *cluster.ClusterInit:
 		g.begin(ctx, g.deps, msg, KindJob, "job_id")
 		g.load(ctx)

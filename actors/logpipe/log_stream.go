@@ -50,6 +50,7 @@ type logStream struct {
 	truncatedBy string // "lines" or "bytes"
 	armed       bool
 	timers      *supervise.Timers
+	resumed     bool // the store's position was read (resume)
 }
 
 // Line is one job_log frame, sent by a socket reader straight to the job's
@@ -104,6 +105,7 @@ type streamCarry struct {
 	bytes          int64
 	truncated      bool
 	truncatedBy    string
+	resumed        bool
 }
 
 func (s *logStream) Receive(ctx actor.Context) {
@@ -116,7 +118,7 @@ func (s *logStream) Receive(ctx actor.Context) {
 		s.timers.StopAll()
 		s.flush(ctx, nil, nil) // hand pending lines on before this instance goes
 		*s.carry = streamCarry{valid: true, next: s.next, base: s.base, attempt: s.attempt, done: s.done, doneSent: s.doneSent,
-			bytes: s.bytes, truncated: s.truncated, truncatedBy: s.truncatedBy}
+			bytes: s.bytes, truncated: s.truncated, truncatedBy: s.truncatedBy, resumed: s.resumed}
 	case *supervise.InjectPanic:
 		panic("injected panic in log stream " + s.jobID)
 	case *Line:
@@ -165,10 +167,18 @@ func (s *logStream) start(ctx actor.Context) {
 	if c := s.carry; c.valid {
 		s.next, s.from, s.base, s.attempt, s.done, s.doneSent = c.next, c.next, c.base, c.attempt, c.done, c.doneSent
 		s.bytes, s.truncated, s.truncatedBy = c.bytes, c.truncated, c.truncatedBy
+		s.resumed = c.resumed
 		return
 	}
-	// Resume where the store is: this may be a new hub for a job whose
-	// first lines another hub stored before it died.
+}
+
+// resume reads where the store is, before the stream's first line: this
+// may be a new hub for a job whose first lines another hub stored before
+// it died. A job that ends without a line never needs it (its done
+// sentinel carries no line, and writing it twice is harmless), which
+// saves two store round trips per such job.
+func (s *logStream) resume() {
+	s.resumed = true
 	rctx, cancel := context.WithTimeout(context.Background(), s.deps.Timing.GrainTimeout)
 	defer cancel()
 	n, err := s.deps.Logs.Len(rctx, s.jobID)
@@ -189,6 +199,9 @@ func (s *logStream) start(ctx actor.Context) {
 }
 
 func (s *logStream) add(ctx actor.Context, m *Line) {
+	if !s.resumed {
+		s.resume()
+	}
 	if !s.holds(ctx, m.Worker, m.Attempt) {
 		// A line for a job the sender does not hold (another worker, or
 		// an attempt that is not the current one) is refused, not stored.

@@ -28,8 +28,9 @@ const DefaultLockTimeout = time.Second
 // JobStore is a persistence.JobStore in a bbolt file. It is safe for
 // concurrent use; writes are serialized by bbolt.
 type JobStore struct {
-	db   *bbolt.DB
-	path string
+	db    *bbolt.DB
+	path  string
+	group *groupCommitter // every job write goes through it (group commit)
 }
 
 // Option configures Open.
@@ -44,11 +45,15 @@ func WithLockTimeout(d time.Duration) Option {
 // Open opens (creating it and its directory if needed) the job store file
 // at path.
 func Open(path string, opts ...Option) (*JobStore, error) {
+	// The freelist is rebuilt from the pages at open instead of written
+	// with every commit: two to three fewer page writes per transition,
+	// durability unchanged.
+	opts = append([]Option{func(o *bbolt.Options) { o.NoFreelistSync = true; o.FreelistType = bbolt.FreelistMapType }}, opts...)
 	db, err := openDB(path, "job store", opts, bucketJobs, bucketByCreated, bucketByStatus, bucketIdempotency)
 	if err != nil {
 		return nil, err
 	}
-	return &JobStore{db: db, path: path}, nil
+	return &JobStore{db: db, path: path, group: newGroupCommitter(db)}, nil
 }
 
 // openDB opens (creating it and its directory if needed) the bbolt file at
@@ -101,10 +106,12 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 		return persistence.Job{}, false, fmt.Errorf("create job %s: encode: %w", j.ID, err)
 	}
 	var (
-		out     = j
+		out     persistence.Job
 		created bool
+		dup     error // the duplicate id's verdict: written nothing
 	)
-	err = s.db.Update(func(tx *bbolt.Tx) error {
+	err = s.group.update(func(tx *bbolt.Tx) error {
+		out, created, dup = j, false, nil
 		jobs := tx.Bucket(bucketJobs)
 		idem := tx.Bucket(bucketIdempotency)
 		if j.IdempotencyKey != "" {
@@ -119,7 +126,8 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 		}
 		id := []byte(j.ID)
 		if jobs.Get(id) != nil {
-			return fmt.Errorf("id exists: %w", persistence.ErrConflict)
+			dup = fmt.Errorf("id exists: %w", persistence.ErrConflict)
+			return nil
 		}
 		if err := jobs.Put(id, data); err != nil {
 			return err
@@ -138,6 +146,9 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 		created = true
 		return nil
 	})
+	if err == nil {
+		err = dup
+	}
 	if err != nil {
 		return persistence.Job{}, false, s.wrap(err, "create job %s", j.ID)
 	}
@@ -291,6 +302,7 @@ func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persist
 // Close closes the file; later calls fail with persistence.ErrUnavailable.
 // It waits for running transactions and is safe to call twice.
 func (s *JobStore) Close() error {
+	s.group.stop()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close job store %s: %w", s.path, err)
 	}
@@ -307,15 +319,17 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 		out   persistence.Job
 		fnErr error // the transition's own verdict, already in context
 	)
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.group.update(func(tx *bbolt.Tx) error {
+		out, fnErr = persistence.Job{}, nil
 		jobs := tx.Bucket(bucketJobs)
 		j, err := loadJob(jobs, []byte(id))
 		if err != nil {
-			return err
+			fnErr = s.wrap(err, "%s job %s", op, id) // a verdict too: no write
+			return nil
 		}
 		oldKey := statusKey(&j)
 		if fnErr = fn(&j); fnErr != nil {
-			return fnErr
+			return nil // refused: nothing written, the group goes on
 		}
 		if newKey := statusKey(&j); !bytes.Equal(oldKey, newKey) {
 			byStatus := tx.Bucket(bucketByStatus)

@@ -3,10 +3,14 @@ package bolt_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/persistence"
@@ -115,5 +119,61 @@ func TestClosedIsUnavailable(t *testing.T) {
 	_, err = s.Claim(context.Background(), j.ID, "w1", time.Now())
 	require.ErrorIs(t, err, persistence.ErrUnavailable)
 	_, _, err = s.List(context.Background(), persistence.ListQuery{})
+	require.ErrorIs(t, err, persistence.ErrUnavailable)
+}
+
+// TestGroupCommitConcurrentTransitions: many callers' transitions share
+// commits, each answered with its own verdict: exactly one of the racing
+// claims of a job wins, and a refused one rolls nothing else back.
+func TestGroupCommitConcurrentTransitions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	s, err := bolt.Open(path)
+	require.NoError(t, err)
+	ctx := context.Background()
+	const n = 64
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, created, err := s.Create(ctx, persistence.Job{Mode: "noop", TimeoutS: 60, MaxAttempts: 1})
+			assert.NoError(t, err)
+			assert.True(t, created)
+			ids[i] = j.ID
+		}()
+	}
+	wg.Wait()
+	var wins atomic.Int64
+	for i := range n {
+		for w := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := s.Claim(ctx, ids[i], fmt.Sprintf("w%d", w), time.Now()); err == nil {
+					wins.Add(1)
+				} else {
+					assert.ErrorIs(t, err, persistence.ErrConflict)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	require.EqualValues(t, n, wins.Load(), "one claim per job wins")
+	_, err = s.Claim(ctx, "no-such-job", "w0", time.Now())
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	require.NoError(t, s.Close())
+
+	// Durable: reopened, every job is running.
+	s, err = bolt.Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	for _, id := range ids {
+		j, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, persistence.StatusRunning, j.Status)
+	}
+	require.NoError(t, s.Close())
+	_, err = s.Claim(ctx, ids[0], "w0", time.Now())
 	require.ErrorIs(t, err, persistence.ErrUnavailable)
 }

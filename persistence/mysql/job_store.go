@@ -22,6 +22,9 @@ var _ persistence.JobStore = (*JobStore)(nil)
 type JobStore struct {
 	db    *sql.DB
 	where string // host and database, for error messages (never the password)
+	// oneTrip: claim and finish go as one multi-statement round trip
+	// (one_trip.go); only with client-side interpolation.
+	oneTrip bool
 
 	closed atomic.Bool
 }
@@ -39,7 +42,10 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*JobStore, error) {
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("open mysql job store: %w", err)
 	}
-	cfg, err := gomysql.ParseDSN(dsn)
+	cfg, err := gomysql.ParseDSN(withInterpolation(dsn))
+	if err != nil {
+		cfg, err = gomysql.ParseDSN(dsn) // the DSN's charset refuses interpolation: keep prepare+execute
+	}
 	if err != nil {
 		// The driver's messages never repeat the DSN, so no password leaks.
 		return nil, fmt.Errorf("open mysql job store: %w", err)
@@ -59,6 +65,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*JobStore, error) {
 		cfg.Timeout = DefaultDialTimeout
 	}
 	cfg.Logger = driverLogger{o.log}
+	// Multi-statement queries only where parameters are interpolated (and
+	// escaped) by the driver; the store's statements are constants.
+	cfg.MultiStatements = cfg.MultiStatements || cfg.InterpolateParams
 
 	connector, err := gomysql.NewConnector(cfg)
 	if err != nil {
@@ -70,7 +79,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*JobStore, error) {
 	db.SetConnMaxLifetime(o.connMaxLifetime)
 	db.SetConnMaxIdleTime(DefaultConnMaxIdleTime)
 
-	s := &JobStore{db: db, where: cfg.Addr + "/" + cfg.DBName}
+	s := &JobStore{db: db, where: cfg.Addr + "/" + cfg.DBName, oneTrip: cfg.InterpolateParams}
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, s.fail(ctx, err, "open mysql job store")
@@ -308,4 +317,22 @@ type driverLogger struct{ log *slog.Logger }
 // Print implements gomysql.Logger.
 func (l driverLogger) Print(v ...any) {
 	l.log.Warn("mysql driver", "detail", strings.TrimSpace(fmt.Sprint(v...)))
+}
+
+// withInterpolation turns on the driver's client-side parameter
+// interpolation unless the DSN says otherwise: every statement is then one
+// round trip (COM_QUERY) instead of prepare + execute + close, a third of
+// the protocol commands per job. Values are escaped by the driver, which is
+// safe for the driver's default utf8mb4; a DSN that names its own charset
+// or collation is left as it is (backslash escaping is not safe in every
+// multibyte charset), and the driver refuses it for an unsafe collation
+// (the DSN is then used as it is).
+func withInterpolation(dsn string) string {
+	if strings.Contains(dsn, "interpolateParams=") || strings.Contains(dsn, "charset=") || strings.Contains(dsn, "collation=") {
+		return dsn
+	}
+	if strings.Contains(dsn, "?") {
+		return dsn + "&interpolateParams=true"
+	}
+	return dsn + "?interpolateParams=true"
 }

@@ -111,8 +111,12 @@ func (s *JobStore) updateAndGet(ctx context.Context, op, id string, check func(*
 		out persistence.Job
 		err error
 	)
+	try1 := s.tryUpdateAndGet
+	if s.oneTrip {
+		try1 = s.tryUpdateAndGetOneTrip
+	}
 	for try := 1; ; try++ {
-		out, err = s.tryUpdateAndGet(ctx, op, id, check, query, args...)
+		out, err = try1(ctx, op, id, check, query, args...)
 		if err == nil || !retryable(err) || try == maxTxTries || ctx.Err() != nil {
 			return out, err
 		}

@@ -1,0 +1,80 @@
+package logpipe
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/metrics"
+	"github.com/paprika-hub/paprika/persistence"
+	"github.com/paprika-hub/paprika/persistence/memory"
+)
+
+// countingLogs counts how often a stream reads the log's length.
+type countingLogs struct {
+	persistence.LogStore
+	lens atomic.Int64
+}
+
+func (c *countingLogs) Len(ctx context.Context, id string) (int64, error) {
+	c.lens.Add(1)
+	return c.LogStore.Len(ctx, id)
+}
+
+// TestStreamWithoutLinesReadsNoPosition: a job that ends without a line
+// stores its done sentinel without reading where the log is; a job with
+// lines reads it once, before its first line, and resumes after lines
+// another hub stored.
+func TestStreamWithoutLinesReadsNoPosition(t *testing.T) {
+	system := actor.NewActorSystem()
+	logs := &countingLogs{LogStore: memory.NewLogStore()}
+	d := &Deps{Logs: logs, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.NewMetrics(),
+		Timing: Timing{LogBatchLines: 50, LogBatchWait: 10 * time.Millisecond, LogBudgetLines: 1000,
+			GrainTimeout: time.Second, IdlePassivate: time.Minute}}
+	r, err := Start(system, d, func(p *actor.Props, name string) (*actor.PID, error) {
+		return system.Root.SpawnNamed(p, name)
+	})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	end := func(job string) {
+		got := make(chan struct{}, 1)
+		notify := system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+			if _, ok := c.Message().(*Persisted); ok {
+				got <- struct{}{}
+			}
+		}))
+		pid, err := r.Stream(job)
+		require.NoError(t, err)
+		system.Root.Send(pid, &End{Attempt: 1, Notify: notify})
+		select {
+		case <-got:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the end was not persisted")
+		}
+	}
+
+	end("j-quiet")
+	_, done, err := logs.Read(ctx, "j-quiet", 0, 10)
+	require.NoError(t, err)
+	require.True(t, done, "the done sentinel is stored")
+	require.Zero(t, logs.lens.Load(), "no position read for a job without lines")
+
+	// Another hub stored two lines of j-talk; this stream goes on after them.
+	require.NoError(t, logs.Write(ctx, []persistence.LogBatch{{JobID: "j-talk", From: 0, Lines: []string{"a", "b"}}}))
+	pid, err := r.Stream("j-talk")
+	require.NoError(t, err)
+	system.Root.Send(pid, &Line{Attempt: 1, Seq: 2, Text: "c"})
+	end("j-talk")
+	lines, done, err := logs.Read(ctx, "j-talk", 0, 10)
+	require.NoError(t, err)
+	require.True(t, done)
+	require.Equal(t, []string{"a", "b", "c"}, lines)
+	require.EqualValues(t, 1, logs.lens.Load(), "the position is read once, before the first line")
+}

@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/paprika-hub/paprika/client"
+)
+
+// paprikaSystem runs hubs and workers as real processes of the paprika
+// binary; the bench submits through the Go SDK, spread over the hubs.
+type paprikaSystem struct {
+	label string
+	bin   string // this system's own binary (-base); "" = binary()
+	o     *options
+	hubs  int
+	real  bool // MariaDB + Redis; embedded otherwise
+
+	dir      string
+	db       string // MariaDB database of this run
+	hubCmds  []*exec.Cmd
+	wrkCmds  []*exec.Cmd
+	urls     []string
+	clients  []*client.Client
+	rr       atomic.Uint64
+	rdb      *redis.Client
+	sqlDB    *sql.DB
+	mu       sync.Mutex
+	record   bool
+	recorded []string
+}
+
+var buildOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// binary is -paprika or a fresh build of the repository's cmd/paprika.
+func (p *paprikaSystem) binary() (string, error) {
+	if p.bin != "" {
+		return p.bin, nil
+	}
+	if p.o.paprika != "" {
+		return p.o.paprika, nil
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "paprika-bench-bin")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		buildOnce.path = filepath.Join(dir, "paprika")
+		cmd := exec.Command("go", "build", "-o", buildOnce.path, "./cmd/paprika")
+		cmd.Dir = ".."
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		buildOnce.err = cmd.Run()
+	})
+	return buildOnce.path, buildOnce.err
+}
+
+func (p *paprikaSystem) name() string { return p.label }
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (p *paprikaSystem) start(ctx context.Context) error {
+	bin, err := p.binary()
+	if err != nil {
+		return fmt.Errorf("build paprika: %w", err)
+	}
+	if p.dir, err = os.MkdirTemp("", "paprika-bench"); err != nil {
+		return err
+	}
+	env := append(os.Environ(), "PAPRIKA_LIMITS_API_RATE=0", "PAPRIKA_LIMITS_MAX_CONNS_PER_IP=0", "PAPRIKA_LIMITS_MAX_QUEUED=0")
+	prefix := fmt.Sprintf("bench%d:", time.Now().UnixNano())
+	if p.real {
+		p.db = fmt.Sprintf("paprika_bench_%d", time.Now().UnixNano())
+		if p.sqlDB, err = sql.Open("mysql", p.o.mysqlDSN); err != nil {
+			return err
+		}
+		if _, err := p.sqlDB.ExecContext(ctx, "CREATE DATABASE "+p.db); err != nil {
+			return fmt.Errorf("create database: %w", err)
+		}
+		p.rdb = redis.NewClient(&redis.Options{Addr: p.o.redisAddr, DB: 6})
+		env = append(env, "PAPRIKA_MYSQL_DSN="+p.o.mysqlDSN+p.db+"?parseTime=true",
+			"PAPRIKA_REDIS_URL=redis://"+p.o.redisAddr+"/6", "PAPRIKA_REDIS_PREFIX="+prefix)
+	}
+	for i := 0; i < p.hubs; i++ {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		cport, err := freePort()
+		if err != nil {
+			return err
+		}
+		url := fmt.Sprintf("http://127.0.0.1:%d", port)
+		henv := append(env, fmt.Sprintf("PAPRIKA_HUB_ID=hub-%d", i), fmt.Sprintf("PAPRIKA_CLUSTER_PORT=%d", cport),
+			"PAPRIKA_ASSETS_DIR="+filepath.Join(p.dir, fmt.Sprintf("hub-%d", i), "assets"))
+		if i == 0 && p.o.pprof != "" {
+			henv = append(henv, "PAPRIKA_DEBUG_PPROF="+p.o.pprof)
+		}
+		cmd := exec.Command(bin, "hub", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--log-level", "warn")
+		cmd.Env = henv
+		cmd.Stderr = prefixed(fmt.Sprintf("[%s hub-%d] ", p.label, i))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		p.hubCmds = append(p.hubCmds, cmd)
+		p.urls = append(p.urls, url)
+		if err := waitReady(ctx, url); err != nil {
+			return err
+		}
+		c, err := client.New([]string{url})
+		if err != nil {
+			return err
+		}
+		p.clients = append(p.clients, c)
+	}
+	// One worker per hub (all on the one hub when alone), the lanes split
+	// between them, so every setup has the same slots.
+	workers := max(p.hubs, 2)
+	for i := 0; i < workers; i++ {
+		lanes := p.o.lanes / workers
+		if i < p.o.lanes%workers {
+			lanes++
+		}
+		cmd := exec.Command(bin, "worker", "--hub", p.urls[i%len(p.urls)], "--id", fmt.Sprintf("wb%d", i),
+			"--lanes", strconv.Itoa(lanes), "--log-level", "warn")
+		cmd.Env = env
+		cmd.Stderr = prefixed(fmt.Sprintf("[%s worker-%d] ", p.label, i))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		p.wrkCmds = append(p.wrkCmds, cmd)
+	}
+	return nil
+}
+
+// prefixed passes a child's warnings through, one prefixed line each.
+func prefixed(prefix string) io.Writer {
+	r, w := io.Pipe()
+	go func() {
+		s := bufio.NewScanner(r)
+		for s.Scan() {
+			fmt.Fprintln(os.Stderr, prefix+s.Text())
+		}
+	}()
+	return w
+}
+
+func waitReady(ctx context.Context, url string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("hub %s not healthy within 60 s", url)
+}
+
+func (p *paprikaSystem) stop() {
+	for _, c := range p.wrkCmds {
+		_ = c.Process.Signal(syscall.SIGTERM)
+	}
+	for _, c := range p.wrkCmds {
+		_ = c.Wait()
+	}
+	for _, c := range p.hubCmds {
+		_ = c.Process.Signal(syscall.SIGTERM)
+	}
+	for _, c := range p.hubCmds {
+		_ = c.Wait()
+	}
+	for _, c := range p.clients {
+		c.CloseIdleConnections()
+	}
+	if p.sqlDB != nil {
+		_, _ = p.sqlDB.Exec("DROP DATABASE IF EXISTS " + p.db)
+		_ = p.sqlDB.Close()
+	}
+	if p.rdb != nil {
+		_ = p.rdb.FlushDB(context.Background()).Err()
+		_ = p.rdb.Close()
+	}
+	_ = os.RemoveAll(p.dir)
+	p.hubCmds, p.wrkCmds, p.urls, p.clients, p.sqlDB, p.rdb = nil, nil, nil, nil, nil, nil
+}
+
+func (p *paprikaSystem) submit(ctx context.Context) error {
+	c := p.clients[p.rr.Add(1)%uint64(len(p.clients))]
+	j, err := c.Submit(ctx, client.SubmitRequest{Mode: "noop", TimeoutS: 600, MaxAttempts: 1}, "")
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if p.record {
+		p.recorded = append(p.recorded, j.ID)
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// done sums paprika_jobs_finished_total over the hubs.
+func (p *paprikaSystem) done(ctx context.Context) (int64, error) {
+	var n float64
+	for _, u := range p.urls {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		s := bufio.NewScanner(resp.Body)
+		s.Buffer(make([]byte, 1<<20), 1<<20)
+		for s.Scan() {
+			line := s.Text()
+			if !strings.HasPrefix(line, "paprika_jobs_finished_total{") {
+				continue
+			}
+			if i := strings.LastIndexByte(line, ' '); i > 0 {
+				v, _ := strconv.ParseFloat(line[i+1:], 64)
+				n += v
+			}
+		}
+		resp.Body.Close()
+	}
+	return int64(n), nil
+}
+
+func (p *paprikaSystem) procs() map[string]func() float64 {
+	m := map[string]func() float64{
+		"hubs":    func() float64 { return sumCPU(p.hubCmds) },
+		"workers": func() float64 { return sumCPU(p.wrkCmds) },
+		"bench":   selfCPU,
+	}
+	if p.real {
+		m["mariadb"] = func() float64 { return serviceCPU("mariadbd") }
+		m["redis"] = func() float64 { return serviceCPU("redis-server") }
+	}
+	return m
+}
+
+func sumCPU(cmds []*exec.Cmd) float64 {
+	t := 0.0
+	for _, c := range cmds {
+		t += cpuSeconds(c.Process.Pid)
+	}
+	return t
+}
+
+func (p *paprikaSystem) stmts(ctx context.Context) map[string]float64 {
+	if !p.real {
+		return nil
+	}
+	m := map[string]float64{}
+	rows, err := p.sqlDB.QueryContext(ctx, "SHOW GLOBAL STATUS LIKE 'Com_%'")
+	if err == nil {
+		for rows.Next() {
+			var k string
+			var v float64
+			if rows.Scan(&k, &v) != nil {
+				continue
+			}
+			switch k {
+			case "Com_select", "Com_insert", "Com_update", "Com_delete", "Com_commit", "Com_begin", "Com_replace", "Com_insert_select":
+				m["sql"] += v
+			case "Com_stmt_prepare", "Com_stmt_execute", "Com_stmt_close", "Com_stmt_reset":
+				m["sql-proto"] += v
+			}
+		}
+		rows.Close()
+		m["sql-proto"] += m["sql"]
+	}
+	m["redis"] = redisCalls(ctx, p.rdb)
+	return m
+}
+
+// redisCalls sums the calls of INFO commandstats (this read counts one).
+func redisCalls(ctx context.Context, rdb *redis.Client) float64 {
+	s, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0
+	}
+	t := 0.0
+	for _, line := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		i := strings.Index(line, "calls=")
+		if i < 0 {
+			continue
+		}
+		v := line[i+len("calls="):]
+		if j := strings.IndexByte(v, ','); j >= 0 {
+			v = v[:j]
+		}
+		n, _ := strconv.ParseFloat(v, 64)
+		t += n
+	}
+	return t
+}
+
+func (p *paprikaSystem) resetLatencies() {
+	p.mu.Lock()
+	p.record, p.recorded = true, nil
+	p.mu.Unlock()
+}
+
+// latencies are started_at − created_at, both stamped by the hub.
+func (p *paprikaSystem) latencies(ctx context.Context) ([]time.Duration, error) {
+	p.mu.Lock()
+	ids := p.recorded
+	p.record, p.recorded = false, nil
+	p.mu.Unlock()
+	out := make([]time.Duration, 0, len(ids))
+	for _, id := range ids {
+		j, err := p.clients[0].Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j.StartedAt.Sub(j.CreatedAt))
+	}
+	return out, nil
+}
+
+func newSystem(name string, o *options) (system, error) {
+	switch name {
+	case "paprika-embedded":
+		return &paprikaSystem{label: name, o: o, hubs: 1}, nil
+	case "paprika-mariadb":
+		return &paprikaSystem{label: name, o: o, hubs: 1, real: true}, nil
+	case "paprika-3hubs":
+		return &paprikaSystem{label: name, o: o, hubs: 3, real: true}, nil
+	case "asynq":
+		return &asynqSystem{o: o}, nil
+	case "river":
+		return &riverSystem{o: o}, nil
+	}
+	return nil, fmt.Errorf("unknown system %q (asynq, river, paprika-embedded, paprika-mariadb, paprika-3hubs)", name)
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// printTable writes one row per system: medians over the rounds.
+func printTable(w io.Writer, systems []system, res map[string][]result, o options) {
+	fmt.Fprintf(w, "\n%d no-op jobs per run, %d producers, %d slots, %d rounds (medians); latency: %d jobs paced at %.0f/s\n\n",
+		o.jobs, o.producers, o.lanes, o.rounds, o.paced, o.rate)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "system\tjobs/s\tCPU s/1k jobs: total\tper process\tstatements/job\tp50\tp99\t")
+	for _, s := range systems {
+		rs := res[s.name()]
+		var jps []float64
+		perProc := map[string][]float64{}
+		perStore := map[string][]float64{}
+		var totals []float64
+		var p50, p99 []float64
+		for _, r := range rs {
+			jps = append(jps, r.jobsPerSec)
+			t := 0.0
+			for k, v := range r.cpuPerK {
+				perProc[k] = append(perProc[k], v)
+				t += v
+			}
+			totals = append(totals, t)
+			for k, v := range r.stmts {
+				perStore[k] = append(perStore[k], v)
+			}
+			p50 = append(p50, float64(r.p50))
+			p99 = append(p99, float64(r.p99))
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t\n", s.name(), median(jps), median(totals),
+			medians(perProc, 3), medians(perStore, 1), ms(median(p50)), ms(median(p99)))
+	}
+	_ = tw.Flush()
+}
+
+func medians(m map[string][]float64, prec int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.*f", k, prec, median(m[k])))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ms(ns float64) string {
+	return fmt.Sprintf("%.1f ms", ns/float64(time.Millisecond))
+}

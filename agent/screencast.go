@@ -30,6 +30,9 @@ const (
 	screencastMaxHeight = 800
 	// pageWait bounds the wait for the lane to have a page to show.
 	pageWait = 5 * time.Second
+	// endGrace is how long a lost page waits for its job's or session's
+	// end, to name that as the reason.
+	endGrace = time.Second
 	// maxScreencastMessage bounds what the worker reads from either side.
 	maxScreencastMessage = 16 << 20
 )
@@ -45,48 +48,62 @@ func (a *Agent) Screencasts() int { return int(screencastsActive.Load()) }
 // reader and never blocks.
 func (a *Agent) handleLiveOpen(f messages.Frame) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.stopping {
-		a.mu.Unlock()
 		return // the grain's attach timeout tells the viewers
 	}
-	why, lane, done := "", -1, func() {}
-	parent := context.Background()
-	ended := "job ended"
-	if f.JobID != "" {
-		if rj := a.jobs[f.JobID]; rj == nil || rj.ctx.Err() != nil {
-			why = fmt.Sprintf("job %s is not running on worker %s", f.JobID, a.id)
-		} else {
-			parent, lane = rj.ctx, rj.lane
-		}
-	} else {
-		ended = "session closed"
-		switch s := a.sessions[f.SessionID]; {
-		case s == nil || s.ctx.Err() != nil:
-			why = fmt.Sprintf("session %s is not open on worker %s", f.SessionID, a.id)
-		default:
-			parent, lane = s.ctx, s.lane
-			// The session's lane is cleaned only after its last client,
-			// this one included (it dispatches input), is gone.
-			s.tunnelWG.Add(1)
-			done = s.tunnelWG.Done
-		}
-	}
-	laneURL := ""
-	if why == "" {
-		laneURL = a.laneDevTools(lane)
-	}
-	a.sessWG.Add(1)
-	a.mu.Unlock()
+	a.sessWG.Add(1) // under mu, ordered before stop's wait by the stopping flag
 	go func() {
 		defer a.sessWG.Done()
+		parent, lane, done, ended, why := a.liveLane(f)
 		defer done()
-		a.runScreencast(parent, f.LiveID, laneURL, why, ended)
+		// The lane's browser may be (re)starting for the job: its URL is
+		// read as the page is looked for.
+		a.runScreencast(parent, f.LiveID, func() string { return a.laneDevTools(lane) }, why, ended)
 	}()
+}
+
+// jobWait bounds the wait for a job the hub reports running to reach this
+// worker: its assignment and the live_open may cross.
+const jobWait = 2 * time.Second
+
+// liveLane finds the lane of f's job or session: the context it ends
+// with, done to call when the screencast stopped, the close reason of its
+// end, or why there is none.
+func (a *Agent) liveLane(f messages.Frame) (ctx context.Context, lane int, done func(), ended, why string) {
+	done, ended = func() {}, "job ended"
+	for deadline := time.Now().Add(jobWait); ; {
+		a.mu.Lock()
+		if f.JobID != "" {
+			if rj := a.jobs[f.JobID]; rj != nil && rj.ctx.Err() == nil {
+				a.mu.Unlock()
+				return rj.ctx, rj.lane, done, ended, ""
+			}
+			why = fmt.Sprintf("job %s is not running on worker %s", f.JobID, a.id)
+		} else {
+			ended = "session closed"
+			if s := a.sessions[f.SessionID]; s != nil && s.ctx.Err() == nil {
+				// The session's lane is cleaned only after its last
+				// client, this one included (it dispatches input), is gone.
+				s.tunnelWG.Add(1)
+				a.mu.Unlock()
+				return s.ctx, s.lane, s.tunnelWG.Done, ended, ""
+			}
+			a.mu.Unlock()
+			return context.Background(), -1, done, ended, fmt.Sprintf("session %s is not open on worker %s", f.SessionID, a.id)
+		}
+		stopping := a.stopping
+		a.mu.Unlock()
+		if stopping || time.Now().After(deadline) {
+			return context.Background(), -1, done, ended, why
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // runScreencast dials the hub, then the lane's page, and streams until
 // either side closes or the job or session ends.
-func (a *Agent) runScreencast(ctx context.Context, liveID, laneURL, why, ended string) {
+func (a *Agent) runScreencast(ctx context.Context, liveID string, laneURL func() string, why, ended string) {
 	log := a.lg().With("live_id", liveID)
 	base := a.hubURL.Load()
 	if base == nil {
@@ -128,16 +145,15 @@ func (a *Agent) runScreencast(ctx context.Context, liveID, laneURL, why, ended s
 // dialLanePage connects to the lane's page the screencast shows: the
 // first page of the lane's /json/list, which Chromium orders by last
 // activity — the page a job or client worked on last.
-func dialLanePage(ctx context.Context, laneURL string) (*websocket.Conn, error) {
+func dialLanePage(ctx context.Context, laneURLOf func() string) (*websocket.Conn, error) {
 	deadline := time.Now().Add(pageWait)
 	for {
 		var list []struct {
 			ID   string `json:"id"`
 			Type string `json:"type"`
 		}
-		if err := laneHTTP(ctx, laneURL, "/json/list", &list); err != nil {
-			return nil, err
-		}
+		laneURL := laneURLOf()
+		err := laneHTTP(ctx, laneURL, "/json/list", &list)
 		for _, t := range list {
 			if t.Type == "page" {
 				u, err := laneTarget(laneURL, t.ID)
@@ -148,6 +164,9 @@ func dialLanePage(ctx context.Context, laneURL string) (*websocket.Conn, error) 
 			}
 		}
 		if time.Now().After(deadline) {
+			if err != nil {
+				return nil, err
+			}
 			return nil, errors.New("the lane has no page")
 		}
 		select {
@@ -270,6 +289,15 @@ func streamScreencast(ctx context.Context, page, hub *websocket.Conn, ended stri
 	} else {
 		select {
 		case first = <-ends:
+			// A job's tab closes as the job ends, a moment before its
+			// context does: that is the job's end, not a lost lane.
+			t := time.NewTimer(endGrace)
+			select {
+			case <-ctx.Done():
+				first = sideEnd{code: messages.CloseNormal, reason: ended}
+			case <-t.C:
+			}
+			t.Stop()
 		case <-ctx.Done():
 			first = sideEnd{code: messages.CloseNormal, reason: ended}
 			if errors.Is(context.Cause(ctx), errAgentStopping) {

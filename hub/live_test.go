@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -100,9 +101,13 @@ type testViewer struct {
 	ws *websocket.Conn
 }
 
-func dialLive(t testing.TB, url string) *testViewer {
+func dialLive(t testing.TB, url string, hdr ...http.Header) *testViewer {
 	t.Helper()
-	ws, resp, err := websocket.DefaultDialer.Dial(url, nil)
+	var h http.Header
+	if len(hdr) > 0 {
+		h = hdr[0]
+	}
+	ws, resp, err := websocket.DefaultDialer.Dial(url, h)
 	if resp != nil && err != nil {
 		t.Fatalf("dial %s: HTTP %d: %v", url, resp.StatusCode, err)
 	}
@@ -278,4 +283,139 @@ func TestLiveSessionAcrossHubs(t *testing.T) {
 	_, resp, err := websocket.DefaultDialer.Dial(liveLiveSessionURL(ha, id, ""), nil)
 	require.Error(t, err)
 	require.Equal(t, http.StatusGone, resp.StatusCode, "a closed session's live view is gone")
+}
+
+// TestLiveJob: a running macro job's lane is watched through the hub; its
+// view is view-only (control refused before the upgrade) and ends with
+// the job; finished, unknown and noop jobs have none; the token and the
+// Origin are checked as on the CDP routes.
+func TestLiveJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	page := serveLivePage(t)
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("auth.api_token", "tok"))
+	h := startTestHub(t, cfg)
+	a := startLiveAgent(t, h.URL(), "wjob", 1)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 30*time.Second, 20*time.Millisecond)
+	auth := []string{"Authorization", "Bearer tok"}
+	st, b := do(t, "POST", h.URL()+"/jobs", `{"mode":"macro","params":{"steps":[
+		{"op":"navigate","url":"`+page.URL+`"},{"op":"wait","ms":8000}]}}`, auth...)
+	require.Equal(t, http.StatusCreated, st, string(b))
+	var job persistence.Job
+	require.NoError(t, json.Unmarshal(b, &job))
+	base := wsURL(h.URL()) + "/jobs/" + job.ID + "/live"
+	require.Eventually(t, func() bool {
+		st, b := do(t, "GET", h.URL()+"/jobs/"+job.ID, "", auth...)
+		return st == http.StatusOK && strings.Contains(string(b), `"status":"running"`)
+	}, 30*time.Second, 50*time.Millisecond)
+
+	refused := func(url string, hdr http.Header) int {
+		ws, resp, err := websocket.DefaultDialer.Dial(url, hdr)
+		if err == nil {
+			_ = ws.Close()
+			return http.StatusSwitchingProtocols
+		}
+		require.NotNil(t, resp, url)
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusUnauthorized, refused(base, nil))
+	require.Equal(t, http.StatusUnauthorized, refused(base+"?token=wrong", nil))
+	require.Equal(t, http.StatusForbidden, refused(base+"?token=tok", http.Header{"Origin": {"https://evil.example"}}))
+	require.Equal(t, http.StatusBadRequest, refused(base+"?token=tok&control=1", nil), "a job's view is view-only")
+	require.Equal(t, http.StatusNotFound, refused(wsURL(h.URL())+"/jobs/nope/live?token=tok", nil))
+	require.Equal(t, http.StatusNotFound, refused(wsURL(h.URL())+"/sessions/s-nope/live?token=tok", nil))
+
+	// The page only shows after navigate: wait for frames that change.
+	v := dialLive(t, base+"?token=tok")
+	v.frames(3, 30*time.Second)
+	require.Equal(t, 1, a.Screencasts())
+	v2 := dialLive(t, base, http.Header{"Authorization": {"Bearer tok"}})
+	v2.frames(2, 20*time.Second)
+	require.Equal(t, 1, a.Screencasts(), "two viewers, one screencast")
+	reason, code := v.waitEnded(30 * time.Second)
+	require.Equal(t, websocket.CloseNormalClosure, code)
+	require.Equal(t, "job ended", reason)
+	_, code = v2.waitEnded(10 * time.Second)
+	require.Equal(t, websocket.CloseNormalClosure, code)
+	require.Eventually(t, func() bool { return a.Screencasts() == 0 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return refused(base+"?token=tok", nil) == http.StatusConflict
+	}, 10*time.Second, 50*time.Millisecond, "a finished job has no live view")
+
+	st, b = do(t, "POST", h.URL()+"/jobs", `{"mode":"noop","params":{"sleep_ms":1}}`, auth...)
+	require.Equal(t, http.StatusCreated, st, string(b))
+	require.NoError(t, json.Unmarshal(b, &job))
+	require.Equal(t, http.StatusConflict, refused(wsURL(h.URL())+"/jobs/"+job.ID+"/live?token=tok", nil), "noop runs no browser")
+}
+
+// TestLiveSlowViewerNoBacklog: a viewer that stops acknowledging is sent
+// nothing more (one frame in flight) while another keeps its pace, and the
+// hub's heap stays flat.
+func TestLiveSlowViewerNoBacklog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	page := serveLivePage(t)
+	h := startTestHub(t, testConfig(t))
+	a := startLiveAgent(t, h.URL(), "wslow", 1)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 30*time.Second, 20*time.Millisecond)
+	id := openSession(t, h.URL())
+	st, b := do(t, "POST", h.URL()+"/sessions/"+id+"/commands", `{"op":"navigate","url":"`+page.URL+`"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+
+	fast := dialLive(t, liveLiveSessionURL(h, id, ""))
+	fast.frames(3, 20*time.Second)
+	slow := dialLive(t, liveLiveSessionURL(h, id, ""))
+	// The slow viewer's socket is read (so TCP holds nothing back) but
+	// never acknowledged.
+	slowFrames := make(chan liveMsg, 100)
+	go func() {
+		for {
+			m, err := slow.read(time.Minute)
+			if err != nil {
+				close(slowFrames)
+				return
+			}
+			if m.Type == "frame" {
+				slowFrames <- m
+			}
+		}
+	}()
+	var got []liveMsg
+	select {
+	case m := <-slowFrames:
+		got = append(got, m)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the slow viewer never got a first frame")
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	sentBefore := framesCount(h.Metrics(), metrics.LiveFramesSent)
+	fastFrames := len(fast.frames(40, 60*time.Second))
+	// Whatever reached the slow viewer's socket meanwhile: nothing new.
+	time.Sleep(300 * time.Millisecond)
+	for len(slowFrames) > 0 {
+		got = append(got, <-slowFrames)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	sent := framesCount(h.Metrics(), metrics.LiveFramesSent) - sentBefore
+	t.Logf("fast viewer: %d frames; slow viewer: %d (never acked); frames sent meanwhile: %.0f; heap %d → %d KiB",
+		fastFrames, len(got), sent, before.HeapInuse>>10, after.HeapInuse>>10)
+	require.Len(t, got, 1, "a viewer that does not acknowledge gets one frame, no backlog")
+	require.GreaterOrEqual(t, fastFrames, 40)
+	require.LessOrEqual(t, sent, float64(fastFrames)+5, "the frames sent are the fast viewer's")
+	require.Less(t, int64(after.HeapInuse)-int64(before.HeapInuse), int64(16<<20), "hub heap flat")
+	require.Equal(t, 1, a.Screencasts())
+	// The slow viewer acknowledges at last: it gets the latest frame, not the ones it missed.
+	slow.send(fmt.Sprintf(`{"type":"ack","seq":%d}`, got[0].Seq))
+	select {
+	case next := <-slowFrames:
+		require.Greater(t, next.Seq, got[0].Seq+5, "the latest frame, skipping what it missed")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow viewer's ack brought no frame")
+	}
 }

@@ -419,3 +419,92 @@ func TestLiveSlowViewerNoBacklog(t *testing.T) {
 		t.Fatal("the slow viewer's ack brought no frame")
 	}
 }
+
+// TestLiveRecording: record: true stores a job's page as the asset
+// recording.ndjson and a session's page with its downloads, one JSON line
+// per JPEG frame, timed from the first.
+func TestLiveRecording(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	page := serveLivePage(t)
+	h := startTestHub(t, testConfig(t))
+	startChromiumAgent(t, h.URL(), "wrec", 1)
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.Alive }, 30*time.Second, 20*time.Millisecond)
+
+	checkRecording := func(url string) int {
+		res, err := http.Get(url)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode, url)
+		require.Equal(t, "application/x-ndjson", res.Header.Get("Content-Type"))
+		dec := json.NewDecoder(res.Body)
+		n, lastT := 0, int64(-1)
+		for dec.More() {
+			var line struct {
+				T    int64  `json:"t"`
+				W    int    `json:"w"`
+				H    int    `json:"h"`
+				Data []byte `json:"data"`
+			}
+			require.NoError(t, dec.Decode(&line))
+			require.Greater(t, line.T, lastT, "frames in time order")
+			require.Positive(t, line.W)
+			require.Positive(t, line.H)
+			require.Equal(t, []byte{0xFF, 0xD8}, line.Data[:2], "a JPEG")
+			lastT = line.T
+			n++
+		}
+		require.LessOrEqual(t, float64(n), float64(lastT)/1000*5+2, "at most 5 frames a second")
+		return n
+	}
+
+	st, b := do(t, "POST", h.URL()+"/jobs", `{"mode":"macro","params":{"record":true,"steps":[
+		{"op":"navigate","url":"`+page.URL+`"},{"op":"wait","ms":2000}]}}`)
+	require.Equal(t, http.StatusCreated, st, string(b))
+	var job persistence.Job
+	require.NoError(t, json.Unmarshal(b, &job))
+	got := waitFinal(t, h.URL(), job.ID, 60*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, got.Status, "%s %s", got.Reason, got.Error)
+	require.Contains(t, got.Assets, "recording.ndjson")
+	n := checkRecording(h.URL() + "/jobs/" + job.ID + "/assets/recording.ndjson")
+	require.GreaterOrEqual(t, n, 5, "two seconds of animation")
+
+	st, b = do(t, "POST", h.URL()+"/jobs", `{"mode":"fetch","params":{"url":"http://x/","record":"yes"}}`)
+	require.Equal(t, http.StatusBadRequest, st, "record is a boolean: %s", b)
+
+	waitLoneWorker(t, h, func(w persistence.WorkerInfo) bool { return w.InFlight == 0 }, 20*time.Second, 50*time.Millisecond)
+	st, b = do(t, "POST", h.URL()+"/sessions", `{"idle_timeout_s":60,"record":true}`)
+	require.Equal(t, http.StatusCreated, st, string(b))
+	var sess struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(b, &sess))
+	st, b = do(t, "POST", h.URL()+"/sessions/"+sess.ID+"/commands", `{"op":"navigate","url":"`+page.URL+`"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	time.Sleep(1500 * time.Millisecond) // the animation runs meanwhile
+	st, b = do(t, "DELETE", h.URL()+"/sessions/"+sess.ID, "")
+	require.Equal(t, http.StatusOK, st, string(b))
+	var url string
+	require.Eventually(t, func() bool {
+		st, b := do(t, "GET", h.URL()+"/sessions/"+sess.ID+"/downloads", "")
+		var l struct {
+			Downloads []struct {
+				Name string `json:"name"`
+				URL  string `json:"url"`
+			} `json:"downloads"`
+		}
+		_ = json.Unmarshal(b, &l)
+		for _, d := range l.Downloads {
+			if st == http.StatusOK && d.Name == "recording.ndjson" {
+				url = d.URL
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 100*time.Millisecond, "the session's recording is kept with its downloads")
+	if strings.HasPrefix(url, "/") {
+		url = h.URL() + url
+	}
+	require.GreaterOrEqual(t, checkRecording(url), 3)
+}

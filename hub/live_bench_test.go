@@ -22,7 +22,7 @@ import (
 // included — per second of screencast, with its ratio to one viewer.
 // Run with -benchtime=1x: each run is its rounds.
 func BenchmarkLiveViewers(b *testing.B) {
-	const rounds, window = 3, 3 * time.Second
+	const rounds, window = 5, 3 * time.Second
 	page := serveLivePage(b)
 	h, err := New(testConfig(b), testLogger(b))
 	if err != nil {
@@ -61,12 +61,16 @@ func BenchmarkLiveViewers(b *testing.B) {
 	counts := []int{1, 2, 4}
 	fps := map[int][]float64{}
 	cpu := map[int][]float64{}
+	perFrame := map[int][]float64{} // CPU µs per frame delivered to a viewer
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < rounds; r++ {
 			for _, n := range counts {
 				f, c := liveRound(b, url, n, window)
 				fps[n] = append(fps[n], f)
 				cpu[n] = append(cpu[n], c)
+				if f > 0 {
+					perFrame[n] = append(perFrame[n], c/(f*float64(n))*1e6)
+				}
 			}
 		}
 	}
@@ -76,11 +80,12 @@ func BenchmarkLiveViewers(b *testing.B) {
 	if a.Screencasts() != 0 {
 		b.Errorf("%d screencasts run after the last viewer left", a.Screencasts())
 	}
-	f1, c1 := median(fps[1]), median(cpu[1])
+	f1, c1, p1 := median(fps[1]), median(cpu[1]), median(perFrame[1])
 	for _, n := range counts {
-		f, c := median(fps[n]), median(cpu[n])
-		b.Logf("%d viewer(s): %.1f frames/s per viewer (%.2f× one viewer's), process CPU %.1f%% of a core (%.2f×)",
-			n, f, f/f1, c*100, c/c1)
+		f, c, p := median(fps[n]), median(cpu[n]), median(perFrame[n])
+		b.Logf("%d viewer(s): %.1f frames/s per viewer (%.2f× one viewer's), process CPU %.1f%% of a core (%.2f×), %.0f µs per viewer-frame (%.2f×)",
+			n, f, f/f1, c*100, c/c1, p, p/p1)
+		b.ReportMetric(p, fmt.Sprintf("cpu-µs/viewer-frame@%d", n))
 		b.ReportMetric(f, fmt.Sprintf("fps/viewer@%d", n))
 		b.ReportMetric(c*100, fmt.Sprintf("cpu%%@%d", n))
 	}

@@ -170,9 +170,13 @@ func (v *viewer) message(ctx actor.Context, m *viewerMsg) {
 }
 
 // refuse answers a bad message with an error message; the socket stays
-// open (an error dropped for a full queue is only counted).
+// open. Errors never take the room of frames: past half the queue they
+// are only counted.
 func (v *viewer) refuse(what, msg string) {
 	v.cfg.Metrics.Refused.WithLabelValues(what).Inc()
+	if len(v.w.out) >= writerQueue/2 {
+		return // room is kept for the frame in flight and the statuses
+	}
 	b, _ := json.Marshal(map[string]string{"type": "error", "message": msg})
 	v.w.queue(b)
 }

@@ -1,3 +1,8 @@
+// The race detector's cost would be the figure: like the gateway's
+// benchmarks, this one runs without it.
+
+//go:build !race
+
 package hub
 
 import (

@@ -37,12 +37,18 @@ const (
 	maxScreencastMessage = 16 << 20
 )
 
-// screencasts counts the screencasts running on this process (tests,
-// and the answer to "does anything run with nobody watching").
-var screencastsActive atomic.Int64
+// screencasts counts each agent's running screencasts (tests, and the
+// answer to "does anything run with nobody watching"), kept beside the
+// Agent so that its struct stays as it is.
+var screencasts sync.Map // *Agent → *atomic.Int64
+
+func (a *Agent) screencastCount() *atomic.Int64 {
+	c, _ := screencasts.LoadOrStore(a, new(atomic.Int64))
+	return c.(*atomic.Int64)
+}
 
 // Screencasts is how many screencasts this worker runs now.
-func (a *Agent) Screencasts() int { return int(screencastsActive.Load()) }
+func (a *Agent) Screencasts() int { return int(a.screencastCount().Load()) }
 
 // handleLiveOpen starts one screencast's goroutine. It runs on the link's
 // reader and never blocks.
@@ -135,8 +141,8 @@ func (a *Agent) runScreencast(ctx context.Context, liveID string, laneURL func()
 	}
 	defer page.Close()
 	page.SetReadLimit(maxScreencastMessage)
-	screencastsActive.Add(1)
-	defer screencastsActive.Add(-1)
+	a.screencastCount().Add(1)
+	defer a.screencastCount().Add(-1)
 	log.Info("screencast started")
 	code, reason := streamScreencast(ctx, page, hub, ended)
 	log.Info("screencast stopped", "code", code, "reason", reason)

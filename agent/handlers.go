@@ -41,6 +41,8 @@ func (a *Agent) handleFrame(l *link, f messages.Frame) {
 		a.handleJobQuery(l, f)
 	case messages.TypeTunnelOpen:
 		a.handleTunnelOpen(f)
+	case messages.TypeLiveOpen:
+		a.handleLiveOpen(f)
 	default:
 		a.lg().Warn("unexpected frame from hub", "type", f.Type)
 	}

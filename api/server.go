@@ -46,6 +46,11 @@ type Backend interface {
 	OpenCDP(ctx context.Context, o CDPOpen) (CDPTunnel, error)
 	// AttachCDP claims tunnelID for worker workerID's tunnel socket.
 	AttachCDP(ctx context.Context, workerID, tunnelID string) (CDPTunnel, error)
+	// OpenLive joins a viewer to the lane's screencast (live.go); the
+	// answer upgrades the viewer's socket like a CDP tunnel.
+	OpenLive(ctx context.Context, o LiveOpen) (CDPTunnel, error)
+	// AttachLive claims screencast liveID for worker workerID's socket.
+	AttachLive(ctx context.Context, workerID, liveID string) (CDPTunnel, error)
 	// SessionTargets is the lane's target list (Chromium's /json/list).
 	SessionTargets(ctx context.Context, id string) (json.RawMessage, error)
 	// SessionProtocol is the lane browser's protocol description
@@ -174,6 +179,7 @@ func New(b Backend, o Options) *Server {
 	api("GET /sessions/{id}/downloads/{name}", s.sessionDownload)
 	api("GET /metrics", b.MetricsHandler().ServeHTTP)
 	s.cdpRoutes()
+	s.liveRoutes()
 	if o.FaultInjection {
 		api("POST /debug/panic", s.injectPanic)
 	}

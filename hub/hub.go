@@ -17,6 +17,7 @@ import (
 
 	"github.com/paprika-hub/paprika/actors/grains"
 	"github.com/paprika-hub/paprika/actors/link"
+	"github.com/paprika-hub/paprika/actors/live"
 	"github.com/paprika-hub/paprika/actors/logpipe"
 	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/actors/tunnel"
@@ -47,6 +48,7 @@ type Hub struct {
 	logs       *logpipe.Router
 	links      *link.Links
 	tunnels    *tunnel.Ends
+	live       *live.Actors
 	sup        *actor.PID // parent of the local actors below
 	reconciler *actor.PID
 	beat       *actor.PID
@@ -267,7 +269,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Name:     "paprika-" + strings.TrimSuffix(h.cfg.Redis.Prefix, ":"),
 		Provider: provider, Host: h.cfg.Cluster.Host, Port: h.cfg.Cluster.Port, Logger: h.log,
 		Kinds: []*cluster.Kind{grains.NewWorkerKind(d), grains.NewJobKind(d), grains.NewSchedulerKind(d),
-			grains.NewSessionKind(d)},
+			grains.NewSessionKind(d), grains.NewLiveKind(d)},
 		RequestTimeout: d.Timing.GrainTimeout,
 		Redis:          h.stores.Redis, RedisPrefix: h.cfg.Redis.Prefix, HubTTL: h.cfg.Cluster.HubTTL,
 		MemberTimeout:   h.cfg.Cluster.MemberTimeout,
@@ -297,6 +299,8 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	}
 	errs = append(errs, serr)
 	h.tunnels, serr = tunnel.Start(system, h.log, d.Metrics, spawn)
+	errs = append(errs, serr)
+	h.live, serr = live.Start(system, h.log, d.Metrics, spawn)
 	errs = append(errs, serr)
 	h.reconciler, serr = spawn(grains.NewReconcilerProps(d), "reconciler")
 	errs = append(errs, serr)
@@ -407,6 +411,7 @@ func (h *Hub) Stop(ctx context.Context) error {
 		// CDP clients first, with 1001 and a reason: they reconnect to
 		// their cdp_url through another hub while this one drains.
 		h.tunnels.Stop(tunnelStopWait)
+		h.live.Stop(tunnelStopWait)
 		if h.server != nil {
 			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			_ = h.server.Shutdown(sctx) // hijacked links are not waited for

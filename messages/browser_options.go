@@ -34,6 +34,9 @@ type BrowserOptions struct {
 	Cookies []Cookie `json:"cookies,omitempty"`
 	// Block fails requests by resource type or URL pattern.
 	Block *BlockOptions `json:"block,omitempty"`
+	// Record stores the page's screencast as recording.ndjson (a job's
+	// asset, a session's download; agent/chromium/screencast.go).
+	Record bool `json:"record,omitempty"`
 }
 
 // ProxyOptions is the proxy of a page. The password is a secret: the hub
@@ -126,7 +129,7 @@ var localePattern = regexp.MustCompile(`^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$`)
 // Empty reports whether no option is set.
 func (o BrowserOptions) Empty() bool {
 	return o.Proxy == nil && o.UserAgent == "" && o.Viewport == nil && o.Locale == "" && o.Timezone == "" &&
-		len(o.Cookies) == 0 && o.Block == nil
+		len(o.Cookies) == 0 && o.Block == nil && !o.Record
 }
 
 // Validate checks every option; the first fault comes back as an

@@ -53,6 +53,10 @@ const (
 	// 20 MB screenshot must not hold up heartbeats and logs behind it, and
 	// TCP gives each tunnel its own backpressure.
 	TypeTunnelOpen = "tunnel_open"
+	// TypeLiveOpen asks the worker for a screencast of the lane running
+	// job JobID or session SessionID (live.go): it dials a dedicated
+	// socket GET /workers/{id}/live/{LiveID} and streams the page's frames.
+	TypeLiveOpen = "live_open"
 	// TypeError answers a malformed or unknown frame; the link stays open.
 	TypeError = "error"
 )
@@ -151,6 +155,9 @@ type Frame struct {
 	// tunnel, the lane's target id (Target); SessionID names the session.
 	TunnelID string `json:"tunnel_id,omitempty"`
 	Target   string `json:"target,omitempty"`
+
+	// live_open: the screencast's id; JobID or SessionID names the lane.
+	LiveID string `json:"live_id,omitempty"`
 
 	// job_status: State, and how long the worker process has run, so the
 	// hub can tell "never got it" from "restarted since, and forgot it"
@@ -289,6 +296,7 @@ var knownTypes = map[string]bool{
 	TypeWelcome: true, TypeAssignJob: true, TypeCancelJob: true,
 	TypeSessionCommand: true, TypeDrain: true, TypeJobAck: true, TypeError: true,
 	TypeJobQuery: true, TypeJobStatus: true, TypeTunnelOpen: true,
+	TypeLiveOpen: true,
 }
 
 // DecodeFrame parses one frame and checks the fields its type needs. It never
@@ -394,6 +402,8 @@ func (f *Frame) validate() error {
 		if f.Target != "" && !ValidTarget(f.Target) {
 			return fmt.Errorf("target %q: use 1-%d of A-Z a-z 0-9 . _ -", f.Target, maxTargetBytes)
 		}
+	case TypeLiveOpen:
+		return checkLiveOpen(f)
 	}
 	return nil
 }

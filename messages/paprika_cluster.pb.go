@@ -2593,6 +2593,536 @@ func (x *TunnelClose) GetReason() string {
 	return ""
 }
 
+// LiveJoin: a viewer actor asks to watch; the hub checked that the job
+// runs (or the session is open) on worker_id. Reply.ok, else refused.
+type LiveJoin struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Viewer        *Ref                   `protobuf:"bytes,1,opt,name=viewer,proto3" json:"viewer,omitempty"`
+	WorkerId      string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`                         // "job" or "session"
+	TargetId      string                 `protobuf:"bytes,4,opt,name=target_id,json=targetId,proto3" json:"target_id,omitempty"` // the job's or session's id
+	Control       bool                   `protobuf:"varint,5,opt,name=control,proto3" json:"control,omitempty"`                  // the viewer may send input (sessions only)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveJoin) Reset() {
+	*x = LiveJoin{}
+	mi := &file_paprika_cluster_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveJoin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveJoin) ProtoMessage() {}
+
+func (x *LiveJoin) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveJoin.ProtoReflect.Descriptor instead.
+func (*LiveJoin) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *LiveJoin) GetViewer() *Ref {
+	if x != nil {
+		return x.Viewer
+	}
+	return nil
+}
+
+func (x *LiveJoin) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *LiveJoin) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *LiveJoin) GetTargetId() string {
+	if x != nil {
+		return x.TargetId
+	}
+	return ""
+}
+
+func (x *LiveJoin) GetControl() bool {
+	if x != nil {
+		return x.Control
+	}
+	return false
+}
+
+// LiveLeave: the viewer's socket closed.
+type LiveLeave struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Viewer        *Ref                   `protobuf:"bytes,1,opt,name=viewer,proto3" json:"viewer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveLeave) Reset() {
+	*x = LiveLeave{}
+	mi := &file_paprika_cluster_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveLeave) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveLeave) ProtoMessage() {}
+
+func (x *LiveLeave) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveLeave.ProtoReflect.Descriptor instead.
+func (*LiveLeave) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *LiveLeave) GetViewer() *Ref {
+	if x != nil {
+		return x.Viewer
+	}
+	return nil
+}
+
+// LiveAck acknowledges frame seq: viewer → grain, and (viewer nil) grain →
+// source, which lets the worker ack Chromium.
+type LiveAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Viewer        *Ref                   `protobuf:"bytes,1,opt,name=viewer,proto3" json:"viewer,omitempty"`
+	Seq           int64                  `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveAck) Reset() {
+	*x = LiveAck{}
+	mi := &file_paprika_cluster_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveAck) ProtoMessage() {}
+
+func (x *LiveAck) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveAck.ProtoReflect.Descriptor instead.
+func (*LiveAck) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *LiveAck) GetViewer() *Ref {
+	if x != nil {
+		return x.Viewer
+	}
+	return nil
+}
+
+func (x *LiveAck) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// LiveInput is a validated mouse or key event (input "mouse" or "key",
+// event the CDP params as JSON): viewer → grain → source → worker.
+type LiveInput struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Viewer        *Ref                   `protobuf:"bytes,1,opt,name=viewer,proto3" json:"viewer,omitempty"`
+	Input         string                 `protobuf:"bytes,2,opt,name=input,proto3" json:"input,omitempty"`
+	Event         []byte                 `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveInput) Reset() {
+	*x = LiveInput{}
+	mi := &file_paprika_cluster_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveInput) ProtoMessage() {}
+
+func (x *LiveInput) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveInput.ProtoReflect.Descriptor instead.
+func (*LiveInput) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *LiveInput) GetViewer() *Ref {
+	if x != nil {
+		return x.Viewer
+	}
+	return nil
+}
+
+func (x *LiveInput) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+func (x *LiveInput) GetEvent() []byte {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+// LiveFrame is one JPEG frame, data base64 as Chromium sends it: source →
+// grain (seq 0), grain → viewer (seq set).
+type LiveFrame struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LiveId        string                 `protobuf:"bytes,1,opt,name=live_id,json=liveId,proto3" json:"live_id,omitempty"`
+	Seq           int64                  `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	Width         int32                  `protobuf:"varint,4,opt,name=width,proto3" json:"width,omitempty"`
+	Height        int32                  `protobuf:"varint,5,opt,name=height,proto3" json:"height,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveFrame) Reset() {
+	*x = LiveFrame{}
+	mi := &file_paprika_cluster_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveFrame) ProtoMessage() {}
+
+func (x *LiveFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveFrame.ProtoReflect.Descriptor instead.
+func (*LiveFrame) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *LiveFrame) GetLiveId() string {
+	if x != nil {
+		return x.LiveId
+	}
+	return ""
+}
+
+func (x *LiveFrame) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *LiveFrame) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *LiveFrame) GetWidth() int32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *LiveFrame) GetHeight() int32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+// LiveStatus tells a viewer where its screencast is: waiting, live, ended.
+type LiveStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         string                 `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveStatus) Reset() {
+	*x = LiveStatus{}
+	mi := &file_paprika_cluster_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveStatus) ProtoMessage() {}
+
+func (x *LiveStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveStatus.ProtoReflect.Descriptor instead.
+func (*LiveStatus) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *LiveStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *LiveStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// LiveAttach: the worker dialled its hub for live_id; source is the actor
+// holding that socket. Reply.ok when the worker is the one asked.
+type LiveAttach struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LiveId        string                 `protobuf:"bytes,1,opt,name=live_id,json=liveId,proto3" json:"live_id,omitempty"`
+	WorkerId      string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Source        *Ref                   `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveAttach) Reset() {
+	*x = LiveAttach{}
+	mi := &file_paprika_cluster_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveAttach) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveAttach) ProtoMessage() {}
+
+func (x *LiveAttach) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveAttach.ProtoReflect.Descriptor instead.
+func (*LiveAttach) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *LiveAttach) GetLiveId() string {
+	if x != nil {
+		return x.LiveId
+	}
+	return ""
+}
+
+func (x *LiveAttach) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *LiveAttach) GetSource() *Ref {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+// LiveEnd: the source's socket closed (reason: the worker's close reason).
+type LiveEnd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LiveId        string                 `protobuf:"bytes,1,opt,name=live_id,json=liveId,proto3" json:"live_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveEnd) Reset() {
+	*x = LiveEnd{}
+	mi := &file_paprika_cluster_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveEnd) ProtoMessage() {}
+
+func (x *LiveEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveEnd.ProtoReflect.Descriptor instead.
+func (*LiveEnd) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *LiveEnd) GetLiveId() string {
+	if x != nil {
+		return x.LiveId
+	}
+	return ""
+}
+
+func (x *LiveEnd) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// LiveStop: the grain has no viewer left; the source closes the socket.
+type LiveStop struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveStop) Reset() {
+	*x = LiveStop{}
+	mi := &file_paprika_cluster_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveStop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveStop) ProtoMessage() {}
+
+func (x *LiveStop) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveStop.ProtoReflect.Descriptor instead.
+func (*LiveStop) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *LiveStop) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_paprika_cluster_proto protoreflect.FileDescriptor
 
 const file_paprika_cluster_proto_rawDesc = "" +
@@ -2758,7 +3288,42 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x04peer\x18\x01 \x01(\v2\f.paprika.RefR\x04peer\"9\n" +
 	"\vTunnelClose\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reasonB)Z'github.com/paprika-hub/paprika/messagesb\x06proto3"
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x98\x01\n" +
+	"\bLiveJoin\x12$\n" +
+	"\x06viewer\x18\x01 \x01(\v2\f.paprika.RefR\x06viewer\x12\x1b\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x1b\n" +
+	"\ttarget_id\x18\x04 \x01(\tR\btargetId\x12\x18\n" +
+	"\acontrol\x18\x05 \x01(\bR\acontrol\"1\n" +
+	"\tLiveLeave\x12$\n" +
+	"\x06viewer\x18\x01 \x01(\v2\f.paprika.RefR\x06viewer\"A\n" +
+	"\aLiveAck\x12$\n" +
+	"\x06viewer\x18\x01 \x01(\v2\f.paprika.RefR\x06viewer\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x03R\x03seq\"]\n" +
+	"\tLiveInput\x12$\n" +
+	"\x06viewer\x18\x01 \x01(\v2\f.paprika.RefR\x06viewer\x12\x14\n" +
+	"\x05input\x18\x02 \x01(\tR\x05input\x12\x14\n" +
+	"\x05event\x18\x03 \x01(\fR\x05event\"x\n" +
+	"\tLiveFrame\x12\x17\n" +
+	"\alive_id\x18\x01 \x01(\tR\x06liveId\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x03R\x03seq\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x14\n" +
+	"\x05width\x18\x04 \x01(\x05R\x05width\x12\x16\n" +
+	"\x06height\x18\x05 \x01(\x05R\x06height\":\n" +
+	"\n" +
+	"LiveStatus\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"h\n" +
+	"\n" +
+	"LiveAttach\x12\x17\n" +
+	"\alive_id\x18\x01 \x01(\tR\x06liveId\x12\x1b\n" +
+	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12$\n" +
+	"\x06source\x18\x03 \x01(\v2\f.paprika.RefR\x06source\":\n" +
+	"\aLiveEnd\x12\x17\n" +
+	"\alive_id\x18\x01 \x01(\tR\x06liveId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\"\n" +
+	"\bLiveStop\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reasonB)Z'github.com/paprika-hub/paprika/messagesb\x06proto3"
 
 var (
 	file_paprika_cluster_proto_rawDescOnce sync.Once
@@ -2772,7 +3337,7 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                 // 0: paprika.Ref
 	(*Reply)(nil),               // 1: paprika.Reply
@@ -2820,21 +3385,35 @@ var file_paprika_cluster_proto_goTypes = []any{
 	(*TunnelCredit)(nil),        // 43: paprika.TunnelCredit
 	(*TunnelAttach)(nil),        // 44: paprika.TunnelAttach
 	(*TunnelClose)(nil),         // 45: paprika.TunnelClose
-	nil,                         // 46: paprika.SessionOpen.LabelsEntry
+	(*LiveJoin)(nil),            // 46: paprika.LiveJoin
+	(*LiveLeave)(nil),           // 47: paprika.LiveLeave
+	(*LiveAck)(nil),             // 48: paprika.LiveAck
+	(*LiveInput)(nil),           // 49: paprika.LiveInput
+	(*LiveFrame)(nil),           // 50: paprika.LiveFrame
+	(*LiveStatus)(nil),          // 51: paprika.LiveStatus
+	(*LiveAttach)(nil),          // 52: paprika.LiveAttach
+	(*LiveEnd)(nil),             // 53: paprika.LiveEnd
+	(*LiveStop)(nil),            // 54: paprika.LiveStop
+	nil,                         // 55: paprika.SessionOpen.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
 	0,  // 1: paprika.WorkerHeartbeat.conn:type_name -> paprika.Ref
 	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
-	46, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	55, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
 	0,  // 4: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
 	0,  // 5: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
 	0,  // 6: paprika.TunnelAttach.peer:type_name -> paprika.Ref
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	0,  // 7: paprika.LiveJoin.viewer:type_name -> paprika.Ref
+	0,  // 8: paprika.LiveLeave.viewer:type_name -> paprika.Ref
+	0,  // 9: paprika.LiveAck.viewer:type_name -> paprika.Ref
+	0,  // 10: paprika.LiveInput.viewer:type_name -> paprika.Ref
+	0,  // 11: paprika.LiveAttach.source:type_name -> paprika.Ref
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_paprika_cluster_proto_init() }
@@ -2849,7 +3428,7 @@ func file_paprika_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -97,6 +97,9 @@ type Metrics struct {
 	// paprika_hub_members, paprika_fleet_scrape_errors_total.
 	Fleet *FleetCollector
 
+	// Live view (live.go): paprika_live_*.
+	Live *LiveMetrics
+
 	registry *prometheus.Registry
 	started  atomic.Int64 // unix nanoseconds; 0 until MarkStarted
 }
@@ -118,6 +121,7 @@ func NewMetrics() *Metrics {
 		return c
 	}
 	m := &Metrics{registry: reg}
+	m.Live = newLiveMetrics(reg)
 
 	m.RedriveJobs = counter("paprika_redrive_jobs_total",
 		"Queued jobs past redrive.min_age that the periodic re-drive woke so they enqueue again.")

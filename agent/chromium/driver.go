@@ -197,9 +197,19 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 		return agent.Result{}, agent.Fail(agent.ReasonLaneError, "lane %d: %v", lane, err)
 	}
 	defer dls.close() // before the tab closes, which would cancel a download
+	var rec *recorder
+	if opts.Record {
+		rec = startRecording(ctx, t, log)
+	}
 	res, err := run(ctx, t, log)
 	if err != nil {
+		rec.finish()
 		return res, err
+	}
+	if name, err := d.storeJobRecording(ctx, job.ID, rec, log); err != nil {
+		return agent.Result{}, failure(err, "store the recording")
+	} else if name != "" {
+		res.Assets = append(res.Assets, name)
 	}
 	names, err := dls.collect(ctx, settle, d.jobDownloadStore(job.ID, log))
 	if err != nil {

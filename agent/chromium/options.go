@@ -296,6 +296,9 @@ func describeOptions(o *messages.BrowserOptions) string {
 	if o.Block != nil {
 		parts = append(parts, fmt.Sprintf("block %d types, %d patterns", len(o.Block.ResourceTypes), len(o.Block.URLPatterns)))
 	}
+	if o.Record {
+		parts = append(parts, "record")
+	}
 	return "options: " + strings.Join(parts, ", ")
 }
 

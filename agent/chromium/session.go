@@ -30,6 +30,7 @@ type session struct {
 	dls     *downloads // uploads the page's downloads as they complete
 	guard   *guard     // every request of the lane's browser (guard.go); nil only in a benchmark's baseline
 	release func()
+	rec     *recorder // record: true; nil otherwise
 
 	mu     sync.Mutex
 	closed bool
@@ -84,7 +85,11 @@ func (d *Driver) OpenSession(ctx context.Context, lane int, sessionID string, op
 		release()
 		return nil, agent.Fail(agent.ReasonLaneError, "lane %d: %v", lane, err)
 	}
-	return &session{d: d, id: sessionID, t: t, dls: dls, guard: g, release: release}, nil
+	sess := &session{d: d, id: sessionID, t: t, dls: dls, guard: g, release: release}
+	if opts.Record {
+		sess.rec = startRecording(ctx, t, log)
+	}
+	return sess, nil
 }
 
 // Do implements agent.Session: command is a step, as in a macro (op
@@ -140,6 +145,11 @@ func (s *session) Close() error {
 	// The CDP tunnels are closed already. Whatever a client left running
 	// fails from here on, until the lane is clean (guard.go).
 	s.guard.lockdown()
+	if s.rec != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), recordStoreWait)
+		s.d.storeSessionRecording(ctx, s.id, s.rec)
+		cancel()
+	}
 	s.dls.close() // uploads what completed, removes the files; before the tab closes
 	s.t.close()
 	s.release() // disconnects the guard once the lane is clean (beforeFree)

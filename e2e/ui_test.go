@@ -189,15 +189,6 @@ func TestUIConsole(t *testing.T) {
 			got, err := c.Get(context.Background(), j.ID)
 			return err == nil && got.Status == "running"
 		}, 60*time.Second, 100*time.Millisecond, "the fetch job starts")
-		// The relay is the live branch's; until it is merged the route is
-		// missing and only this check is skipped (un-gated at merge).
-		res, err := http.Get(hubURL + "/jobs/" + j.ID + "/live")
-		require.NoError(t, err)
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode == http.StatusNotFound && strings.Contains(string(body), "no_route") {
-			t.Skip("GET /jobs/{id}/live answers 404 no_route: the live-view relay (branch live) is not merged yet; this check is un-gated at merge")
-		}
 		out := runUI(t, nil, "live", hubURL, j.ID)
 		t.Logf("distinct live frames seen: %v", out["frames"])
 	})
@@ -224,8 +215,7 @@ const buttonPage = `<!doctype html><title>button</title><body style="margin:0">
 <button id="b" style="width:100vw;height:100vh;font:40px sans-serif" onclick="this.textContent='clicked'">click me</button>`
 
 // TestUISessions: a chromium session shows in Sessions; its page's live
-// view takes control and a click on the frame reaches the lane's page
-// (with the live relay; until it is merged only that part is skipped);
+// view takes control and a click on the frame reaches the lane's page;
 // "Close session" closes it.
 func TestUISessions(t *testing.T) {
 	uiScript(t)
@@ -243,16 +233,7 @@ func TestUISessions(t *testing.T) {
 	s := openSession(t, hubURL)
 	st, b := httpDo(t, "POST", hubURL+"/sessions/"+s.ID+"/commands", mustJSON(map[string]any{"op": "navigate", "url": site.URL}))
 	require.Equal(t, http.StatusOK, st, string(b))
-	live := "1"
-	res, err := http.Get(hubURL + "/sessions/" + s.ID + "/live")
-	require.NoError(t, err)
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode == http.StatusNotFound && strings.Contains(string(body), "no_route") {
-		t.Log("GET /sessions/{id}/live answers 404 no_route: the live-view relay (branch live) is not merged yet; the take-control part is skipped until the merge")
-		live = "0"
-	}
-	runUI(t, nil, "session", hubURL, s.ID, live)
+	runUI(t, nil, "session", hubURL, s.ID, "1")
 	require.Eventually(t, func() bool {
 		st, b := httpDo(t, "GET", hubURL+"/sessions/"+s.ID, "")
 		return st == http.StatusNotFound || st == http.StatusGone || strings.Contains(string(b), `"closed"`)

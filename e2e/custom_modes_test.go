@@ -244,3 +244,34 @@ func TestCustomModesDeadlineFencesLateResult(t *testing.T) {
 	assert.Contains(t, logs, "sleeping, deaf to cancellation")
 	assert.NotContains(t, logs, "woke up")
 }
+
+// TestCustomModesUnservedModeWaitsVisibly: a job of a mode no alive worker
+// declares queues and says what it waits for (require_capacity refuses it
+// instead); once a worker declaring the mode links, the job runs there,
+// and never on the worker that does not declare it.
+func TestCustomModesUnservedModeWaitsVisibly(t *testing.T) {
+	c, url, _ := customHub(t, "./examples/http-check", "http-check-w", "--lanes", "1")
+	ctx := context.Background()
+
+	_, err := c.Submit(ctx, client.SubmitRequest{Mode: "echo", Params: map[string]any{"n": 1}, RequireCapacity: true}, "")
+	e, ok := client.AsAPIError(err)
+	require.True(t, ok, "require_capacity for a mode nobody declares is refused: %v", err)
+	assert.Equal(t, http.StatusServiceUnavailable, e.Status)
+	assert.Equal(t, "no_capacity", e.Code)
+
+	id := submit(t, c, client.SubmitRequest{Mode: "echo", Params: map[string]any{"n": 2}})
+	j, err := c.Get(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, persistence.StatusQueued, j.Status)
+	assert.Equal(t, "a worker declaring mode echo", j.WaitingFor)
+	time.Sleep(500 * time.Millisecond) // the http-check worker has a free lane all along
+	j, err = c.Get(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, persistence.StatusQueued, j.Status, "not placed on a worker that does not declare echo")
+
+	startBinary(t, buildWorkerBinary(t, "./e2e/testdata/customworker"), "echo-w", nil, "--hub", url, "--id", "echo-w")
+	j = waitFinal(t, c, id, 90*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, j.Status, "%s: %s", j.Reason, j.Error)
+	assert.Equal(t, "echo-w", j.WorkerID)
+	assert.Empty(t, j.WaitingFor)
+}

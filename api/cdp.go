@@ -364,9 +364,16 @@ func (s *Server) cdpOneStep(w http.ResponseWriter, r *http.Request) {
 	t.Serve(w, r)
 }
 
-// workerTunnel is a worker's dedicated socket for one tunnel, admitted
-// like its link (its credential, bound to its id).
+// workerTunnel is a worker's dedicated socket for one tunnel.
 func (s *Server) workerTunnel(w http.ResponseWriter, r *http.Request, workerID string) {
+	s.workerSocket(w, r, workerID, "tunnel", s.b.AttachCDP)
+}
+
+// workerSocket admits a worker's dedicated socket (a tunnel's, a
+// screencast's) like its link: its credential, bound to the id in the
+// path; attach claims the socket named by the path value sub.
+func (s *Server) workerSocket(w http.ResponseWriter, r *http.Request, workerID, sub string,
+	attach func(ctx context.Context, workerID, socketID string) (CDPTunnel, error)) {
 	id := r.PathValue("id")
 	if !validID(id) {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_id", "worker id %q: use 1-64 of A-Z a-z 0-9 _ -", id))
@@ -376,7 +383,7 @@ func (s *Server) workerTunnel(w http.ResponseWriter, r *http.Request, workerID s
 		writeError(w, Errorf(http.StatusUnauthorized, "unauthorized", "this credential is not worker %s's", id))
 		return
 	}
-	t, err := s.b.AttachCDP(r.Context(), id, r.PathValue("tunnel"))
+	t, err := attach(r.Context(), id, r.PathValue(sub))
 	if err != nil {
 		writeError(w, err)
 		return

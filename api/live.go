@@ -110,22 +110,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, o LiveOpen) {
 	t.Serve(w, r)
 }
 
-// workerLive is a worker's dedicated screencast socket, admitted like its
-// link (its credential, bound to its id).
+// workerLive is a worker's dedicated screencast socket.
 func (s *Server) workerLive(w http.ResponseWriter, r *http.Request, workerID string) {
-	id := r.PathValue("id")
-	if !validID(id) {
-		writeError(w, Errorf(http.StatusBadRequest, "bad_id", "worker id %q: use 1-64 of A-Z a-z 0-9 _ -", id))
-		return
-	}
-	if workerID != "" && workerID != id {
-		writeError(w, Errorf(http.StatusUnauthorized, "unauthorized", "this credential is not worker %s's", id))
-		return
-	}
-	t, err := s.b.AttachLive(r.Context(), id, r.PathValue("live"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	t.Serve(w, r)
+	s.workerSocket(w, r, workerID, "live", s.b.AttachLive)
 }

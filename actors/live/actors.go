@@ -2,9 +2,7 @@ package live
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,15 +14,12 @@ import (
 )
 
 // Actors is a hub's handle on its live-view actors: the parent of every
-// viewer and source on this hub, which closes them all when the hub stops.
-type Actors struct {
-	system   *actor.ActorSystem
-	pid      *actor.PID
-	stopping atomic.Bool
-}
+// viewer and source on this hub, which closes them all with 1001 when the
+// hub stops (Stop).
+type Actors struct{ *supervise.Children }
 
 // ErrStopping refuses a new viewer or source on a hub that is shutting down.
-var ErrStopping = errors.New("hub is shutting down")
+var ErrStopping = supervise.ErrStopping
 
 // ReasonShutdown is the close reason of a socket whose hub stops.
 const ReasonShutdown = "a hub on the live view's path is shutting down; reconnect"
@@ -35,114 +30,24 @@ type Socket struct{ Conn *websocket.Conn }
 // shutdown closes an actor's socket with 1001.
 type shutdown struct{}
 
-type parent struct {
-	children map[string]*actor.PID
-	waiters  []*actor.PID
-	timers   *supervise.Timers
-}
-
-type spawnChild struct {
-	props *actor.Props
-	name  string
-}
-
-type closeAll struct{ wait time.Duration }
-
-type closeAllDone struct{}
-
-func (p *parent) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		p.children = map[string]*actor.PID{}
-		p.timers = supervise.NewTimers(ctx, "live_actors")
-	case *actor.Stopping, *actor.Restarting:
-		p.timers.StopAll()
-	case *spawnChild:
-		pid, err := ctx.SpawnNamed(m.props, m.name)
-		if err != nil {
-			ctx.Respond(err)
-			return
-		}
-		p.children[pid.Id] = pid
-		ctx.Respond(pid)
-	case *actor.Terminated:
-		delete(p.children, m.Who.Id)
-		if len(p.children) == 0 {
-			p.release(ctx)
-		}
-	case *closeAll:
-		p.waiters = append(p.waiters, ctx.Sender())
-		if len(p.children) == 0 {
-			p.release(ctx)
-			return
-		}
-		for _, pid := range p.children {
-			ctx.Send(pid, &shutdown{})
-		}
-		p.timers.After(m.wait, &closeAllDone{})
-	case *closeAllDone:
-		p.release(ctx)
-	}
-}
-
-func (p *parent) release(ctx actor.Context) {
-	for _, w := range p.waiters {
-		ctx.Send(w, true)
-	}
-	p.waiters = nil
-}
-
-// Start spawns the parent with spawn (under the hub's supervisor). A
-// panicking child is stopped, not restarted: a fresh struct could not
-// adopt its socket's goroutines.
+// Start spawns the parent with spawn (under the hub's supervisor).
 func Start(system *actor.ActorSystem, log *slog.Logger, m *metrics.Metrics, spawn func(*actor.Props, string) (*actor.PID, error)) (*Actors, error) {
-	stop := actor.NewOneForOneStrategy(1, time.Second, func(any) actor.Directive { return actor.StopDirective })
-	props := actor.PropsFromProducer(func() actor.Actor { return &parent{} }, actor.WithSupervisor(stop),
-		actor.WithReceiverMiddleware(supervise.Recover("live_actors", log, m)))
-	pid, err := spawn(props, "live")
+	c, err := supervise.StartChildren(system, supervise.ChildrenConfig{Name: "live", Kind: "live_actors", What: "live actor",
+		Close: func() any { return &shutdown{} }, Log: log, Metrics: m}, spawn)
 	if err != nil {
 		return nil, err
 	}
-	return &Actors{system: system, pid: pid}, nil
-}
-
-func (a *Actors) spawn(props *actor.Props, name string) (*actor.PID, error) {
-	if a.stopping.Load() {
-		return nil, ErrStopping
-	}
-	res, err := a.system.Root.RequestFuture(a.pid, &spawnChild{props: props, name: name}, 5*time.Second).Result()
-	if err != nil {
-		return nil, fmt.Errorf("start live actor: %w", err)
-	}
-	switch v := res.(type) {
-	case *actor.PID:
-		return v, nil
-	case error:
-		return nil, fmt.Errorf("start live actor: %w", v)
-	}
-	return nil, fmt.Errorf("start live actor: unexpected %T", res)
+	return &Actors{Children: c}, nil
 }
 
 // SpawnViewer starts a viewer actor (before its socket's upgrade).
 func (a *Actors) SpawnViewer(cfg ViewerConfig) (*actor.PID, error) {
-	return a.spawn(actor.PropsFromProducer(func() actor.Actor { return &viewer{cfg: cfg} }), "v-"+messages.NewLiveID(cfg.Identity))
+	return a.Spawn(actor.PropsFromProducer(func() actor.Actor { return &viewer{cfg: cfg} }), "v-"+messages.NewLiveID(cfg.Identity))
 }
 
 // SpawnSource starts a source actor (before its socket's upgrade).
 func (a *Actors) SpawnSource(cfg SourceConfig) (*actor.PID, error) {
-	return a.spawn(actor.PropsFromProducer(func() actor.Actor { return &source{cfg: cfg} }), "s-"+cfg.LiveID)
-}
-
-// Send delivers msg to a live actor from outside the actors.
-func (a *Actors) Send(pid *actor.PID, msg any) { a.system.Root.Send(pid, msg) }
-
-// Stop refuses new actors and closes every open socket with 1001, waiting
-// up to wait for them to go.
-func (a *Actors) Stop(wait time.Duration) {
-	if a == nil || !a.stopping.CompareAndSwap(false, true) {
-		return
-	}
-	_, _ = a.system.Root.RequestFuture(a.pid, &closeAll{wait: wait}, wait+time.Second).Result()
+	return a.Spawn(actor.PropsFromProducer(func() actor.Actor { return &source{cfg: cfg} }), "s-"+cfg.LiveID)
 }
 
 // sockWriter is a socket's writer goroutine: it writes queued text

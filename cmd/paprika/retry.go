@@ -12,9 +12,23 @@ import (
 // under a new attempt. It goes on past a job that cannot be retried and
 // exits non-zero if any could not.
 func (c *cli) jobsRetry(ctx context.Context, args []string) int {
-	fs := newFlagSet("jobs retry")
+	return perID(ctx, c, "jobs retry", "paprika jobs retry ID... [--hub URL] [--json]", args,
+		(*client.Client).Retry,
+		func(job client.Job) string {
+			return fmt.Sprintf("job %s %s again (attempt %d of %d)", job.ID, job.Status, job.Attempts+1, job.MaxAttempts)
+		},
+		func(jobs []client.Job) any { return jobs })
+}
+
+// perID runs call once per ID argument of a command such as `sessions rm`
+// or `jobs retry`: it goes on past a failure (an interrupt stops it),
+// prints line(answer) per success — or, with --json, asJSON(answers) once
+// — and exits non-zero if any call failed.
+func perID[T any](ctx context.Context, c *cli, name, synopsis string, args []string,
+	call func(*client.Client, context.Context, string) (T, error), line func(T) string, asJSON func([]T) any) int {
+	fs := newFlagSet(name)
 	cf := c.addClientFlags(fs)
-	pos, code := c.parseOrExit(fs, "paprika jobs retry ID... [--hub URL] [--json]", args)
+	pos, code := c.parseOrExit(fs, synopsis, args)
 	if code >= 0 {
 		return code
 	}
@@ -28,20 +42,22 @@ func (c *cli) jobsRetry(ctx context.Context, args []string) int {
 	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
 	defer cancel()
 	status := exitOK
-	var jobs []client.Job
+	done := []T{}
 	for _, id := range pos {
-		job, err := cl.Retry(ctx, id)
+		v, err := call(cl, ctx, id)
 		if err != nil {
-			status = c.fail(ctx, "jobs retry "+id, err)
+			if status = c.fail(ctx, name, err); status == exitInterrupted { // the error names the id (its path)
+				return status
+			}
 			continue
 		}
-		jobs = append(jobs, job)
+		done = append(done, v)
 		if !cf.json {
-			fmt.Fprintf(c.stdout, "job %s %s again (attempt %d of %d)\n", job.ID, job.Status, job.Attempts+1, job.MaxAttempts)
+			fmt.Fprintln(c.stdout, termSafe(line(v)))
 		}
 	}
 	if cf.json {
-		if code := c.printJSON("jobs retry", jobs); code != exitOK {
+		if code := c.printJSON(name, asJSON(done)); code != exitOK {
 			return code
 		}
 	}

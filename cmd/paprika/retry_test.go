@@ -44,7 +44,7 @@ func TestJobsRetry(t *testing.T) {
 	r = runCLI(t, env, "jobs", "retry", "j3", "j1")
 	require.Equal(t, exitFail, r.code)
 	require.Equal(t, "job j3 queued again (attempt 3 of 3)\n", r.stdout)
-	require.Equal(t, "paprika jobs retry j1: POST /jobs/j1/retry: 409 not_failed: job j1 is succeeded, not failed\n", r.stderr)
+	require.Equal(t, "paprika jobs retry: POST /jobs/j1/retry: 409 not_failed: job j1 is succeeded, not failed\n", r.stderr)
 
 	r = runCLI(t, env, "jobs", "retry")
 	require.Equal(t, exitUsage, r.code)

@@ -154,42 +154,10 @@ func (c *cli) sessionsNew(ctx context.Context, args []string) int {
 // sessionsRemove is `sessions rm ID...`: it closes every session given,
 // going on past failures, and fails if any close failed.
 func (c *cli) sessionsRemove(ctx context.Context, args []string) int {
-	fs := newFlagSet("sessions rm")
-	cf := c.addClientFlags(fs)
-	pos, code := c.parseOrExit(fs, "paprika sessions rm ID... [--hub URL] [--json]", args)
-	if code >= 0 {
-		return code
-	}
-	if len(pos) == 0 {
-		return c.usageError(fs.Name(), "missing ID")
-	}
-	cl, code := c.hubClient(fs, cf)
-	if code >= 0 {
-		return code
-	}
-	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
-	defer cancel()
-	closed := []*client.Session{}
-	status := exitOK
-	for _, id := range pos {
-		s, err := cl.CloseSession(ctx, id)
-		if err != nil {
-			if status = c.fail(ctx, "sessions rm", err); status == exitInterrupted {
-				return status
-			}
-			continue
-		}
-		closed = append(closed, s)
-		if !cf.json {
-			fmt.Fprintf(c.stdout, "session %s closed\n", s.ID)
-		}
-	}
-	if cf.json {
-		if code := c.printJSON("sessions rm", map[string]any{"sessions": closed}); code != exitOK {
-			return code
-		}
-	}
-	return status
+	return perID(ctx, c, "sessions rm", "paprika sessions rm ID... [--hub URL] [--json]", args,
+		(*client.Client).CloseSession,
+		func(s *client.Session) string { return fmt.Sprintf("session %s closed", s.ID) },
+		func(closed []*client.Session) any { return map[string]any{"sessions": closed} })
 }
 
 // renderSessions writes sessions as a table, in the hub's order (by id).

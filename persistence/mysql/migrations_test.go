@@ -153,18 +153,7 @@ func TestMigrateLockName(t *testing.T) {
 func TestMigratePriorityKeepsOldRows(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db := newTestDB(t)
-	for _, stmt := range []string{mysql.CreateMigrationsTable, mysql.CreateJobsTableV1,
-		"INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, 'create jobs', UTC_TIMESTAMP(6))",
-		"INSERT INTO jobs (id, mode, status, `error`, created_at, updated_at) VALUES ('old-1', 'noop', 'queued', '', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
-	} {
-		_, err := db.admin.ExecContext(ctx, stmt)
-		require.NoError(t, err, stmt)
-	}
-	s, err := mysql.Open(ctx, db.dsn)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, s.Close()) }()
-	require.Equal(t, allVersions(), schemaVersions(t, db.admin))
+	s, db := openOldDatabase(t, 1, persistence.StatusQueued)
 	j, err := s.Get(ctx, "old-1")
 	require.NoError(t, err)
 	require.Equal(t, persistence.DefaultPriority, j.Priority)
@@ -184,18 +173,7 @@ func TestMigratePriorityKeepsOldRows(t *testing.T) {
 func TestMigrateTenantKeepsOldRows(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db := newTestDB(t)
-	for _, stmt := range []string{mysql.CreateMigrationsTable, mysql.CreateJobsTableV1, mysql.AddJobPriority,
-		"INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, 'create jobs', UTC_TIMESTAMP(6)), (2, 'job priority', UTC_TIMESTAMP(6))",
-		"INSERT INTO jobs (id, mode, status, `error`, created_at, updated_at) VALUES ('old-1', 'noop', 'queued', '', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
-	} {
-		_, err := db.admin.ExecContext(ctx, stmt)
-		require.NoError(t, err, stmt)
-	}
-	s, err := mysql.Open(ctx, db.dsn)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, s.Close()) }()
-	require.Equal(t, allVersions(), schemaVersions(t, db.admin))
+	s, db := openOldDatabase(t, 2, persistence.StatusQueued)
 	j, err := s.Get(ctx, "old-1")
 	require.NoError(t, err)
 	require.Empty(t, j.Tenant)
@@ -211,4 +189,29 @@ func TestMigrateTenantKeepsOldRows(t *testing.T) {
 		require.Len(t, page, 1)
 		require.Equal(t, want, page[0].ID)
 	}
+}
+
+// openOldDatabase makes a database a hub left at migration upTo (1 or 2)
+// with one job old-1 of status in it, then opens the store on it, which
+// migrates it to the latest version.
+func openOldDatabase(t *testing.T, upTo int, status persistence.Status) (*mysql.JobStore, testDB) {
+	t.Helper()
+	db := newTestDB(t)
+	stmts := []string{mysql.CreateMigrationsTable, mysql.CreateJobsTableV1}
+	applied := "(1, 'create jobs', UTC_TIMESTAMP(6))"
+	if upTo >= 2 {
+		stmts = append(stmts, mysql.AddJobPriority)
+		applied += ", (2, 'job priority', UTC_TIMESTAMP(6))"
+	}
+	stmts = append(stmts, "INSERT INTO schema_migrations (version, name, applied_at) VALUES "+applied,
+		"INSERT INTO jobs (id, mode, status, `error`, created_at, updated_at) VALUES ('old-1', 'noop', '"+string(status)+"', '', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
+	for _, stmt := range stmts {
+		_, err := db.admin.ExecContext(t.Context(), stmt)
+		require.NoError(t, err, stmt)
+	}
+	s, err := mysql.Open(t.Context(), db.dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	require.Equal(t, allVersions(), schemaVersions(t, db.admin))
+	return s, db
 }

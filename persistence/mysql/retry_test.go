@@ -17,18 +17,7 @@ import (
 func TestMigrateRetriesKeepsOldRows(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db := newTestDB(t)
-	for _, stmt := range []string{mysql.CreateMigrationsTable, mysql.CreateJobsTableV1, mysql.AddJobPriority,
-		"INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, 'create jobs', UTC_TIMESTAMP(6)), (2, 'job priority', UTC_TIMESTAMP(6))",
-		"INSERT INTO jobs (id, mode, status, `error`, created_at, updated_at) VALUES ('old-1', 'noop', 'failed', '', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
-	} {
-		_, err := db.admin.ExecContext(ctx, stmt)
-		require.NoError(t, err, stmt)
-	}
-	s, err := mysql.Open(ctx, db.dsn)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, s.Close()) }()
-	require.Equal(t, allVersions(), schemaVersions(t, db.admin))
+	s, db := openOldDatabase(t, 2, persistence.StatusFailed)
 	old, err := s.Get(ctx, "old-1")
 	require.NoError(t, err)
 	require.True(t, old.RunAt.IsZero())

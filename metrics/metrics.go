@@ -42,6 +42,9 @@ type Metrics struct {
 	SchedPlacements       prometheus.Counter // paprika_sched_placements_total
 	SchedPlaceTimeouts    prometheus.Counter // paprika_sched_place_timeouts_total
 	SchedStalePlacements  prometheus.Counter // paprika_sched_stale_placements_total
+	// SchedHealthSkips is paprika_sched_health_skips_total{reason}: one of
+	// persistence.HealthSkipReasons.
+	SchedHealthSkips *prometheus.CounterVec
 	SchedEnqueues         prometheus.Counter // paprika_sched_enqueues_total
 	SchedStaleActivations prometheus.Counter // paprika_sched_stale_activations_total
 
@@ -152,6 +155,8 @@ func NewMetrics() *Metrics {
 		"Placements whose job grain did not answer within twice the assign grace.")
 	m.SchedStalePlacements = counter("paprika_sched_stale_placements_total",
 		"Placements forgotten because their job asked to be queued again long after (the answer was lost).")
+	m.SchedHealthSkips = vec("paprika_sched_health_skips_total",
+		"Times pick_worker passed over a worker that could otherwise take the job, for its health: shm_low (/dev/shm under scheduler.min_shm_free_mb), or its free lanes all unhealthy (lane_rss, lane_crashes, lane_restarts: the commonest reason among them).", "reason")
 	m.SchedEnqueues = counter("paprika_sched_enqueues_total",
 		"Requests of queued jobs for a lane that reached the scheduler (one per new job; more after re-drives and moves).")
 	m.SchedStaleActivations = counter("paprika_sched_stale_activations_total",

@@ -53,6 +53,11 @@ type WorkerInfo struct {
 	CPUPct     float64   `json:"cpu_pct"`
 	MemPct     float64   `json:"mem_pct"`
 	DiskPct    float64   `json:"disk_pct"`
+	// ShmFreeMB is /dev/shm's free MiB as last reported (absent when not
+	// measured); Skipped is HealthSkipShm while it is under
+	// scheduler.min_shm_free_mb (the worker gets no work), else "".
+	ShmFreeMB *int64 `json:"shm_free_mb,omitempty"`
+	Skipped   string `json:"skipped,omitempty"`
 	LanIP      string    `json:"lan_ip,omitempty"`
 	Version    string    `json:"version,omitempty"`
 	Running    []string  `json:"running,omitempty"`
@@ -80,6 +85,11 @@ type LaneStatus struct {
 	// State is one of messages.LaneStates (idle, job, session,
 	// restarting); empty when the worker does not report it.
 	State string `json:"state,omitempty"`
+	// Health is the lane's browser health as last reported (absent when
+	// the worker reports none); Skipped is why placement counts the lane
+	// as unavailable (one of HealthSkip*), "" when it does not.
+	Health  *LaneHealth `json:"health,omitempty"`
+	Skipped string      `json:"skipped,omitempty"`
 }
 
 // Public is w as the API shows it: without Link, LinkStarted and

@@ -237,6 +237,7 @@ func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, h
 	if hello.Stats != nil {
 		g.applyStats(hello.Stats)
 	}
+	g.applyHealth(hello.LaneHealth, hello.Stats)
 	g.readApproval(ctx)
 	g.adoptRunning(ctx, hello.Running)
 	g.pruneUnreported(ctx, hello.Running)
@@ -271,11 +272,14 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 		// match hello's lane count is ignored, not trusted to resize the
 		// worker.
 		if len(f.LaneStates) == len(g.info.Lanes) {
+			old := g.info.Lanes
 			g.info.Lanes = laneStatuses(len(f.LaneStates), f.LaneStates)
+			carryHealth(old, g.info.Lanes)
 		} else {
 			g.log.Debug("lane_states ignored: not one per lane", slog.Int("lanes", len(g.info.Lanes)), slog.Int("states", len(f.LaneStates)))
 		}
 	}
+	g.applyHealth(f.LaneHealth, f.Stats)
 	if g.approval == approvalUnknown {
 		g.readApproval(ctx) // the last read failed: try again
 	}
@@ -561,19 +565,23 @@ func (g *workerGrain) publish(ctx actor.Context) {
 }
 
 func (g *workerGrain) pushScheduler(ctx actor.Context) {
+	unhealthy, reason := g.deps.Timing.Health.judge(&g.info)
 	st := &messages.SchedWorkerState{
-		WorkerId:       g.id,
-		Status:         g.status(),
-		Connected:      g.conn != nil,
-		LastSeenUnixMs: g.info.LastSeen.UnixMilli(),
-		MaxConcurrent:  int32(g.info.MaxConcurrent),
-		InFlight:       int32(g.taken()),
-		Lanes:          int32(len(g.info.Lanes)),
-		HasBrowser:     g.info.BrowserURL != "",
-		DiskPct:        g.info.DiskPct,
-		Drivers:        g.info.Drivers,
-		DeclaresModes:  len(g.info.Modes) > 0,
-		Modes:          runnableModes(g.info.Modes, g.info.Drivers),
+		WorkerId:        g.id,
+		Status:          g.status(),
+		Connected:       g.conn != nil,
+		LastSeenUnixMs:  g.info.LastSeen.UnixMilli(),
+		MaxConcurrent:   int32(g.info.MaxConcurrent),
+		InFlight:        int32(g.taken()),
+		Lanes:           int32(len(g.info.Lanes)),
+		HasBrowser:      g.info.BrowserURL != "",
+		DiskPct:         g.info.DiskPct,
+		Drivers:         g.info.Drivers,
+		DeclaresModes:   len(g.info.Modes) > 0,
+		Modes:           runnableModes(g.info.Modes, g.info.Drivers),
+		UnhealthyLanes:  int32(unhealthy),
+		UnhealthyReason: reason,
+		ShmLow:          g.info.Skipped == persistence.HealthSkipShm,
 	}
 	Send(ctx, g.cl, SchedulerID, KindScheduler, st)
 }

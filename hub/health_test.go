@@ -84,4 +84,3 @@ func TestUnhealthyWorkersGetNoJobs(t *testing.T) {
 	_, b := do(t, "GET", url+"/workers", "")
 	require.True(t, strings.Contains(string(b), `"skipped":"shm_low"`), string(b))
 }
-

@@ -39,14 +39,15 @@ type Metrics struct {
 	RegistryErrors    prometheus.Counter // paprika_registry_errors_total
 
 	// Scheduler.
-	SchedPlacements      prometheus.Counter // paprika_sched_placements_total
-	SchedPlaceTimeouts   prometheus.Counter // paprika_sched_place_timeouts_total
-	SchedStalePlacements prometheus.Counter // paprika_sched_stale_placements_total
-	// SchedHealthSkips is paprika_sched_health_skips_total{reason}: one of
-	// persistence.HealthSkipReasons.
-	SchedHealthSkips      *prometheus.CounterVec
+	SchedPlacements       prometheus.Counter // paprika_sched_placements_total
+	SchedPlaceTimeouts    prometheus.Counter // paprika_sched_place_timeouts_total
+	SchedStalePlacements  prometheus.Counter // paprika_sched_stale_placements_total
 	SchedEnqueues         prometheus.Counter // paprika_sched_enqueues_total
 	SchedStaleActivations prometheus.Counter // paprika_sched_stale_activations_total
+
+	// SchedHealthSkips is paprika_sched_health_skips_total{reason}, reason
+	// one of persistence.HealthSkipReasons.
+	SchedHealthSkips *prometheus.CounterVec
 
 	// Job grains.
 	AssignmentQueries      prometheus.Counter     // paprika_assignment_queries_total

@@ -48,20 +48,15 @@ type WorkerInfo struct {
 	Lanes []LaneStatus `json:"lanes"`
 	// BrowserURL is hello's capabilities.browser_url: kept for placement
 	// (a worker with a browser but no lanes), never shown (Public).
-	BrowserURL string   `json:"browser_url,omitempty"`
-	Drivers    []string `json:"drivers,omitempty"`
-	CPUPct     float64  `json:"cpu_pct"`
-	MemPct     float64  `json:"mem_pct"`
-	DiskPct    float64  `json:"disk_pct"`
-	// ShmFreeMB is /dev/shm's free MiB as last reported (absent when not
-	// measured); Skipped is HealthSkipShm while it is under
-	// scheduler.min_shm_free_mb (the worker gets no work), else "".
-	ShmFreeMB *int64    `json:"shm_free_mb,omitempty"`
-	Skipped   string    `json:"skipped,omitempty"`
-	LanIP     string    `json:"lan_ip,omitempty"`
-	Version   string    `json:"version,omitempty"`
-	Running   []string  `json:"running,omitempty"`
-	LastSeen  time.Time `json:"last_seen"`
+	BrowserURL string    `json:"browser_url,omitempty"`
+	Drivers    []string  `json:"drivers,omitempty"`
+	CPUPct     float64   `json:"cpu_pct"`
+	MemPct     float64   `json:"mem_pct"`
+	DiskPct    float64   `json:"disk_pct"`
+	LanIP      string    `json:"lan_ip,omitempty"`
+	Version    string    `json:"version,omitempty"`
+	Running    []string  `json:"running,omitempty"`
+	LastSeen   time.Time `json:"last_seen"`
 	// Link is the actor address of the WorkerConn holding the socket
 	// ("address/id"), so a restarted worker grain finds it again.
 	Link string `json:"link,omitempty"`
@@ -76,6 +71,12 @@ type WorkerInfo struct {
 	// Modes are the job modes the worker declared in hello; a worker that
 	// declares none runs the built-in modes its drivers allow.
 	Modes []WorkerMode `json:"modes,omitempty"`
+
+	// ShmFreeMB is /dev/shm's free MiB as last reported (absent when not
+	// measured); Skipped is HealthSkipShm while it is under
+	// scheduler.min_shm_free_mb (the worker gets no work), else "".
+	ShmFreeMB *int64 `json:"shm_free_mb,omitempty"`
+	Skipped   string `json:"skipped,omitempty"`
 }
 
 // LaneStatus is one lane of a worker in GET /workers.

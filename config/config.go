@@ -593,9 +593,10 @@ func Default() *Config {
 			AliveWindow:       DefaultWorkerAliveWindow,
 		},
 		Scheduler: SchedulerConfig{
-			AssignGrace:        DefaultSchedulerAssignGrace,
-			DiskExcludePct:     DefaultSchedulerDiskExcludePct,
-			PriorityAging:      DefaultSchedulerPriorityAging,
+			AssignGrace:    DefaultSchedulerAssignGrace,
+			DiskExcludePct: DefaultSchedulerDiskExcludePct,
+			PriorityAging:  DefaultSchedulerPriorityAging,
+
 			MaxLaneRSSMB:       DefaultSchedulerMaxLaneRSSMB,
 			MaxLaneCrashes10m:  DefaultSchedulerMaxLaneCrashes10m,
 			MaxLaneRestarts10m: DefaultSchedulerMaxLaneRestarts10m,

@@ -153,3 +153,11 @@ func carryHealth(from, to []persistence.LaneStatus) {
 		to[i].Health = from[i].Health
 	}
 }
+
+// judgeHealth marks the lanes' and the worker's skip reasons (shown by GET
+// /workers) and puts what placement needs of them into st.
+func (g *workerGrain) judgeHealth(st *messages.SchedWorkerState) {
+	n, reason := g.deps.Timing.Health.judge(&g.info)
+	st.UnhealthyLanes, st.UnhealthyReason = int32(n), reason
+	st.ShmLow = g.info.Skipped == persistence.HealthSkipShm
+}

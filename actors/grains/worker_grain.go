@@ -565,24 +565,21 @@ func (g *workerGrain) publish(ctx actor.Context) {
 }
 
 func (g *workerGrain) pushScheduler(ctx actor.Context) {
-	unhealthy, reason := g.deps.Timing.Health.judge(&g.info)
 	st := &messages.SchedWorkerState{
-		WorkerId:        g.id,
-		Status:          g.status(),
-		Connected:       g.conn != nil,
-		LastSeenUnixMs:  g.info.LastSeen.UnixMilli(),
-		MaxConcurrent:   int32(g.info.MaxConcurrent),
-		InFlight:        int32(g.taken()),
-		Lanes:           int32(len(g.info.Lanes)),
-		HasBrowser:      g.info.BrowserURL != "",
-		DiskPct:         g.info.DiskPct,
-		Drivers:         g.info.Drivers,
-		DeclaresModes:   len(g.info.Modes) > 0,
-		Modes:           runnableModes(g.info.Modes, g.info.Drivers),
-		UnhealthyLanes:  int32(unhealthy),
-		UnhealthyReason: reason,
-		ShmLow:          g.info.Skipped == persistence.HealthSkipShm,
+		WorkerId:       g.id,
+		Status:         g.status(),
+		Connected:      g.conn != nil,
+		LastSeenUnixMs: g.info.LastSeen.UnixMilli(),
+		MaxConcurrent:  int32(g.info.MaxConcurrent),
+		InFlight:       int32(g.taken()),
+		Lanes:          int32(len(g.info.Lanes)),
+		HasBrowser:     g.info.BrowserURL != "",
+		DiskPct:        g.info.DiskPct,
+		Drivers:        g.info.Drivers,
+		DeclaresModes:  len(g.info.Modes) > 0,
+		Modes:          runnableModes(g.info.Modes, g.info.Drivers),
 	}
+	g.judgeHealth(st)
 	Send(ctx, g.cl, SchedulerID, KindScheduler, st)
 }
 

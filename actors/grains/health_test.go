@@ -137,3 +137,35 @@ func TestHealthTiesStayRandom(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPickWorker1000Health is BenchmarkPickWorker1000 with a tenth of
+// the workers carrying two unhealthy lanes and one in fifty short of
+// /dev/shm, skips counted: the health filter's cost when it fires.
+func BenchmarkPickWorker1000Health(b *testing.B) {
+	now := time.Now()
+	rng := rand.New(rand.NewPCG(5, 6))
+	cands := make([]*Candidate, 1000)
+	for i := range cands {
+		c := idle(fmt.Sprintf("w%d", i), now)
+		c.InFlight = i % 4
+		switch {
+		case i%50 == 0:
+			c.DiskPct = 95
+		case i%50 == 25:
+			c.ShmLow = true
+		case i%10 == 3:
+			c.UnhealthyLanes, c.UnhealthyReason = 2, persistence.HealthSkipRSS
+			c.unhealthyIdx = healthIndex(c.UnhealthyReason)
+		}
+		cands[i] = c
+	}
+	rule := testRule
+	rule.Skips = new(HealthSkips)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if rule.PickWorker(cands, "noop", now, rng) == nil {
+			b.Fatal("no pick")
+		}
+	}
+}

@@ -184,7 +184,7 @@ func (a *Agent) dialHub(ctx context.Context, u string) (*websocket.Conn, *http.R
 }
 
 // heartbeat sends a heartbeat with the running jobs and host stats, and the
-// lanes' states when they are news to this link's hub.
+// lanes' states and health when they are news to this link's hub.
 func (a *Agent) heartbeat(l *link, lanes *laneReport, health *healthReport) {
 	running, stats := a.report()
 	f := messages.Frame{Type: messages.TypeHeartbeat, Stats: stats, Running: running}

@@ -84,3 +84,23 @@ func TestUnhealthyWorkersGetNoJobs(t *testing.T) {
 	_, b := do(t, "GET", url+"/workers", "")
 	require.True(t, strings.Contains(string(b), `"skipped":"shm_low"`), string(b))
 }
+
+// TestChromiumWorkerReportsLaneHealth, with a real agent and Chromium: once
+// a session starts the lane's browser, GET /workers shows the lane's RSS
+// (sent by the agent's 2-s health check, not a regular heartbeat) and the
+// worker's /dev/shm free space, and neither is skipped at the defaults.
+func TestChromiumWorkerReportsLaneHealth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	h := startTestHub(t, testConfig(t))
+	startChromiumAgent(t, h.URL(), "wh", 1)
+	waitWorker(t, h.URL(), "wh", "its /dev/shm", func(w persistence.WorkerInfo) bool { return w.ShmFreeMB != nil })
+	st, b := do(t, "POST", h.URL()+"/sessions", `{"idle_timeout_s":30}`)
+	require.Equal(t, 201, st, string(b))
+	w := waitWorker(t, h.URL(), "wh", "the lane's RSS", func(w persistence.WorkerInfo) bool {
+		return len(w.Lanes) == 1 && w.Lanes[0].Health != nil && w.Lanes[0].Health.RSSMB > 0
+	})
+	require.Empty(t, w.Lanes[0].Skipped)
+	require.Empty(t, w.Skipped)
+}

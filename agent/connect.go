@@ -79,7 +79,9 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 
 	running, stats := a.report()
 	helloStates := a.laneStates()
-	l.send(messages.Frame{
+	health := a.newHealthReport() // nil for a driver without health
+	defer health.stop()
+	hello := messages.Frame{
 		Type:     messages.TypeHello,
 		WorkerID: id,
 		LanIP:    a.lanIP.String(),
@@ -93,7 +95,9 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 		LaneStates: helloStates,
 		Stats:      stats,
 		Running:    running,
-	})
+	}
+	health.hello(&hello)
+	l.send(hello)
 
 	wt := time.NewTimer(welcomeTimeout)
 	defer wt.Stop()
@@ -141,7 +145,7 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 			a.box.detach(l.ready)
 			return true, false, fmt.Errorf("link: %w", l.err)
 		case <-hb.C:
-			a.heartbeat(l, lanes)
+			a.heartbeat(l, lanes, health)
 			if iv := a.heartbeatInterval(); iv != interval {
 				interval = iv
 				hb.Reset(iv)
@@ -150,12 +154,16 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 			lanes.changed(time.Now())
 		case <-poolChanges:
 			lanes.changed(time.Now())
+		case <-health.due():
+			if health.sample() {
+				a.heartbeat(l, lanes, health)
+			}
 		case <-lanes.due():
 			lanes.fired()
 			// Skipped when a regular heartbeat carried the change already,
 			// or the lanes changed back.
 			if lanes.differs(a.laneStates()) {
-				a.heartbeat(l, lanes)
+				a.heartbeat(l, lanes, health)
 			}
 		}
 	}
@@ -176,17 +184,22 @@ func (a *Agent) dialHub(ctx context.Context, u string) (*websocket.Conn, *http.R
 }
 
 // heartbeat sends a heartbeat with the running jobs and host stats, and the
-// lanes' states when they are news to this link's hub.
-func (a *Agent) heartbeat(l *link, lanes *laneReport) {
+// lanes' states and health when they are news to this link's hub.
+func (a *Agent) heartbeat(l *link, lanes *laneReport, health *healthReport) {
 	running, stats := a.report()
 	f := messages.Frame{Type: messages.TypeHeartbeat, Stats: stats, Running: running}
 	states := a.laneStates()
 	if lanes.differs(states) {
 		f.LaneStates = states
 	}
+	health.attach(&f)
 	// A dropped frame leaves the change unreported: the next heartbeat
 	// carries it.
-	if l.send(f) && f.LaneStates != nil {
+	sent := l.send(f)
+	if sent {
+		health.reported(&f)
+	}
+	if sent && f.LaneStates != nil {
 		lanes.reported(states, time.Now())
 		a.lg().Debug("lane states reported", "lane_states", states)
 	}

@@ -21,6 +21,14 @@ const (
 	DefaultSchedulerPriorityAging = 30 * time.Second
 	// DefaultSchedulerDiskExcludePct is scheduler.disk_exclude_pct.
 	DefaultSchedulerDiskExcludePct = 90
+	// DefaultSchedulerMaxLaneRSSMB is scheduler.max_lane_rss_mb.
+	DefaultSchedulerMaxLaneRSSMB = 4096
+	// DefaultSchedulerMaxLaneCrashes10m is scheduler.max_lane_crashes_10m.
+	DefaultSchedulerMaxLaneCrashes10m = 3
+	// DefaultSchedulerMaxLaneRestarts10m is scheduler.max_lane_restarts_10m.
+	DefaultSchedulerMaxLaneRestarts10m = 6
+	// DefaultSchedulerMinShmFreeMB is scheduler.min_shm_free_mb.
+	DefaultSchedulerMinShmFreeMB = 64
 	// DefaultRedriveInterval is redrive.interval.
 	DefaultRedriveInterval = 3 * time.Second
 	// DefaultRedriveMinAge is redrive.min_age.
@@ -280,6 +288,19 @@ type SchedulerConfig struct {
 	// max_running holds a tenant's further jobs queued, max_queued refuses
 	// a submission with 429 tenant_quota. Default "".
 	TenantQuotas string `yaml:"tenant_quotas"`
+	// Health-aware placement (README): a lane past one of these takes no
+	// work (its worker's free lanes shrink by it), a worker under
+	// MinShmFreeMB takes none at all; 0 turns a threshold off.
+	// MaxLaneRSSMB: a lane's browser RSS over this (MiB). Default 4096.
+	MaxLaneRSSMB int `yaml:"max_lane_rss_mb"`
+	// MaxLaneCrashes10m: a lane's renderer crashes in the last 10 minutes
+	// at or over this. Default 3.
+	MaxLaneCrashes10m int `yaml:"max_lane_crashes_10m"`
+	// MaxLaneRestarts10m: a lane's browser restarts in the last 10 minutes
+	// at or over this. Default 6.
+	MaxLaneRestarts10m int `yaml:"max_lane_restarts_10m"`
+	// MinShmFreeMB: a worker whose /dev/shm has less free (MiB). Default 64.
+	MinShmFreeMB int `yaml:"min_shm_free_mb"`
 }
 
 // RedriveConfig is the "redrive" section. Env aliases from the source
@@ -575,6 +596,11 @@ func Default() *Config {
 			AssignGrace:    DefaultSchedulerAssignGrace,
 			DiskExcludePct: DefaultSchedulerDiskExcludePct,
 			PriorityAging:  DefaultSchedulerPriorityAging,
+
+			MaxLaneRSSMB:       DefaultSchedulerMaxLaneRSSMB,
+			MaxLaneCrashes10m:  DefaultSchedulerMaxLaneCrashes10m,
+			MaxLaneRestarts10m: DefaultSchedulerMaxLaneRestarts10m,
+			MinShmFreeMB:       DefaultSchedulerMinShmFreeMB,
 		},
 		Redrive: RedriveConfig{
 			Interval: DefaultRedriveInterval,

@@ -76,6 +76,13 @@ var fieldChecks = map[string]func(c *Config) string{
 	"scheduler.tenant_weights":   func(c *Config) string { return errString(c.Scheduler.ParseTenantWeights()) },
 	"scheduler.tenant_quotas":    func(c *Config) string { return errString(c.Scheduler.ParseTenantQuotas()) },
 
+	// Health thresholds: 0 = off; the bounds are what a worker may report
+	// (messages.MaxLaneRSSMB, MaxHealthCount, MaxShmFreeMB).
+	"scheduler.max_lane_rss_mb":       func(c *Config) string { return inRange(c.Scheduler.MaxLaneRSSMB, 0, 1<<24) },
+	"scheduler.max_lane_crashes_10m":  func(c *Config) string { return inRange(c.Scheduler.MaxLaneCrashes10m, 0, 1<<20) },
+	"scheduler.max_lane_restarts_10m": func(c *Config) string { return inRange(c.Scheduler.MaxLaneRestarts10m, 0, 1<<20) },
+	"scheduler.min_shm_free_mb":       func(c *Config) string { return inRange(c.Scheduler.MinShmFreeMB, 0, 1<<30) },
+
 	"redrive.interval": func(c *Config) string { return positive(c.Redrive.Interval) },
 	"redrive.min_age":  func(c *Config) string { return nonNegative(c.Redrive.MinAge) },
 

@@ -126,6 +126,8 @@ func TimingFrom(cfg *config.Config) grains.Timing {
 		AliveWindow:       cfg.Worker.AliveWindow,
 		AssignGrace:       cfg.Scheduler.AssignGrace,
 		DiskExcludePct:    float64(cfg.Scheduler.DiskExcludePct),
+		Health: grains.HealthRule{MaxLaneRSSMB: int64(cfg.Scheduler.MaxLaneRSSMB), MaxLaneCrashes10m: cfg.Scheduler.MaxLaneCrashes10m,
+			MaxLaneRestarts10m: cfg.Scheduler.MaxLaneRestarts10m, MinShmFreeMB: int64(cfg.Scheduler.MinShmFreeMB)},
 		PriorityAging:     cfg.Scheduler.PriorityAging,
 		RetryBackoffMax:   cfg.Jobs.RetryBackoffMax,
 		RedriveInterval:   cfg.Redrive.Interval,

@@ -121,6 +121,10 @@ type Frame struct {
 	// LaneStates, indexed by lane; a heartbeat carries it only when it
 	// changed since the worker last reported it (absent means unchanged).
 	LaneStates []string `json:"lane_states,omitempty"`
+	// LaneHealth (hello and heartbeat) is every lane's browser health,
+	// indexed by lane (health.go); like LaneStates it is sent only when it
+	// changed, at most every HealthReportGap (absent means unchanged).
+	LaneHealth []LaneHealth `json:"lane_health,omitempty"`
 
 	// job frames
 	JobID    string          `json:"job_id,omitempty"`
@@ -282,6 +286,9 @@ type Stats struct {
 	CPUPct   float64 `json:"cpu_pct"`
 	MemPct   float64 `json:"mem_pct"`
 	DiskPct  float64 `json:"disk_pct"`
+	// ShmFreeMB is /dev/shm's free space in MiB; absent when the worker's
+	// driver does not measure it (the simulated one).
+	ShmFreeMB *int64 `json:"shm_free_mb,omitempty"`
 }
 
 // Errors returned by DecodeFrame; callers answer them with an error frame.
@@ -339,6 +346,9 @@ func (f *Frame) validate() error {
 		if err := checkLaneStates(f.LaneStates); err != nil {
 			return err
 		}
+		if err := checkHealth(f.LaneHealth, f.Stats); err != nil {
+			return err
+		}
 		if err := checkRunning(f.Running); err != nil {
 			return err
 		}
@@ -353,6 +363,9 @@ func (f *Frame) validate() error {
 			return err
 		}
 		if err := checkLaneStates(f.LaneStates); err != nil {
+			return err
+		}
+		if err := checkHealth(f.LaneHealth, f.Stats); err != nil {
 			return err
 		}
 		if err := checkRunning(f.Running); err != nil {

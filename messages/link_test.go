@@ -96,6 +96,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"heartbeat","stats":{"in_flight":1},"running":["session:s-1","01KB3Z0Q8X9V2M5N7P4R6T8W0Y"]}`,
 		`{"type":"heartbeat","stats":{"in_flight":0},"lane_urls":["ws://127.0.0.1:41235/devtools/browser/0b1c","chromium://w1/lane/1"]}`,
 		`{"type":"heartbeat","stats":{"in_flight":0},"lane_states":["idle","session"]}`,
+		`{"type":"heartbeat","stats":{"in_flight":0,"shm_free_mb":512},"lane_health":[{"rss_mb":300,"crashes_10m":1,"restarts_10m":2}]}`,
 		`{"type":"job_log","job_id":"j","attempt":1,"seq":7,"line":"hello"}`,
 		`{"type":"job_failed","job_id":"j","reason":"job_error","error":"boom"}`,
 		`{"type":"job_done","job_id":"j","result":{"lines":2},"assets":["a.png"]}`,
@@ -119,7 +120,7 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("re-decode of %s: %v", b, err)
 		}
 		if g.Type != fr.Type || g.JobID != fr.JobID || g.Seq != fr.Seq || !slices.Equal(g.LaneURLs, fr.LaneURLs) ||
-			!slices.Equal(g.LaneStates, fr.LaneStates) || !slices.Equal(g.Running, fr.Running) {
+			!slices.Equal(g.LaneStates, fr.LaneStates) || !slices.Equal(g.Running, fr.Running) || !slices.Equal(g.LaneHealth, fr.LaneHealth) {
 			t.Fatalf("round trip changed the frame: %+v vs %+v", fr, g)
 		}
 	})

@@ -649,8 +649,15 @@ type SchedWorkerState struct {
 	// worker runs the built-in modes its drivers allow.
 	DeclaresModes bool     `protobuf:"varint,11,opt,name=declares_modes,json=declaresModes,proto3" json:"declares_modes,omitempty"`
 	Modes         []string `protobuf:"bytes,12,rep,name=modes,proto3" json:"modes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Health-aware placement (health.go): how many lanes are past a
+	// scheduler health threshold (unavailable capacity, since the worker
+	// picks its own lane), the commonest reason among them, and whether
+	// /dev/shm is under scheduler.min_shm_free_mb (the worker is skipped).
+	UnhealthyLanes  int32  `protobuf:"varint,30,opt,name=unhealthy_lanes,json=unhealthyLanes,proto3" json:"unhealthy_lanes,omitempty"`
+	UnhealthyReason string `protobuf:"bytes,31,opt,name=unhealthy_reason,json=unhealthyReason,proto3" json:"unhealthy_reason,omitempty"`
+	ShmLow          bool   `protobuf:"varint,32,opt,name=shm_low,json=shmLow,proto3" json:"shm_low,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SchedWorkerState) Reset() {
@@ -765,6 +772,27 @@ func (x *SchedWorkerState) GetModes() []string {
 		return x.Modes
 	}
 	return nil
+}
+
+func (x *SchedWorkerState) GetUnhealthyLanes() int32 {
+	if x != nil {
+		return x.UnhealthyLanes
+	}
+	return 0
+}
+
+func (x *SchedWorkerState) GetUnhealthyReason() string {
+	if x != nil {
+		return x.UnhealthyReason
+	}
+	return ""
+}
+
+func (x *SchedWorkerState) GetShmLow() bool {
+	if x != nil {
+		return x.ShmLow
+	}
+	return false
 }
 
 // SchedEnqueue asks the scheduler to place a queued job.
@@ -3163,7 +3191,7 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x12set_max_concurrent\x18\x03 \x01(\bR\x10setMaxConcurrent\"\x0f\n" +
 	"\rWorkerGetInfo\"\f\n" +
 	"\n" +
-	"WorkerSync\"\xfd\x02\n" +
+	"WorkerSync\"\xea\x03\n" +
 	"\x10SchedWorkerState\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1c\n" +
@@ -3178,7 +3206,10 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\adrivers\x18\n" +
 	" \x03(\tR\adrivers\x12%\n" +
 	"\x0edeclares_modes\x18\v \x01(\bR\rdeclaresModes\x12\x14\n" +
-	"\x05modes\x18\f \x03(\tR\x05modes\"\xcc\x01\n" +
+	"\x05modes\x18\f \x03(\tR\x05modes\x12'\n" +
+	"\x0funhealthy_lanes\x18\x1e \x01(\x05R\x0eunhealthyLanes\x12)\n" +
+	"\x10unhealthy_reason\x18\x1f \x01(\tR\x0funhealthyReason\x12\x17\n" +
+	"\ashm_low\x18  \x01(\bR\x06shmLow\"\xcc\x01\n" +
 	"\fSchedEnqueue\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x02 \x01(\x03R\rcreatedUnixMs\x12\x12\n" +

@@ -45,6 +45,10 @@ type Metrics struct {
 	SchedEnqueues         prometheus.Counter // paprika_sched_enqueues_total
 	SchedStaleActivations prometheus.Counter // paprika_sched_stale_activations_total
 
+	// SchedHealthSkips is paprika_sched_health_skips_total{reason}, reason
+	// one of persistence.HealthSkipReasons.
+	SchedHealthSkips *prometheus.CounterVec
+
 	// Job grains.
 	AssignmentQueries      prometheus.Counter     // paprika_assignment_queries_total
 	AssignmentsRecovered   prometheus.Counter     // paprika_assignments_recovered_total
@@ -152,6 +156,8 @@ func NewMetrics() *Metrics {
 		"Placements whose job grain did not answer within twice the assign grace.")
 	m.SchedStalePlacements = counter("paprika_sched_stale_placements_total",
 		"Placements forgotten because their job asked to be queued again long after (the answer was lost).")
+	m.SchedHealthSkips = vec("paprika_sched_health_skips_total",
+		"Times pick_worker passed over a worker that could otherwise take the job, for its health: shm_low (/dev/shm under scheduler.min_shm_free_mb), or its free lanes all unhealthy (lane_rss, lane_crashes, lane_restarts: the commonest reason among them).", "reason")
 	m.SchedEnqueues = counter("paprika_sched_enqueues_total",
 		"Requests of queued jobs for a lane that reached the scheduler (one per new job; more after re-drives and moves).")
 	m.SchedStaleActivations = counter("paprika_sched_stale_activations_total",

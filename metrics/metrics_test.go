@@ -63,6 +63,7 @@ func TestMetricsEveryFamilyHasHelp(t *testing.T) {
 	m.JobDuration.WithLabelValues("noop").Observe(1)
 	m.GrainRequest.WithLabelValues("job").Observe(0.01)
 	m.TenantWait.WithLabelValues("").Observe(1)
+	m.SchedHealthSkips.WithLabelValues("shm_low").Inc()
 	m.Fleet.SetSource(func(context.Context) (Fleet, error) {
 		return Fleet{QueueDepth: map[string]int{"noop": 1}, InFlight: map[string]int{"w1": 1}, HubMembers: 1,
 			Tenants: map[string]TenantLoad{"": {Queued: 1}}}, nil

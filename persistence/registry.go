@@ -71,6 +71,12 @@ type WorkerInfo struct {
 	// Modes are the job modes the worker declared in hello; a worker that
 	// declares none runs the built-in modes its drivers allow.
 	Modes []WorkerMode `json:"modes,omitempty"`
+
+	// ShmFreeMB is /dev/shm's free MiB as last reported (absent when not
+	// measured); Skipped is HealthSkipShm while it is under
+	// scheduler.min_shm_free_mb (the worker gets no work), else "".
+	ShmFreeMB *int64 `json:"shm_free_mb,omitempty"`
+	Skipped   string `json:"skipped,omitempty"`
 }
 
 // LaneStatus is one lane of a worker in GET /workers.
@@ -80,6 +86,11 @@ type LaneStatus struct {
 	// State is one of messages.LaneStates (idle, job, session,
 	// restarting); empty when the worker does not report it.
 	State string `json:"state,omitempty"`
+	// Health is the lane's browser health as last reported (absent when
+	// the worker reports none); Skipped is why placement counts the lane
+	// as unavailable (one of HealthSkip*), "" when it does not.
+	Health  *LaneHealth `json:"health,omitempty"`
+	Skipped string      `json:"skipped,omitempty"`
 }
 
 // Public is w as the API shows it: without Link, LinkStarted and

@@ -40,6 +40,7 @@ type Timing struct {
 	AliveWindow       time.Duration // heartbeat within this = alive (120 s)
 	AssignGrace       time.Duration // how long a placement may take (8 s)
 	DiskExcludePct    float64       // pick_worker disk filter (90)
+	Health            HealthRule    // health-aware placement thresholds (health.go; zero = off)
 	PriorityAging     time.Duration // a queued job's effective priority rises one level per this wait (30 s; 0 = none)
 	RetryBackoffMax   time.Duration // cap of the default retry wait (jobs.retry_backoff_max, 1 h; 0 = 1 h)
 	RedriveInterval   time.Duration // re-drive sweep (3 s)

@@ -23,6 +23,12 @@ type Candidate struct {
 	// Modes; else it runs the built-in modes its drivers allow.
 	Declares bool
 	Modes    map[string]struct{}
+	// Health (health.go): lanes past a health threshold, their commonest
+	// reason, and /dev/shm under the minimum.
+	UnhealthyLanes  int
+	UnhealthyReason string
+	ShmLow          bool
+	unhealthyIdx    int // UnhealthyReason's index in persistence.HealthSkipReasons
 
 	// scheduler bookkeeping: InFlight = reported + placing
 	reported int       // in_flight as the worker grain last reported it
@@ -34,6 +40,7 @@ type Candidate struct {
 type PickRule struct {
 	AliveWindow    time.Duration // heartbeat within this window (120 s)
 	DiskExcludePct float64       // refuse workers at or above this disk use (90)
+	Skips          *HealthSkips  // counts health skips when set (health.go)
 }
 
 // Eligible reports whether c may take a job of the given mode now. Each
@@ -59,10 +66,15 @@ func (r PickRule) Eligible(c *Candidate, mode string, now time.Time) bool {
 	// runsMode, spelled out so that nothing is called per candidate on
 	// pick_worker's hot path (a noop job on a worker declaring nothing).
 	if c.Declares {
-		return declaresMode(c.Modes, mode)
+		if !declaresMode(c.Modes, mode) {
+			return false
+		}
+	} else if d := messages.ModeDriver(mode); d != "" && !hasDriverFor(c.Drivers, mode, d) {
+		return false
 	}
-	d := messages.ModeDriver(mode)
-	return d == "" || hasDriverFor(c.Drivers, mode, d)
+	// Last, so that only a worker that could otherwise run the job counts
+	// as skipped for its health.
+	return (!c.ShmLow && c.UnhealthyLanes == 0) || r.healthOK(c)
 }
 
 // better orders candidates by (in_flight, -max_concurrent): the least loaded

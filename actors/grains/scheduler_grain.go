@@ -158,6 +158,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		s.resyncTenants(ctx)
 	case *messages.SchedPickSession:
 		c := s.rule.PickWorker(s.cands, messages.ModeMacro, s.deps.Clock(), s.rng)
+		s.flushHealthSkips()
 		if c == nil {
 			reply(ctx, fail(messages.CodeNoCapacity, "no worker has a free chromium lane"))
 			return
@@ -177,7 +178,8 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.begin(ctx, s.deps, msg, KindScheduler, "")
 	s.log = s.deps.Log.With(slog.String("actor", "scheduler"))
-	s.rule = PickRule{AliveWindow: s.deps.Timing.AliveWindow, DiskExcludePct: s.deps.Timing.DiskExcludePct}
+	s.rule = PickRule{AliveWindow: s.deps.Timing.AliveWindow, DiskExcludePct: s.deps.Timing.DiskExcludePct, Skips: new(HealthSkips)}
+	s.initHealthSkips()
 	s.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	s.workers = map[string]*Candidate{}
 	s.queue = s.newQueue()
@@ -252,7 +254,7 @@ func (s *schedulerGrain) stats() SchedStats {
 		busy := min(c.InFlight, c.MaxConcurrent)
 		st.LanesBusy += busy
 		if c.Status == WorkerActive {
-			st.LanesFree += c.MaxConcurrent - busy
+			st.LanesFree += max(c.MaxConcurrent-busy-c.UnhealthyLanes, 0) // unhealthy lanes take no work
 		}
 		if len(st.InFlight) < metrics.MaxWorkerSeries {
 			st.InFlight[c.ID] = c.InFlight
@@ -284,6 +286,8 @@ func (s *schedulerGrain) workerState(m *messages.SchedWorkerState) {
 	c.HasBrowser = m.HasBrowser
 	c.DiskPct = m.DiskPct
 	c.Drivers = m.Drivers
+	c.UnhealthyLanes, c.UnhealthyReason, c.ShmLow = int(m.UnhealthyLanes), m.UnhealthyReason, m.ShmLow
+	c.unhealthyIdx = healthIndex(m.UnhealthyReason)
 	if c.Declares != m.DeclaresModes || !sameModes(c.Modes, m.Modes) {
 		c.Declares, c.Modes = m.DeclaresModes, modeSet(m.Modes)
 	}
@@ -429,6 +433,7 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 	now := s.deps.Clock()
 	s.queue.BeginPass()
 	pick := func(mode string) *Candidate { return s.rule.PickWorker(s.cands, mode, now, s.rng) }
+	defer s.flushHealthSkips()
 	for {
 		q, c, found := s.queue.nextPlacement(now, s.serves, pick)
 		if !found {

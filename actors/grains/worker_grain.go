@@ -237,6 +237,7 @@ func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, h
 	if hello.Stats != nil {
 		g.applyStats(hello.Stats)
 	}
+	g.applyHealth(hello.LaneHealth, hello.Stats)
 	g.readApproval(ctx)
 	g.adoptRunning(ctx, hello.Running)
 	g.pruneUnreported(ctx, hello.Running)
@@ -271,11 +272,14 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 		// match hello's lane count is ignored, not trusted to resize the
 		// worker.
 		if len(f.LaneStates) == len(g.info.Lanes) {
+			old := g.info.Lanes
 			g.info.Lanes = laneStatuses(len(f.LaneStates), f.LaneStates)
+			carryHealth(old, g.info.Lanes)
 		} else {
 			g.log.Debug("lane_states ignored: not one per lane", slog.Int("lanes", len(g.info.Lanes)), slog.Int("states", len(f.LaneStates)))
 		}
 	}
+	g.applyHealth(f.LaneHealth, f.Stats)
 	if g.approval == approvalUnknown {
 		g.readApproval(ctx) // the last read failed: try again
 	}
@@ -575,6 +579,7 @@ func (g *workerGrain) pushScheduler(ctx actor.Context) {
 		DeclaresModes:  len(g.info.Modes) > 0,
 		Modes:          runnableModes(g.info.Modes, g.info.Drivers),
 	}
+	g.judgeHealth(st)
 	Send(ctx, g.cl, SchedulerID, KindScheduler, st)
 }
 

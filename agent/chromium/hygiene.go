@@ -239,6 +239,7 @@ func (l *lane) release() {
 // is stopped. The caller holds sem; restart frees it.
 func (l *lane) restart(b *browserProc, why string, last func()) {
 	l.d.restarts.Add(1)
+	l.events.restart()
 	l.d.log.Warn("lane not clean; restarting chromium", "lane", l.idx, "pid", b.pid, "why", why)
 	l.setRestarting(true)
 	l.mu.Lock()

@@ -28,6 +28,7 @@ type lane struct {
 
 	url        atomic.Pointer[string] // DevTools URL while a browser runs
 	restarting atomic.Bool            // a browser start is under way (LaneState)
+	events     laneEvents             // crashes and restarts for Health (health.go)
 
 	// watchers are the watch goroutines, one per browser started; each
 	// ends with its browser's context, and shutdown waits for them.

@@ -115,6 +115,7 @@ func (t *tab) onEvent(ev any) {
 	switch ev := ev.(type) {
 	case *inspector.EventTargetCrashed:
 		if t.crashed.CompareAndSwap(false, true) {
+			t.l.events.crash()
 			t.l.markSuspect("the renderer crashed in the previous job or session")
 			t.cancel(errRendererCrashed) // whatever waits on the page fails now, not at its deadline
 		}

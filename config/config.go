@@ -28,7 +28,7 @@ const (
 	// DefaultSchedulerMaxLaneRestarts10m is scheduler.max_lane_restarts_10m.
 	DefaultSchedulerMaxLaneRestarts10m = 6
 	// DefaultSchedulerMinShmFreeMB is scheduler.min_shm_free_mb.
-	DefaultSchedulerMinShmFreeMB = 64
+	DefaultSchedulerMinShmFreeMB = 16
 	// DefaultRedriveInterval is redrive.interval.
 	DefaultRedriveInterval = 3 * time.Second
 	// DefaultRedriveMinAge is redrive.min_age.
@@ -299,7 +299,10 @@ type SchedulerConfig struct {
 	// MaxLaneRestarts10m: a lane's browser restarts in the last 10 minutes
 	// at or over this. Default 6.
 	MaxLaneRestarts10m int `yaml:"max_lane_restarts_10m"`
-	// MinShmFreeMB: a worker whose /dev/shm has less free (MiB). Default 64.
+	// MinShmFreeMB: a worker whose /dev/shm has less free (MiB). Default 16:
+	// a container's /dev/shm is often 64 MiB in all, and the lanes' Chromium
+	// runs with --disable-dev-shm-usage, so only a /dev/shm something else
+	// filled should turn work away.
 	MinShmFreeMB int `yaml:"min_shm_free_mb"`
 }
 

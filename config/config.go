@@ -19,6 +19,8 @@ const (
 	DefaultSchedulerAssignGrace = 8 * time.Second
 	// DefaultSchedulerPriorityAging is scheduler.priority_aging.
 	DefaultSchedulerPriorityAging = 30 * time.Second
+	// DefaultSchedulerAffinityWait is scheduler.affinity_wait.
+	DefaultSchedulerAffinityWait = 5 * time.Second
 	// DefaultSchedulerDiskExcludePct is scheduler.disk_exclude_pct.
 	DefaultSchedulerDiskExcludePct = 90
 	// DefaultRedriveInterval is redrive.interval.
@@ -280,6 +282,10 @@ type SchedulerConfig struct {
 	// max_running holds a tenant's further jobs queued, max_queued refuses
 	// a submission with 429 tenant_quota. Default "".
 	TenantQuotas string `yaml:"tenant_quotas"`
+	// AffinityWait is how long a job with a profile waits for the worker
+	// that ran the profile's last job (it holds the profile warm) before
+	// any worker may take it; 0 = no affinity. Default 5s.
+	AffinityWait time.Duration `yaml:"affinity_wait"`
 }
 
 // RedriveConfig is the "redrive" section. Env aliases from the source
@@ -575,6 +581,7 @@ func Default() *Config {
 			AssignGrace:    DefaultSchedulerAssignGrace,
 			DiskExcludePct: DefaultSchedulerDiskExcludePct,
 			PriorityAging:  DefaultSchedulerPriorityAging,
+			AffinityWait:   DefaultSchedulerAffinityWait,
 		},
 		Redrive: RedriveConfig{
 			Interval: DefaultRedriveInterval,

@@ -127,6 +127,7 @@ func TimingFrom(cfg *config.Config) grains.Timing {
 		AssignGrace:       cfg.Scheduler.AssignGrace,
 		DiskExcludePct:    float64(cfg.Scheduler.DiskExcludePct),
 		PriorityAging:     cfg.Scheduler.PriorityAging,
+		AffinityWait:      cfg.Scheduler.AffinityWait,
 		RetryBackoffMax:   cfg.Jobs.RetryBackoffMax,
 		RedriveInterval:   cfg.Redrive.Interval,
 		RedriveMinAge:     cfg.Redrive.MinAge,

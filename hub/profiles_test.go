@@ -61,6 +61,9 @@ func profileSite(t *testing.T, sawCookie *atomic.Value) *httptest.Server {
 		case "/slow":
 			time.Sleep(600 * time.Millisecond)
 			fmt.Fprint(w, `<!doctype html><title>slow</title>`)
+		case "/slower":
+			time.Sleep(5 * time.Second)
+			fmt.Fprint(w, `<!doctype html><title>slower</title>`)
 		}
 	}))
 	t.Cleanup(site.Close)
@@ -114,7 +117,7 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	site := profileSite(t, &sawCookie)
 	cfg := testConfig(t)
 	require.NoError(t, cfg.Set("auth.worker_secret", secret))
-	require.NoError(t, cfg.Set("scheduler.affinity_wait", "10s"))
+	require.NoError(t, cfg.Set("scheduler.affinity_wait", "2s"))
 	h := startTestHub(t, cfg)
 	url := h.URL()
 	startProfileAgent(t, url, "wp1", credential.Worker(secret, "wp1"))
@@ -152,6 +155,27 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 		require.Equal(t, other, j.WorkerID, "placed on the warm worker")
 		waitWorkers(t, url, 2)
 	}
+
+	// The warm worker busy past affinity_wait: alice's job takes the other
+	// worker rather than wait for the busy one's lane.
+	st, b = do(t, "PATCH", url+"/workers/"+first, `{"status":"drain"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	busy := submit(t, url, `{"mode":"fetch","params":{"url":"`+site.URL+`/slower","screenshot":false}}`)
+	require.Eventually(t, func() bool { return getJob(t, url, busy.ID).Status == persistence.StatusRunning }, 30*time.Second, 10*time.Millisecond)
+	st, b = do(t, "PATCH", url+"/workers/"+first, `{"status":"active"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	waitWorkers(t, url, 1) // the reactivated one (the other is busy)
+	cold := waitFinal(t, url, submit(t, url, fetch("/check", "alice")).ID, 60*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, cold.Status, "%s %s", cold.Reason, cold.Error)
+	require.Equal(t, first, cold.WorkerID, "after affinity_wait any worker takes it")
+	require.NoError(t, json.Unmarshal(cold.Result, &res))
+	require.Equal(t, "cookie=sid=s3cret ls=t-123", res.Title)
+	slower := waitFinal(t, url, busy.ID, 60*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, slower.Status, "%s %s", slower.Reason, slower.Error)
+	require.Equal(t, other, slower.WorkerID)
+	require.True(t, cold.FinishedAt.Before(slower.FinishedAt), "it did not wait for the warm worker's lane")
+	other = first // alice's warm worker now
+	waitWorkers(t, url, 2)
 
 	// One at a time: three slow jobs of bob, with two free workers.
 	var ids []string
@@ -212,7 +236,7 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 
 	// A finished job's attempt saves nothing.
 	st, b = do(t, "PUT", url+"/profiles/alice/state?job="+check.ID+"&attempt=1", `{"cookies":[],"local_storage":{}}`,
-		"Authorization", "Bearer "+credential.Worker(secret, other))
+		"Authorization", "Bearer "+credential.Worker(secret, check.WorkerID))
 	require.Equal(t, http.StatusForbidden, st, string(b))
 
 	// GET /profiles, then DELETE once free.

@@ -31,6 +31,9 @@ type profileLocks struct {
 	last    map[string]string      // profile → the worker its last holder ran on
 	ranOn   map[string]string      // holding job → the worker it was placed on
 	warm    map[string]warmJob     // holding job → waiting for its warm worker
+	// suspect: holders the last audit found neither running nor waiting.
+	suspect  map[string]bool
+	auditing bool
 }
 
 // warmJob is a holder waiting for the worker that ran its profile last.
@@ -174,6 +177,20 @@ func (s *schedulerGrain) affinityExpired(ctx actor.Context, id string) {
 	s.place(ctx)
 }
 
+// profileHandover wakes the jobs the profile lock holds outside the
+// queue (a stale activation stopping): they enqueue with the owner.
+func (s *schedulerGrain) profileHandover(ctx actor.Context) {
+	for id := range s.profiles.warm {
+		Send(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
+	}
+	for _, ws := range s.profiles.waiters {
+		for _, w := range ws {
+			Send(ctx, s.cl, w.id, KindJob, &messages.JobEnsure{})
+		}
+	}
+	s.profiles = newProfileLocks()
+}
+
 // profileRelease frees a finished job's profile and lets its next job go.
 func (s *schedulerGrain) profileRelease(id string) {
 	next, ok := s.profiles.release(id)
@@ -207,4 +224,55 @@ func (s *schedulerGrain) loadProfileHolders() {
 			s.profiles.placed(j.ID, j.WorkerID)
 		}
 	}
+}
+
+// profileAudit fires periodically: drop the locks of holders that ended
+// unheard.
+type profileAudit struct{}
+
+// profileAuditEvery is how often the holders are checked against the
+// store. A holder's SchedRemove is a plain send: when it is lost (the
+// scheduler moving at that moment) the lock would be held forever.
+const profileAuditEvery = 30 * time.Second
+
+// holdsHere: the job is waiting in this activation (queued, being placed,
+// waiting for its warm worker, or held until its run_at).
+func (s *schedulerGrain) holdsHere(id string) bool {
+	_, queued := s.queue.byID[id]
+	_, warm := s.profiles.warm[id]
+	_, held := s.delayed.byID[id]
+	return queued || warm || held || s.pending[id] != ""
+}
+
+// auditProfiles reads the running jobs off the turn and frees the profile
+// of a holder seen neither running nor waiting here in two audits in a
+// row (one could fall between its placement and its claim).
+func (s *schedulerGrain) auditProfiles(ctx actor.Context) {
+	if len(s.profiles.holder) == 0 || s.profiles.auditing {
+		return
+	}
+	s.profiles.auditing = true
+	offTurn(ctx, s.timers, 2*sweepPageTimeout, func(rctx context.Context) (map[string]string, error) {
+		return readRunning(rctx, s.deps.Jobs)
+	}, func(running map[string]string, err error) {
+		s.profiles.auditing = false
+		if err != nil {
+			s.log.Warn("scheduler: profile audit read failed", slog.Any("err", err))
+			return
+		}
+		suspect := map[string]bool{}
+		for p, h := range s.profiles.holder {
+			if _, ok := running[h]; ok || s.holdsHere(h) {
+				continue
+			}
+			if !s.profiles.suspect[h] {
+				suspect[h] = true
+				continue
+			}
+			s.log.Info("scheduler: profile lock of a job that ended unheard dropped", slog.String("profile", p), slog.String("job", h))
+			s.profileRelease(h)
+		}
+		s.profiles.suspect = suspect
+		s.place(ctx)
+	})
 }

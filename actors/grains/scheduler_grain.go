@@ -141,6 +141,8 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		s.profiles.placed(msg.JobId, msg.WorkerId)
 	case *affinityDue:
 		s.affinityExpired(ctx, msg.jobID)
+	case *profileAudit:
+		s.auditProfiles(ctx)
 	case *messages.SchedPlaceFailed:
 		s.placeFailed(ctx, msg)
 		s.place(ctx)
@@ -205,6 +207,7 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	ctx.Send(ctx.Self(), &schedRebuild{})
 	s.timers.Every(ownerCheckEvery, &ownerCheck{})
 	s.timers.Every(tenantResyncEvery, &tenantResync{})
+	s.timers.Every(profileAuditEvery, &profileAudit{})
 }
 
 // rebuild asks every known worker grain for its state and queues every
@@ -385,6 +388,7 @@ func (s *schedulerGrain) checkOwner(ctx actor.Context) {
 	for id := range s.delayed.byID {
 		Send(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
 	}
+	s.profileHandover(ctx) // profiles.go
 	s.queue, s.pending, s.placingJobs = s.newQueue(), map[string]string{}, map[string]queuedJob{}
 	s.book = newTenantBook()
 	ctx.Stop(ctx.Self())

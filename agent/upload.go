@@ -159,6 +159,12 @@ func (a *Agent) putAsset(ctx context.Context, u, contentType string, body *uploa
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 		return 0, nil
 	}
+	return refusal(resp)
+}
+
+// refusal reads a hub's non-2xx answer as an *UploadError and its
+// Retry-After.
+func refusal(resp *http.Response) (retryAfter time.Duration, err error) {
 	ue := &UploadError{StatusCode: resp.StatusCode}
 	var eb struct {
 		Error struct {

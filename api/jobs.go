@@ -183,6 +183,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		if wf, err := s.b.WaitingFor(r.Context(), job.Mode); err == nil {
 			job.WaitingFor = wf
 		}
+		if job.WaitingFor == "" {
+			job.WaitingFor = s.profileWait(r.Context(), job) // profiles.go
+		}
 	}
 	writeJSON(w, http.StatusOK, redacted(job))
 }

@@ -73,6 +73,8 @@ type Backend interface {
 	// /pressure). It may cross hubs: the API calls it at most once a
 	// second (queueGate).
 	Load(ctx context.Context) (Load, error)
+	// ProfilesBackend: which job holds each profile (profiles.go).
+	ProfilesBackend
 	// ModesBackend: the fleet's modes (GET /modes, custom params checks).
 	ModesBackend
 	// MetricsHandler serves /metrics: the metrics library negotiates the
@@ -180,6 +182,7 @@ func New(b Backend, o Options) *Server {
 	api("GET /metrics", b.MetricsHandler().ServeHTTP)
 	s.cdpRoutes()
 	s.liveRoutes()
+	s.profileRoutes(api) // profiles.go
 	if o.FaultInjection {
 		api("POST /debug/panic", s.injectPanic)
 	}

@@ -19,6 +19,8 @@ const (
 	DefaultSchedulerAssignGrace = 8 * time.Second
 	// DefaultSchedulerPriorityAging is scheduler.priority_aging.
 	DefaultSchedulerPriorityAging = 30 * time.Second
+	// DefaultSchedulerAffinityWait is scheduler.affinity_wait.
+	DefaultSchedulerAffinityWait = 5 * time.Second
 	// DefaultSchedulerDiskExcludePct is scheduler.disk_exclude_pct.
 	DefaultSchedulerDiskExcludePct = 90
 	// DefaultSchedulerMaxLaneRSSMB is scheduler.max_lane_rss_mb.
@@ -304,6 +306,10 @@ type SchedulerConfig struct {
 	// runs with --disable-dev-shm-usage, so only a /dev/shm something else
 	// filled should turn work away.
 	MinShmFreeMB int `yaml:"min_shm_free_mb"`
+	// AffinityWait is how long a job with a profile waits for the worker
+	// that ran the profile's last job (it holds the profile warm) before
+	// any worker may take it; 0 = no affinity. Default 5s.
+	AffinityWait time.Duration `yaml:"affinity_wait"`
 }
 
 // RedriveConfig is the "redrive" section. Env aliases from the source
@@ -604,6 +610,7 @@ func Default() *Config {
 			MaxLaneCrashes10m:  DefaultSchedulerMaxLaneCrashes10m,
 			MaxLaneRestarts10m: DefaultSchedulerMaxLaneRestarts10m,
 			MinShmFreeMB:       DefaultSchedulerMinShmFreeMB,
+			AffinityWait:       DefaultSchedulerAffinityWait,
 		},
 		Redrive: RedriveConfig{
 			Interval: DefaultRedriveInterval,

@@ -75,6 +75,7 @@ var fieldChecks = map[string]func(c *Config) string{
 	"scheduler.tenant_label":     func(c *Config) string { return checkTenantLabel(c.Scheduler.TenantLabel) },
 	"scheduler.tenant_weights":   func(c *Config) string { return errString(c.Scheduler.ParseTenantWeights()) },
 	"scheduler.tenant_quotas":    func(c *Config) string { return errString(c.Scheduler.ParseTenantQuotas()) },
+	"scheduler.affinity_wait":    func(c *Config) string { return nonNegative(c.Scheduler.AffinityWait) },
 
 	// Health thresholds: 0 = off; the bounds are what a worker may report
 	// (messages.MaxLaneRSSMB, MaxHealthCount, MaxShmFreeMB).

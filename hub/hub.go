@@ -129,6 +129,7 @@ func TimingFrom(cfg *config.Config) grains.Timing {
 		Health: grains.HealthRule{MaxLaneRSSMB: int64(cfg.Scheduler.MaxLaneRSSMB), MaxLaneCrashes10m: cfg.Scheduler.MaxLaneCrashes10m,
 			MaxLaneRestarts10m: cfg.Scheduler.MaxLaneRestarts10m, MinShmFreeMB: int64(cfg.Scheduler.MinShmFreeMB)},
 		PriorityAging:     cfg.Scheduler.PriorityAging,
+		AffinityWait:      cfg.Scheduler.AffinityWait,
 		RetryBackoffMax:   cfg.Jobs.RetryBackoffMax,
 		RedriveInterval:   cfg.Redrive.Interval,
 		RedriveMinAge:     cfg.Redrive.MinAge,

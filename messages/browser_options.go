@@ -37,6 +37,9 @@ type BrowserOptions struct {
 	// Record stores the page's screencast as recording.ndjson (a job's
 	// asset, a session's download; agent/chromium/screencast.go).
 	Record bool `json:"record,omitempty"`
+	// Profile names the stored browser state a fetch or macro job starts
+	// from and saves when it succeeds (profile.go). Sessions refuse it.
+	Profile string `json:"profile,omitempty"`
 }
 
 // ProxyOptions is the proxy of a page. The password is a secret: the hub
@@ -159,6 +162,11 @@ func (o BrowserOptions) Validate() error {
 			if d.n < MinViewport || d.n > MaxViewport {
 				return bad(d.field, "%d is out of range %d..%d", d.n, MinViewport, MaxViewport)
 			}
+		}
+	}
+	if o.Profile != "" {
+		if err := CheckProfileName(o.Profile); err != nil {
+			return bad("profile", "%v", err)
 		}
 	}
 	if o.Locale != "" && (len(o.Locale) > 35 || !localePattern.MatchString(o.Locale)) {

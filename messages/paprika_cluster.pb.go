@@ -809,7 +809,11 @@ type SchedEnqueue struct {
 	RunAtUnixMs int64 `protobuf:"varint,5,opt,name=run_at_unix_ms,json=runAtUnixMs,proto3" json:"run_at_unix_ms,omitempty"`
 	// tenant is the job's tenant ("" = the default tenant): fair sharing
 	// and quotas (scheduler.tenant_weights, scheduler.tenant_quotas).
-	Tenant        string `protobuf:"bytes,6,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Tenant string `protobuf:"bytes,6,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// profile is the job's profile ("" = none): one job at a time holds it,
+	// placed on the worker that ran the last holder when it is free
+	// (actors/grains/profiles.go).
+	Profile       string `protobuf:"bytes,7,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -882,6 +886,13 @@ func (x *SchedEnqueue) GetRunAtUnixMs() int64 {
 func (x *SchedEnqueue) GetTenant() string {
 	if x != nil {
 		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SchedEnqueue) GetProfile() string {
+	if x != nil {
+		return x.Profile
 	}
 	return ""
 }
@@ -3209,14 +3220,15 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x05modes\x18\f \x03(\tR\x05modes\x12'\n" +
 	"\x0funhealthy_lanes\x18\x1e \x01(\x05R\x0eunhealthyLanes\x12)\n" +
 	"\x10unhealthy_reason\x18\x1f \x01(\tR\x0funhealthyReason\x12\x17\n" +
-	"\ashm_low\x18  \x01(\bR\x06shmLow\"\xcc\x01\n" +
+	"\ashm_low\x18  \x01(\bR\x06shmLow\"\xe6\x01\n" +
 	"\fSchedEnqueue\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x02 \x01(\x03R\rcreatedUnixMs\x12\x12\n" +
 	"\x04mode\x18\x03 \x01(\tR\x04mode\x12\x1f\n" +
 	"\bpriority\x18\x04 \x01(\x05H\x00R\bpriority\x88\x01\x01\x12#\n" +
 	"\x0erun_at_unix_ms\x18\x05 \x01(\x03R\vrunAtUnixMs\x12\x16\n" +
-	"\x06tenant\x18\x06 \x01(\tR\x06tenantB\v\n" +
+	"\x06tenant\x18\x06 \x01(\tR\x06tenant\x12\x18\n" +
+	"\aprofile\x18\a \x01(\tR\aprofileB\v\n" +
 	"\t_priority\"A\n" +
 	"\vSchedPlaced\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +

@@ -40,6 +40,7 @@ type Metrics struct {
 
 	// Scheduler.
 	SchedPlacements       prometheus.Counter // paprika_sched_placements_total
+	SchedAffinityHits     prometheus.Counter // paprika_sched_affinity_hits_total
 	SchedPlaceTimeouts    prometheus.Counter // paprika_sched_place_timeouts_total
 	SchedStalePlacements  prometheus.Counter // paprika_sched_stale_placements_total
 	SchedEnqueues         prometheus.Counter // paprika_sched_enqueues_total
@@ -152,6 +153,8 @@ func NewMetrics() *Metrics {
 
 	m.SchedPlacements = counter("paprika_sched_placements_total",
 		"Jobs the scheduler placed on a worker.")
+	m.SchedAffinityHits = counter("paprika_sched_affinity_hits_total",
+		"Jobs with a profile placed on the worker that ran the profile last (warm), within scheduler.affinity_wait.")
 	m.SchedPlaceTimeouts = counter("paprika_sched_place_timeouts_total",
 		"Placements whose job grain did not answer within twice the assign grace.")
 	m.SchedStalePlacements = counter("paprika_sched_stale_placements_total",

@@ -25,6 +25,9 @@ type AssetStore interface {
 	Get(ctx context.Context, jobID, name string) (io.ReadCloser, AssetInfo, error)
 	// List returns a job's assets by name.
 	List(ctx context.Context, jobID string) ([]AssetInfo, error)
+	// Delete removes jobID/name; removing an absent asset is no error
+	// (a deleted profile's state must not linger: api/profiles.go).
+	Delete(ctx context.Context, jobID, name string) error
 }
 
 // MaxAssetNameLen bounds job ids and asset names in asset stores; a key

@@ -42,6 +42,7 @@ type Timing struct {
 	DiskExcludePct    float64       // pick_worker disk filter (90)
 	Health            HealthRule    // health-aware placement thresholds (health.go; zero = off)
 	PriorityAging     time.Duration // a queued job's effective priority rises one level per this wait (30 s; 0 = none)
+	AffinityWait      time.Duration // a profile job waits this long for its warm worker (5 s; 0 = none; profiles.go)
 	RetryBackoffMax   time.Duration // cap of the default retry wait (jobs.retry_backoff_max, 1 h; 0 = 1 h)
 	RedriveInterval   time.Duration // re-drive sweep (3 s)
 	RedriveMinAge     time.Duration // re-drive age gate (90 s)

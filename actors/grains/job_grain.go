@@ -220,7 +220,7 @@ func (g *jobGrain) arm(ctx actor.Context) {
 // enqueue asks the scheduler for a lane.
 func (g *jobGrain) enqueue(ctx actor.Context) {
 	msg := &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode,
-		Priority: proto.Int32(int32(g.job.Priority)), Tenant: g.job.Tenant}
+		Priority: proto.Int32(int32(g.job.Priority)), Tenant: g.job.Tenant, Profile: messages.ProfileOf(g.job.Params)}
 	if g.job.Status == persistence.StatusScheduled {
 		msg.RunAtUnixMs = g.job.RunAt.Add(time.Millisecond - 1).UnixMilli() // rounded up: never woken early
 	}

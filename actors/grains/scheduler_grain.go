@@ -48,6 +48,8 @@ type schedulerGrain struct {
 	// without a pick; serving is each candidate's share of it.
 	served  map[string]int
 	serving map[string][]string
+	// profiles is the profile lock and affinity (profiles.go).
+	profiles profileLocks
 }
 
 // placeTimeout fires when a placement got no answer (the job grain moved or
@@ -93,6 +95,9 @@ type SchedStats struct {
 	QueuedByTenant  map[string]int `json:"queued_by_tenant,omitempty"`
 	RunningByTenant map[string]int `json:"running_by_tenant,omitempty"`
 	TenantNames     []string       `json:"tenant_names,omitempty"`
+
+	// ProfilesInUse maps each profile held to its job (profiles.go).
+	ProfilesInUse map[string]string `json:"profiles_in_use,omitempty"`
 }
 
 // NewSchedulerKind registers the scheduler grain.
@@ -124,12 +129,20 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 			return
 		}
 		s.delayed.Remove(msg.JobId)
-		s.enqueue(queuedJob{id: msg.JobId, mode: msg.Mode, created: time.UnixMilli(msg.CreatedUnixMs), priority: prio, tenant: msg.Tenant})
+		q := queuedJob{id: msg.JobId, mode: msg.Mode, created: time.UnixMilli(msg.CreatedUnixMs), priority: prio, tenant: msg.Tenant}
+		if msg.Profile == "" || !s.profileEnqueue(q, msg.Profile) {
+			s.enqueue(q)
+		}
 		s.place(ctx)
 	case *delayedDue:
 		s.wakeDue(ctx)
 	case *messages.SchedPlaced:
 		s.settle(msg.JobId, msg.WorkerId)
+		s.profiles.placed(msg.JobId, msg.WorkerId)
+	case *affinityDue:
+		s.affinityExpired(ctx, msg.jobID)
+	case *profileAudit:
+		s.auditProfiles(ctx)
 	case *messages.SchedPlaceFailed:
 		s.placeFailed(ctx, msg)
 		s.place(ctx)
@@ -153,7 +166,8 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		s.remove(msg.JobId)
 		s.delayed.Remove(msg.JobId)
 		s.book.stop(msg.JobId)
-		s.place(ctx) // its tenant may be under max_running now
+		s.profileRelease(msg.JobId) // its profile's next job may go
+		s.place(ctx)                // its tenant may be under max_running now
 	case *tenantResync:
 		s.resyncTenants(ctx)
 	case *messages.SchedPickSession:
@@ -190,10 +204,12 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.placeStops = map[string]supervise.Stop{}
 	s.delayed = newDelayedJobs()
 	s.served, s.serving = map[string]int{}, map[string][]string{}
+	s.profiles = newProfileLocks()
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
 	s.timers.Every(ownerCheckEvery, &ownerCheck{})
 	s.timers.Every(tenantResyncEvery, &tenantResync{})
+	s.timers.Every(profileAuditEvery, &profileAudit{})
 }
 
 // rebuild asks every known worker grain for its state and queues every
@@ -210,6 +226,7 @@ func (s *schedulerGrain) rebuild(ctx actor.Context) {
 			Send(ctx, s.cl, w.ID, KindWorker, &messages.WorkerSync{})
 		}
 	}
+	s.loadProfileHolders() // before the queued jobs: running ones hold their profiles
 	n := s.loadQueued()
 	d := s.loadScheduled()
 	s.loadRunning()
@@ -226,7 +243,10 @@ func (s *schedulerGrain) loadQueued() int {
 			return n
 		}
 		if j.WorkerID == "" {
-			s.enqueue(queuedJob{id: j.ID, mode: j.Mode, created: j.CreatedAt, priority: j.Priority, tenant: j.Tenant})
+			q := queuedJob{id: j.ID, mode: j.Mode, created: j.CreatedAt, priority: j.Priority, tenant: j.Tenant}
+			if p := messages.ProfileOf(j.Params); p == "" || !s.profileEnqueue(q, p) {
+				s.enqueue(q)
+			}
 			n++
 		}
 	}
@@ -245,6 +265,7 @@ func (s *schedulerGrain) stats() SchedStats {
 		st.QueuedByMode[metricMode(m)] += n
 	}
 	s.tenantStats(&st)
+	st.ProfilesInUse = s.profiles.inUse()
 	now := s.deps.Clock()
 	for _, c := range s.cands {
 		if !c.Connected || now.Sub(c.LastSeen) > s.rule.AliveWindow {
@@ -371,6 +392,7 @@ func (s *schedulerGrain) checkOwner(ctx actor.Context) {
 	for id := range s.delayed.byID {
 		Send(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
 	}
+	s.profileHandover(ctx) // profiles.go
 	s.queue, s.pending, s.placingJobs = s.newQueue(), map[string]string{}, map[string]queuedJob{}
 	s.book = newTenantBook()
 	ctx.Stop(ctx.Self())
@@ -427,10 +449,13 @@ func (s *schedulerGrain) serves(mode string) bool {
 // skipped for the rest of the pass: none of its jobs could go either, so
 // a backlog of unrunnable jobs costs one pick per pass, not one per job.
 func (s *schedulerGrain) place(ctx actor.Context) {
+	now := s.deps.Clock()
+	if len(s.profiles.warm) > 0 {
+		s.placeWarm(ctx, now) // profiles.go
+	}
 	if s.queue.Len() == 0 {
 		return
 	}
-	now := s.deps.Clock()
 	s.queue.BeginPass()
 	pick := func(mode string) *Candidate { return s.rule.PickWorker(s.cands, mode, now, s.rng) }
 	defer s.flushHealthSkips()
@@ -439,17 +464,23 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 		if !found {
 			return
 		}
-		c.placing++ // at once, so the next pick of this pass sees it
-		c.InFlight = c.reported + c.placing
-		s.queue.Take(q.id)
-		s.placedTenant(q, now)
-		s.pending[q.id], s.pendingSince[q.id] = c.ID, now
-		s.placingJobs[q.id] = q
-		s.deps.Metrics.SchedPlacements.Inc()
-		s.deps.Metrics.PlacementLatency.Observe(now.Sub(laterOf(q.enqueued, c.freedAt)).Seconds())
-		Send(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})
-		s.armPlaceTimeout(q.id, c.ID)
+		s.assign(ctx, q, c, now)
 	}
+}
+
+// assign sends q to c: a step of place, and of the warm placements of
+// profiles.go.
+func (s *schedulerGrain) assign(ctx actor.Context, q queuedJob, c *Candidate, now time.Time) {
+	c.placing++ // at once, so the next pick of this pass sees it
+	c.InFlight = c.reported + c.placing
+	s.queue.Take(q.id)
+	s.placedTenant(q, now)
+	s.pending[q.id], s.pendingSince[q.id] = c.ID, now
+	s.placingJobs[q.id] = q
+	s.deps.Metrics.SchedPlacements.Inc()
+	s.deps.Metrics.PlacementLatency.Observe(now.Sub(laterOf(q.enqueued, c.freedAt)).Seconds())
+	Send(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})
+	s.armPlaceTimeout(q.id, c.ID)
 }
 
 func laterOf(a, b time.Time) time.Time {

@@ -72,6 +72,12 @@ type Config struct {
 	// agent.UploadSessionDownload. Default nil: a session's downloads are
 	// not kept (a log line says so).
 	SessionUpload UploadFunc
+	// ProfileLoad and ProfileSave read and write the profiles of fetch
+	// and macro jobs (params.profile; profile.go): wire them to
+	// agent.LoadProfile and agent.SaveProfile. Default nil: a job naming a
+	// profile fails with lane_error.
+	ProfileLoad ProfileLoadFunc
+	ProfileSave ProfileSaveFunc
 	// StartTimeout bounds a browser start. Default 20s.
 	StartTimeout time.Duration
 	// HealthTimeout bounds the health check before each job. Default 2.5s.

@@ -201,10 +201,24 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 	if opts.Record {
 		rec = startRecording(ctx, t, log)
 	}
+	var prof messages.ProfileState
+	if opts.Profile != "" {
+		if prof, err = d.restoreProfile(ctx, t, job, opts.Profile, log); err != nil {
+			rec.finish()
+			return agent.Result{}, err
+		}
+	}
 	res, err := run(ctx, t, log)
 	if err != nil {
 		rec.finish()
 		return res, err
+	}
+	if opts.Profile != "" {
+		// Saved while the tab still shows the job's last page.
+		if err := d.saveProfile(ctx, t, job, opts.Profile, prof, log); err != nil {
+			rec.finish()
+			return agent.Result{}, err
+		}
 	}
 	if name, err := d.storeJobRecording(ctx, job.ID, rec, log); err != nil {
 		return agent.Result{}, failure(err, "store the recording")

@@ -107,6 +107,26 @@ func (s *Store) Get(ctx context.Context, jobID, name string) (io.ReadCloser, per
 	return f, info, nil
 }
 
+// Delete removes jobID/name and its content-type sidecar; an absent asset
+// is no error.
+func (s *Store) Delete(ctx context.Context, jobID, name string) error {
+	if err := checkNames(jobID, name); err != nil {
+		return fmt.Errorf("delete asset: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete asset %s/%s: %w", jobID, name, err)
+	}
+	folder, file := persistence.SplitAssetPath(name)
+	jobDir := filepath.Join(s.dir, jobID, folder)
+	if err := os.Remove(filepath.Join(jobDir, file)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete asset %s/%s: %w", jobID, name, err)
+	}
+	if err := os.Remove(filepath.Join(jobDir, metaName(file))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete asset %s/%s: content type: %w", jobID, name, err)
+	}
+	return nil
+}
+
 // List returns jobID's assets sorted by name; none for an unknown job.
 func (s *Store) List(ctx context.Context, jobID string) ([]persistence.AssetInfo, error) {
 	if err := checkName(jobID); err != nil {

@@ -155,6 +155,17 @@ func (s *Store) Get(ctx context.Context, jobID, name string) (io.ReadCloser, per
 	return obj, assetInfo(name, st), nil
 }
 
+// Delete removes jobID/name; S3 answers an absent key with success too.
+func (s *Store) Delete(ctx context.Context, jobID, name string) error {
+	if err := checkNames(jobID, name); err != nil {
+		return fmt.Errorf("delete asset: %w", err)
+	}
+	if err := s.client.RemoveObject(ctx, s.bucket, key(jobID, name), minio.RemoveObjectOptions{}); err != nil {
+		return fmt.Errorf("delete asset %s/%s: %w", jobID, name, classify(err))
+	}
+	return nil
+}
+
 // List returns jobID's assets sorted by name; none for an unknown job.
 func (s *Store) List(ctx context.Context, jobID string) ([]persistence.AssetInfo, error) {
 	if err := checkName(jobID); err != nil {

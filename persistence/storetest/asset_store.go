@@ -27,7 +27,25 @@ func RunAssetStore(t *testing.T, newStore func(t *testing.T) persistence.AssetSt
 		{"BadNames", testAssetBadNames},
 		{"DownloadsFolder", testAssetDownloadsFolder},
 		{"SizeMismatch", testAssetSizeMismatch},
+		{"Delete", testAssetDelete},
 	})
+}
+
+// testAssetDelete: a deleted asset is gone from Get and List, its
+// neighbours stay, and deleting it again is no error.
+func testAssetDelete(t *testing.T, s persistence.AssetStore) {
+	for _, n := range []string{"a.json", "b.json"} {
+		require.NoError(t, s.Put(t.Context(), "profiles", n, "application/json", bytes.NewReader([]byte("{}")), 2))
+	}
+	require.NoError(t, s.Delete(t.Context(), "profiles", "a.json"))
+	_, _, err := s.Get(t.Context(), "profiles", "a.json")
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	list, err := s.List(t.Context(), "profiles")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "b.json", list[0].Name)
+	require.NoError(t, s.Delete(t.Context(), "profiles", "a.json"))
+	require.Error(t, s.Delete(t.Context(), "..", "a.json"))
 }
 
 // getAll reads jobID/name whole.

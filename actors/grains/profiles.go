@@ -1,0 +1,278 @@
+package grains
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// Profiles in the scheduler (README "Profiles and affinity"). The
+// scheduler is one grain per fleet, so its lock is the fleet's: at most
+// one job holds a profile, from its enqueue to its SchedRemove (final),
+// retries included; the others wait, parked here and not in the queue,
+// and the oldest goes when the holder ends. A holder whose profile a
+// worker used before first waits up to Timing.AffinityWait for that
+// worker (its lane's browser process kept the profile's cache and
+// connections warm), then goes to the queue like any job.
+
+// profileLocks is the bookkeeping of the lock and of affinity, without
+// the actor (unit tests drive it directly).
+type profileLocks struct {
+	holder  map[string]string      // profile → the job holding it
+	of      map[string]string      // job → the profile it holds or waits for
+	waiters map[string][]queuedJob // profile → jobs waiting for it, in arrival order
+	last    map[string]string      // profile → the worker its last holder ran on
+	ranOn   map[string]string      // holding job → the worker it was placed on
+	warm    map[string]warmJob     // holding job → waiting for its warm worker
+	// suspect: holders the last audit found neither running nor waiting.
+	suspect  map[string]bool
+	auditing bool
+}
+
+// warmJob is a holder waiting for the worker that ran its profile last.
+type warmJob struct {
+	q      queuedJob
+	worker string
+	stop   supervise.Stop
+}
+
+// affinityDue ends a job's wait for its warm worker.
+type affinityDue struct{ jobID string }
+
+func newProfileLocks() profileLocks {
+	return profileLocks{holder: map[string]string{}, of: map[string]string{}, waiters: map[string][]queuedJob{},
+		last: map[string]string{}, ranOn: map[string]string{}, warm: map[string]warmJob{}}
+}
+
+// acquire makes q's job the holder of p when p is free (true; also when
+// it holds p already), else it waits for p (false; queued once).
+func (l *profileLocks) acquire(q queuedJob, p string) bool {
+	l.of[q.id] = p
+	switch h := l.holder[p]; h {
+	case "", q.id:
+		l.holder[p] = q.id
+		return true
+	}
+	if !slices.ContainsFunc(l.waiters[p], func(w queuedJob) bool { return w.id == q.id }) {
+		l.waiters[p] = append(l.waiters[p], q)
+	}
+	return false
+}
+
+// release forgets job id: a holder frees its profile (remembering the
+// worker it ran on) and hands back the oldest waiter, if any; a waiter
+// leaves the line.
+func (l *profileLocks) release(id string) (next queuedJob, ok bool) {
+	p := l.of[id]
+	if p == "" {
+		return next, false
+	}
+	delete(l.of, id)
+	if w, ok := l.warm[id]; ok {
+		if w.stop != nil {
+			w.stop()
+		}
+		delete(l.warm, id)
+	}
+	if l.holder[p] != id {
+		l.waiters[p] = slices.DeleteFunc(l.waiters[p], func(w queuedJob) bool { return w.id == id })
+		if len(l.waiters[p]) == 0 {
+			delete(l.waiters, p)
+		}
+		return next, false
+	}
+	delete(l.holder, p)
+	if w := l.ranOn[id]; w != "" {
+		l.last[p] = w
+	}
+	delete(l.ranOn, id)
+	ws := l.waiters[p]
+	if len(ws) == 0 {
+		return next, false
+	}
+	next, ws = ws[0], ws[1:]
+	if len(ws) == 0 {
+		delete(l.waiters, p)
+	} else {
+		l.waiters[p] = ws
+	}
+	return next, true
+}
+
+// placed records the worker a holder was placed on.
+func (l *profileLocks) placed(id, worker string) {
+	if p := l.of[id]; p != "" && l.holder[p] == id {
+		l.ranOn[id] = worker
+	}
+}
+
+// inUse maps each held profile to its holder (a copy, for SchedStats).
+func (l *profileLocks) inUse() map[string]string {
+	if len(l.holder) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(l.holder))
+	for p, h := range l.holder {
+		out[p] = h
+	}
+	return out
+}
+
+// profileEnqueue takes a job with profile p off the normal enqueue when
+// the lock parks it (p in use) or it waits for its warm worker; false:
+// the caller queues it as usual.
+func (s *schedulerGrain) profileEnqueue(q queuedJob, p string) bool {
+	if s.pending[q.id] != "" {
+		return false // its placement is in flight: enqueue decides
+	}
+	if _, queued := s.queue.byID[q.id]; queued {
+		return false
+	}
+	if _, waiting := s.profiles.warm[q.id]; waiting {
+		return true
+	}
+	if !s.profiles.acquire(q, p) {
+		return true
+	}
+	w := s.profiles.last[p]
+	if w == "" || s.deps.Timing.AffinityWait <= 0 || s.workers[w] == nil {
+		return false
+	}
+	q.enqueued = s.deps.Clock()
+	s.profiles.warm[q.id] = warmJob{q: q, worker: w, stop: s.timers.After(s.deps.Timing.AffinityWait, &affinityDue{jobID: q.id})}
+	return true
+}
+
+// placeWarm places the jobs waiting for their warm worker whose worker
+// can take them now (place calls it first: they waited longest for it).
+func (s *schedulerGrain) placeWarm(ctx actor.Context, now time.Time) {
+	for id, w := range s.profiles.warm {
+		c := s.workers[w.worker]
+		if c == nil || !s.rule.Eligible(c, w.q.mode, now) || (s.queue.tenants.capped != nil && s.queue.tenants.capped(w.q.tenant)) {
+			continue
+		}
+		w.stop()
+		delete(s.profiles.warm, id)
+		s.deps.Metrics.SchedAffinityHits.Inc()
+		s.assign(ctx, w.q, c, now)
+	}
+}
+
+// affinityExpired sends a job that waited AffinityWait for its warm
+// worker to the queue: any worker may take it now.
+func (s *schedulerGrain) affinityExpired(ctx actor.Context, id string) {
+	w, ok := s.profiles.warm[id]
+	if !ok {
+		return
+	}
+	delete(s.profiles.warm, id)
+	s.enqueue(w.q)
+	s.place(ctx)
+}
+
+// profileHandover wakes the jobs the profile lock holds outside the
+// queue (a stale activation stopping): they enqueue with the owner.
+func (s *schedulerGrain) profileHandover(ctx actor.Context) {
+	for id := range s.profiles.warm {
+		Send(ctx, s.cl, id, KindJob, &messages.JobEnsure{})
+	}
+	for _, ws := range s.profiles.waiters {
+		for _, w := range ws {
+			Send(ctx, s.cl, w.id, KindJob, &messages.JobEnsure{})
+		}
+	}
+	s.profiles = newProfileLocks()
+}
+
+// profileRelease frees a finished job's profile and lets its next job go.
+func (s *schedulerGrain) profileRelease(id string) {
+	next, ok := s.profiles.release(id)
+	if !ok {
+		return
+	}
+	if p := s.profiles.of[next.id]; !s.profileEnqueue(next, p) {
+		s.enqueue(next)
+	}
+}
+
+// loadProfileHolders takes the locks of running jobs with a profile (a
+// fresh activation's rebuild, before the queued jobs load: the running
+// ones hold their profile until they end).
+func (s *schedulerGrain) loadProfileHolders() {
+	rctx, cancel := context.WithTimeout(context.Background(), 2*sweepPageTimeout)
+	defer cancel()
+	running := map[string]bool{}
+	q := persistence.ListQuery{Status: persistence.StatusRunning, Limit: sweepPage, OldestFirst: true}
+	for j, err := range persistence.AllJobs(rctx, s.deps.Jobs, q, persistence.PageTimeout(sweepPageTimeout), persistence.MaxPages(100)) {
+		if err != nil {
+			s.log.Warn("scheduler: running jobs read failed; profile locks kept as they are", slog.Any("err", err))
+			return
+		}
+		p := messages.ProfileOf(j.Params)
+		if p == "" {
+			continue
+		}
+		running[j.ID] = true
+		if s.profiles.acquire(queuedJob{id: j.ID, mode: j.Mode, created: j.CreatedAt, priority: j.Priority, tenant: j.Tenant}, p) && j.WorkerID != "" {
+			s.profiles.placed(j.ID, j.WorkerID)
+		}
+	}
+}
+
+// profileAudit fires periodically: drop the locks of holders that ended
+// unheard.
+type profileAudit struct{}
+
+// profileAuditEvery is how often the holders are checked against the
+// store. A holder's SchedRemove is a plain send: when it is lost (the
+// scheduler moving at that moment) the lock would be held forever.
+const profileAuditEvery = 30 * time.Second
+
+// holdsHere: the job is waiting in this activation (queued, being placed,
+// waiting for its warm worker, or held until its run_at).
+func (s *schedulerGrain) holdsHere(id string) bool {
+	_, queued := s.queue.byID[id]
+	_, warm := s.profiles.warm[id]
+	_, held := s.delayed.byID[id]
+	return queued || warm || held || s.pending[id] != ""
+}
+
+// auditProfiles reads the running jobs off the turn and frees the profile
+// of a holder seen neither running nor waiting here in two audits in a
+// row (one could fall between its placement and its claim).
+func (s *schedulerGrain) auditProfiles(ctx actor.Context) {
+	if len(s.profiles.holder) == 0 || s.profiles.auditing {
+		return
+	}
+	s.profiles.auditing = true
+	offTurn(ctx, s.timers, 2*sweepPageTimeout, func(rctx context.Context) (map[string]string, error) {
+		return readRunning(rctx, s.deps.Jobs)
+	}, func(running map[string]string, err error) {
+		s.profiles.auditing = false
+		if err != nil {
+			s.log.Warn("scheduler: profile audit read failed", slog.Any("err", err))
+			return
+		}
+		suspect := map[string]bool{}
+		for p, h := range s.profiles.holder {
+			if _, ok := running[h]; ok || s.holdsHere(h) {
+				continue
+			}
+			if !s.profiles.suspect[h] {
+				suspect[h] = true
+				continue
+			}
+			s.log.Info("scheduler: profile lock of a job that ended unheard dropped", slog.String("profile", p), slog.String("job", h))
+			s.profileRelease(h)
+		}
+		s.profiles.suspect = suspect
+		s.place(ctx)
+	})
+}

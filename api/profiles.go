@@ -1,0 +1,251 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// Profiles (README "Profiles and affinity"): the state of profile <name>
+// is the asset profiles/<name>.json, its metadata profiles/<name>.meta.json.
+// Job ids never equal "profiles" (persistence.NewID), so the folder is the
+// profiles' alone.
+
+// ProfilesFolder is the asset-store "job id" under which profiles live.
+const ProfilesFolder = "profiles"
+
+// Suffixes of a profile's two objects in ProfilesFolder.
+const (
+	profileStateSuffix = ".json"
+	profileMetaSuffix  = ".meta.json"
+)
+
+// maxProfilesListed bounds GET /profiles (one metadata read each).
+const maxProfilesListed = 1000
+
+// ProfilesBackend is what the profile routes need beyond the asset store:
+// which job holds each profile now (the scheduler's lock).
+type ProfilesBackend interface {
+	// ProfilesInUse maps each profile in use to the job holding it.
+	ProfilesInUse(ctx context.Context) (map[string]string, error)
+}
+
+// ProfileMeta is a profile's metadata: who wrote its state last.
+type ProfileMeta struct {
+	UpdatedAt time.Time `json:"updated_at"`
+	Worker    string    `json:"last_worker"`
+	Job       string    `json:"last_job"`
+	Attempt   int       `json:"last_attempt"`
+}
+
+// ProfileInfo is one entry of GET /profiles.
+type ProfileInfo struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+	ProfileMeta
+	InUseBy string `json:"in_use_by,omitempty"`
+}
+
+func (s *Server) profileRoutes(api func(string, http.HandlerFunc)) {
+	api("GET /profiles", s.listProfiles)
+	api("DELETE /profiles/{name}", s.deleteProfile)
+	// The worker running a job with a profile reads its state before the
+	// page loads and writes it when the job succeeds, fenced by the attempt.
+	s.mux.Handle("GET /profiles/{name}/state", s.workerAuth(s.getProfileState))
+	s.mux.Handle("PUT /profiles/{name}/state", s.workerAuth(s.putProfileState))
+}
+
+func profileName(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name := r.PathValue("name")
+	if err := messages.CheckProfileName(name); err != nil {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_profile", "%v", err))
+		return "", false
+	}
+	return name, true
+}
+
+func (s *Server) readProfileMeta(ctx context.Context, name string) (ProfileMeta, error) {
+	var m ProfileMeta
+	rc, _, err := s.b.Assets().Get(ctx, ProfilesFolder, name+profileMetaSuffix)
+	if err != nil {
+		return m, err
+	}
+	defer rc.Close()
+	if err := json.NewDecoder(io.LimitReader(rc, 64<<10)).Decode(&m); err != nil {
+		return m, fmt.Errorf("profile %s metadata: %w", name, err)
+	}
+	return m, nil
+}
+
+func (s *Server) listProfiles(w http.ResponseWriter, r *http.Request) {
+	assets, err := s.b.Assets().List(r.Context(), ProfilesFolder)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	inUse, err := s.b.ProfilesInUse(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := []ProfileInfo{}
+	for _, a := range assets {
+		name, ok := strings.CutSuffix(a.Name, profileStateSuffix)
+		if !ok || strings.HasSuffix(a.Name, profileMetaSuffix) || messages.CheckProfileName(name) != nil {
+			continue
+		}
+		if len(out) == maxProfilesListed {
+			break
+		}
+		p := ProfileInfo{Name: name, Bytes: a.Size, InUseBy: inUse[name]}
+		if m, err := s.readProfileMeta(r.Context(), name); err == nil {
+			p.ProfileMeta = m
+		}
+		out = append(out, p)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"profiles": out})
+}
+
+func (s *Server) deleteProfile(w http.ResponseWriter, r *http.Request) {
+	name, ok := profileName(w, r)
+	if !ok {
+		return
+	}
+	inUse, err := s.b.ProfilesInUse(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if job := inUse[name]; job != "" {
+		e := Errorf(http.StatusConflict, "profile_in_use", "profile %s is in use by job %s", name, job)
+		e.Extra = map[string]any{"in_use_by": job}
+		writeError(w, e)
+		return
+	}
+	if _, _, err := s.b.Assets().Get(r.Context(), ProfilesFolder, name+profileStateSuffix); err != nil {
+		writeError(w, notFound(err, "profile", name))
+		return
+	}
+	for _, n := range []string{name + profileStateSuffix, name + profileMetaSuffix} {
+		if err := s.b.Assets().Delete(r.Context(), ProfilesFolder, n); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// profileHolder is the fence of a profile's state: the caller must be the
+// worker running ?job= under ?attempt=, and that job must name the
+// profile. A stale attempt (the job moved on to another) gets 409 stale.
+func (s *Server) profileHolder(w http.ResponseWriter, r *http.Request, workerID, name string) (persistence.Job, bool) {
+	q := r.URL.Query()
+	id := q.Get("job")
+	attempt, err := strconv.Atoi(q.Get("attempt"))
+	if !validID(id) || err != nil || attempt < 1 {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_request", "?job=<id>&attempt=<n> name the attempt using the profile"))
+		return persistence.Job{}, false
+	}
+	j, err := s.b.Job(r.Context(), id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		writeError(w, Errorf(http.StatusForbidden, string(messages.CodeNotHolder), "worker %s does not hold job %s", workerID, id))
+		return j, false
+	}
+	if err != nil {
+		writeError(w, err)
+		return j, false
+	}
+	if j.Status != persistence.StatusRunning || (workerID != "" && j.WorkerID != workerID) {
+		writeError(w, Errorf(http.StatusForbidden, string(messages.CodeNotHolder), "worker %s does not hold job %s", workerID, id))
+		return j, false
+	}
+	if j.Attempts != attempt {
+		writeError(w, Errorf(http.StatusConflict, string(messages.CodeStale), "attempt %d of job %s is not current (%d is)", attempt, id, j.Attempts))
+		return j, false
+	}
+	if messages.ProfileOf(j.Params) != name {
+		writeError(w, Errorf(http.StatusForbidden, string(messages.CodeNotHolder), "job %s does not use profile %s", id, name))
+		return j, false
+	}
+	return j, true
+}
+
+func (s *Server) getProfileState(w http.ResponseWriter, r *http.Request, workerID string) {
+	name, ok := profileName(w, r)
+	if !ok {
+		return
+	}
+	if _, ok := s.profileHolder(w, r, workerID, name); !ok {
+		return
+	}
+	rc, info, err := s.b.Assets().Get(r.Context(), ProfilesFolder, name+profileStateSuffix)
+	if err != nil {
+		writeError(w, notFound(err, "profile", name)) // 404: a new profile starts empty
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "application/json")
+	if info.Size >= 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(info.Size, 10))
+	}
+	_, _ = io.Copy(w, io.LimitReader(rc, messages.MaxProfileStateBytes))
+}
+
+func (s *Server) putProfileState(w http.ResponseWriter, r *http.Request, workerID string) {
+	name, ok := profileName(w, r)
+	if !ok {
+		return
+	}
+	j, ok := s.profileHolder(w, r, workerID, name)
+	if !ok {
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, messages.MaxProfileStateBytes))
+	if err != nil {
+		writeError(w, Errorf(http.StatusRequestEntityTooLarge, "profile_too_large", "a profile state may have at most %d bytes", messages.MaxProfileStateBytes))
+		return
+	}
+	if _, err := messages.ParseProfileState(body); err != nil {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_profile_state", "%v", err))
+		return
+	}
+	if m, err := s.readProfileMeta(r.Context(), name); err == nil && m.Job == j.ID && m.Attempt > j.Attempts {
+		// A later attempt of this job saved already: this one is stale.
+		writeError(w, Errorf(http.StatusConflict, string(messages.CodeStale), "attempt %d of job %s saved profile %s already", m.Attempt, j.ID, name))
+		return
+	}
+	if err := s.b.Assets().Put(r.Context(), ProfilesFolder, name+profileStateSuffix, "application/json", bytes.NewReader(body), int64(len(body))); err != nil {
+		writeError(w, fmt.Errorf("store profile %s: %w", name, err))
+		return
+	}
+	meta, _ := json.Marshal(ProfileMeta{UpdatedAt: time.Now().UTC(), Worker: j.WorkerID, Job: j.ID, Attempt: j.Attempts})
+	if err := s.b.Assets().Put(r.Context(), ProfilesFolder, name+profileMetaSuffix, "application/json", bytes.NewReader(meta), int64(len(meta))); err != nil {
+		writeError(w, fmt.Errorf("store profile %s metadata: %w", name, err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// profileWait is a queued job's waiting_for when another job holds its
+// profile ("" otherwise, or when the scheduler cannot say).
+func (s *Server) profileWait(ctx context.Context, j persistence.Job) string {
+	p := messages.ProfileOf(j.Params)
+	if p == "" {
+		return ""
+	}
+	inUse, err := s.b.ProfilesInUse(ctx)
+	if err != nil || inUse[p] == "" || inUse[p] == j.ID {
+		return ""
+	}
+	return "profile " + p + " in use"
+}

@@ -1,0 +1,271 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/agent/chromium"
+	"github.com/paprika-hub/paprika/internal/credential"
+	"github.com/paprika-hub/paprika/persistence"
+	"github.com/paprika-hub/paprika/persistence/storetest"
+)
+
+// startProfileAgent runs a one-lane Chromium worker that loads and saves
+// profiles through the hub, linking as id with token.
+func startProfileAgent(t *testing.T, url, id, token string) {
+	if _, err := chromium.LookPath(""); err != nil {
+		storetest.Unavailable(t, "chromium", err)
+	}
+	var a *agent.Agent
+	drv, err := chromium.New(chromium.Config{Lanes: 1, WorkDir: t.TempDir(), Logger: testLogger(t),
+		ProfileLoad: func(ctx context.Context, name, jobID string, attempt int) ([]byte, error) {
+			return a.LoadProfile(ctx, name, jobID, attempt)
+		},
+		ProfileSave: func(ctx context.Context, name, jobID string, attempt int, state []byte) error {
+			return a.SaveProfile(ctx, name, jobID, attempt, state)
+		}})
+	require.NoError(t, err)
+	a, err = agent.New(agent.Config{HubURLs: []string{url}, ID: id, Token: token, Lanes: 1, DriverImpl: drv, Logger: testLogger(t)})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = a.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait(); _ = drv.Close() })
+}
+
+// profileSite is a local site: /login sets a cookie (by header) and a
+// localStorage item (by script); /check shows both in its title and
+// records the cookie its request carried; /slow answers after a pause.
+func profileSite(t *testing.T, sawCookie *atomic.Value) *httptest.Server {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/login":
+			http.SetCookie(w, &http.Cookie{Name: "sid", Value: "s3cret", Path: "/", MaxAge: 3600})
+			fmt.Fprint(w, `<!doctype html><title>login</title><script>localStorage.setItem("token","t-123")</script>`)
+		case "/check":
+			if c, err := r.Cookie("sid"); err == nil {
+				sawCookie.Store(c.Value)
+			}
+			fmt.Fprint(w, `<!doctype html><title>-</title><script>document.title="cookie="+document.cookie+" ls="+localStorage.getItem("token")</script>`)
+		case "/slow":
+			time.Sleep(600 * time.Millisecond)
+			fmt.Fprint(w, `<!doctype html><title>slow</title>`)
+		case "/slower":
+			time.Sleep(5 * time.Second)
+			fmt.Fprint(w, `<!doctype html><title>slower</title>`)
+		}
+	}))
+	t.Cleanup(site.Close)
+	return site
+}
+
+func waitWorkers(t *testing.T, url string, n int) {
+	require.Eventually(t, func() bool {
+		st, b := do(t, "GET", url+"/workers", "")
+		if st != http.StatusOK {
+			return false
+		}
+		var ws struct {
+			Workers []persistence.WorkerInfo `json:"workers"`
+		}
+		if json.Unmarshal(b, &ws) != nil {
+			return false
+		}
+		alive := 0
+		for _, w := range ws.Workers {
+			if w.Alive && w.Status == "active" && w.InFlight == 0 {
+				alive++
+			}
+		}
+		return alive == n
+	}, 30*time.Second, 50*time.Millisecond)
+}
+
+type profileList struct {
+	Profiles []struct {
+		Name       string    `json:"name"`
+		Bytes      int64     `json:"bytes"`
+		UpdatedAt  time.Time `json:"updated_at"`
+		LastWorker string    `json:"last_worker"`
+		InUseBy    string    `json:"in_use_by"`
+	} `json:"profiles"`
+}
+
+// TestProfilesAcrossWorkers: a job logs in under profile alice on one
+// worker; the next job with alice runs on the other worker and finds the
+// cookie (sent with its first request) and the localStorage item; with
+// both workers free, alice's jobs land on the worker that ran it last;
+// jobs of one profile never overlap, the waiting one shows why; a
+// profile in use cannot be deleted; a stale attempt's save is refused.
+func TestProfilesAcrossWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	const secret = "test-worker-secret-0123456789"
+	var sawCookie atomic.Value
+	site := profileSite(t, &sawCookie)
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("auth.worker_secret", secret))
+	require.NoError(t, cfg.Set("scheduler.affinity_wait", "2s"))
+	h := startTestHub(t, cfg)
+	url := h.URL()
+	startProfileAgent(t, url, "wp1", credential.Worker(secret, "wp1"))
+	startProfileAgent(t, url, "wp2", credential.Worker(secret, "wp2"))
+	waitWorkers(t, url, 2)
+
+	fetch := func(path, profile string) string {
+		return `{"mode":"fetch","params":{"url":"` + site.URL + path + `","screenshot":false,"profile":"` + profile + `"}}`
+	}
+	login := waitFinal(t, url, submit(t, url, fetch("/login", "alice")).ID, 60*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, login.Status, "%s %s", login.Reason, login.Error)
+	first := login.WorkerID
+
+	// The worker that logged in is drained: the next job runs on the other.
+	other := map[string]string{"wp1": "wp2", "wp2": "wp1"}[first]
+	st, b := do(t, "PATCH", url+"/workers/"+first, `{"status":"drain"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	check := waitFinal(t, url, submit(t, url, fetch("/check", "alice")).ID, 60*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, check.Status, "%s %s", check.Reason, check.Error)
+	require.Equal(t, other, check.WorkerID)
+	var res struct {
+		Title string `json:"title"`
+	}
+	require.NoError(t, json.Unmarshal(check.Result, &res))
+	require.Equal(t, "cookie=sid=s3cret ls=t-123", res.Title)
+	require.Equal(t, "s3cret", sawCookie.Load(), "the cookie went with the page's first request")
+
+	// Affinity: both free, alice's jobs go to the worker that ran it last.
+	st, b = do(t, "PATCH", url+"/workers/"+first, `{"status":"active"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	waitWorkers(t, url, 2)
+	for range 4 {
+		j := waitFinal(t, url, submit(t, url, fetch("/check", "alice")).ID, 60*time.Second)
+		require.Equal(t, persistence.StatusSucceeded, j.Status, "%s %s", j.Reason, j.Error)
+		require.Equal(t, other, j.WorkerID, "placed on the warm worker")
+		waitWorkers(t, url, 2)
+	}
+
+	// The warm worker busy past affinity_wait: alice's job takes the other
+	// worker rather than wait for the busy one's lane.
+	st, b = do(t, "PATCH", url+"/workers/"+first, `{"status":"drain"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	busy := submit(t, url, `{"mode":"fetch","params":{"url":"`+site.URL+`/slower","screenshot":false}}`)
+	require.Eventually(t, func() bool { return getJob(t, url, busy.ID).Status == persistence.StatusRunning }, 30*time.Second, 10*time.Millisecond)
+	st, b = do(t, "PATCH", url+"/workers/"+first, `{"status":"active"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	waitWorkers(t, url, 1) // the reactivated one (the other is busy)
+	cold := waitFinal(t, url, submit(t, url, fetch("/check", "alice")).ID, 60*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, cold.Status, "%s %s", cold.Reason, cold.Error)
+	require.Equal(t, first, cold.WorkerID, "after affinity_wait any worker takes it")
+	require.NoError(t, json.Unmarshal(cold.Result, &res))
+	require.Equal(t, "cookie=sid=s3cret ls=t-123", res.Title)
+	slower := waitFinal(t, url, busy.ID, 60*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, slower.Status, "%s %s", slower.Reason, slower.Error)
+	require.Equal(t, other, slower.WorkerID)
+	require.True(t, cold.FinishedAt.Before(slower.FinishedAt), "it did not wait for the warm worker's lane")
+	other = first // alice's warm worker now
+	waitWorkers(t, url, 2)
+
+	// One at a time: three slow jobs of bob, with two free workers.
+	var ids []string
+	for range 3 {
+		ids = append(ids, submit(t, url, fetch("/slow", "bob")).ID)
+	}
+	sawWait, sawConflict := false, false
+	require.Eventually(t, func() bool {
+		running, done := "", 0
+		for _, id := range ids {
+			j := getJob(t, url, id)
+			switch {
+			case j.Status == persistence.StatusRunning:
+				running = id
+			case j.Status == persistence.StatusQueued && j.WaitingFor == "profile bob in use":
+				sawWait = true
+			case j.Status.Final():
+				done++
+			}
+		}
+		if running != "" && !sawConflict {
+			st, b := do(t, "DELETE", url+"/profiles/bob", "")
+			if st == http.StatusConflict {
+				require.Contains(t, string(b), "profile_in_use")
+				sawConflict = true
+				// The holder's worker may not save under another attempt;
+				// another worker may not save at all.
+				j := getJob(t, url, running)
+				if j.Status == persistence.StatusRunning {
+					tok := "Bearer " + credential.Worker(secret, j.WorkerID)
+					st, b := do(t, "PUT", url+"/profiles/bob/state?job="+running+"&attempt=2", `{"cookies":[],"local_storage":{}}`, "Authorization", tok)
+					require.Contains(t, []int{http.StatusConflict, http.StatusForbidden}, st, string(b))
+					st, b = do(t, "PUT", url+"/profiles/bob/state?job="+running+"&attempt=1", `{"cookies":[],"local_storage":{}}`,
+						"Authorization", "Bearer "+credential.Worker(secret, other+"x"))
+					require.Equal(t, http.StatusForbidden, st, string(b))
+				}
+			}
+		}
+		return done == len(ids)
+	}, 60*time.Second, 10*time.Millisecond)
+	require.True(t, sawWait, "a waiting job said it waits for the profile")
+	require.True(t, sawConflict, "DELETE of a profile in use answered 409")
+	var spans []persistence.Job
+	for _, id := range ids {
+		j := getJob(t, url, id)
+		require.Equal(t, persistence.StatusSucceeded, j.Status, "%s %s", j.Reason, j.Error)
+		spans = append(spans, j)
+	}
+	for i := range spans {
+		for k := range spans {
+			if i != k {
+				a, b := spans[i], spans[k]
+				require.False(t, a.StartedAt.Before(b.FinishedAt) && b.StartedAt.Before(a.FinishedAt),
+					"jobs %s [%s, %s] and %s [%s, %s] of one profile overlapped", a.ID, a.StartedAt, a.FinishedAt, b.ID, b.StartedAt, b.FinishedAt)
+			}
+		}
+	}
+
+	// A finished job's attempt saves nothing.
+	st, b = do(t, "PUT", url+"/profiles/alice/state?job="+check.ID+"&attempt=1", `{"cookies":[],"local_storage":{}}`,
+		"Authorization", "Bearer "+credential.Worker(secret, check.WorkerID))
+	require.Equal(t, http.StatusForbidden, st, string(b))
+
+	// GET /profiles, then DELETE once free.
+	st, b = do(t, "GET", url+"/profiles", "")
+	require.Equal(t, http.StatusOK, st, string(b))
+	var l profileList
+	require.NoError(t, json.Unmarshal(b, &l))
+	require.Len(t, l.Profiles, 2, string(b))
+	require.Equal(t, "alice", l.Profiles[0].Name)
+	require.Equal(t, other, l.Profiles[0].LastWorker)
+	require.Positive(t, l.Profiles[0].Bytes)
+	require.WithinDuration(t, time.Now(), l.Profiles[0].UpdatedAt, time.Minute)
+	require.Empty(t, l.Profiles[0].InUseBy)
+	st, b = do(t, "DELETE", url+"/profiles/bob", "")
+	require.Equal(t, http.StatusNoContent, st, string(b))
+	st, _ = do(t, "DELETE", url+"/profiles/bob", "")
+	require.Equal(t, http.StatusNotFound, st)
+	st, _ = do(t, "DELETE", url+"/profiles/Not.A.Name", "")
+	require.Equal(t, http.StatusBadRequest, st)
+	st, b = do(t, "GET", url+"/profiles", "")
+	require.Equal(t, http.StatusOK, st)
+	require.NoError(t, json.Unmarshal(b, &l))
+	require.Len(t, l.Profiles, 1, string(b))
+
+	// Sessions refuse a profile; noop jobs too (their params are strict).
+	st, b = do(t, "POST", url+"/sessions", `{"profile":"alice"}`)
+	require.Equal(t, http.StatusBadRequest, st, string(b))
+	st, b = do(t, "POST", url+"/jobs", `{"mode":"noop","params":{"profile":"alice"}}`)
+	require.Equal(t, http.StatusBadRequest, st, string(b))
+	st, b = do(t, "POST", url+"/jobs", `{"mode":"fetch","params":{"url":"http://x.test/","profile":"../etc"}}`)
+	require.Equal(t, http.StatusBadRequest, st, string(b))
+}

@@ -105,7 +105,8 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// max_asset_bytes, max_session_downloads, max_list_bytes, worker_max_lanes,
 	// cdp_tunnels_per_session, cdp_max_message_bytes), auth.worker_approval,
 	// metrics.listen, scheduler.priority_aging, jobs.retry_backoff_max,
-	// scheduler.tenant_label, tenant_weights, tenant_quotas, debug.pprof
+	// scheduler.tenant_label, tenant_weights, tenant_quotas, debug.pprof,
+	// the four health thresholds, scheduler.affinity_wait
 	require.Len(t, keys, 81)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])

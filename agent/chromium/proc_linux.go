@@ -87,13 +87,22 @@ func processesUsing(dir string) []int {
 	return pids
 }
 
-// processTree returns pid and all its live descendants.
-func processTree(pid int) []int {
+// procStat is what /proc/<pid>/stat says of a live process: its parent
+// and its resident set in KiB.
+type procStat struct {
+	ppid  int
+	rssKB int64
+}
+
+// readProcs reads every live (not zombie) process's stat in one pass over
+// /proc.
+func readProcs() map[int]procStat {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	parent := make(map[int]int, len(entries))
+	page := int64(os.Getpagesize() / 1024)
+	out := make(map[int]procStat, len(entries))
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -104,28 +113,45 @@ func processTree(pid int) []int {
 			continue
 		}
 		// The command name (field 2) may hold spaces and parentheses; the
-		// fields after its closing parenthesis are state, ppid, …
+		// fields after its closing parenthesis are state, ppid, …, and
+		// field 24 of stat (index 21 after the name) is rss in pages.
 		s := string(stat)
 		i := strings.LastIndexByte(s, ')')
 		if i < 0 {
 			continue
 		}
 		f := strings.Fields(s[i+1:])
-		if len(f) < 2 || f[0] == "Z" {
+		if len(f) < 22 || f[0] == "Z" {
 			continue
 		}
-		pp, err := strconv.Atoi(f[1])
-		if err == nil {
-			parent[p] = pp
+		pp, err1 := strconv.Atoi(f[1])
+		pages, err2 := strconv.ParseInt(f[21], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out[p] = procStat{ppid: pp, rssKB: pages * page}
+	}
+	return out
+}
+
+// rootOf is the first of p and its ancestors (at most 64 hops up) for
+// which want says yes, or 0.
+func rootOf(procs map[int]procStat, p int, want func(int) bool) int {
+	for q, hops := p, 0; q > 0 && hops < 64; q, hops = procs[q].ppid, hops+1 {
+		if want(q) {
+			return q
 		}
 	}
+	return 0
+}
+
+// processTree returns pid and all its live descendants.
+func processTree(pid int) []int {
+	procs := readProcs()
 	var out []int
-	for p := range parent {
-		for q, hops := p, 0; q > 0 && hops < 64; q, hops = parent[q], hops+1 {
-			if q == pid {
-				out = append(out, p)
-				break
-			}
+	for p := range procs {
+		if rootOf(procs, p, func(q int) bool { return q == pid }) != 0 {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
@@ -69,4 +71,73 @@ func waitFinal(t *testing.T, c *client.Client, id string, within time.Duration) 
 		return err == nil && j.Status.Final()
 	}, within, 20*time.Millisecond, "job %s never final (last %s)", id, j.Status)
 	return j
+}
+
+// TestTenantQuotasSurviveHubKill: a tenant's max_running and max_queued
+// hold across a hub kill -9 on MariaDB: the restarted hub's scheduler
+// counts the tenant's running and queued jobs from the store before it
+// places anything, so it never runs two of its jobs at once, and a submit
+// past the queue quota is still refused once its load is read.
+func TestTenantQuotasSurviveHubKill(t *testing.T) {
+	f := newFleetWith(t, 1, func(env []string) []string {
+		return append(env, "PAPRIKA_SCHEDULER_TENANT_QUOTAS=acme=running:1/queued:2")
+	})
+	f.startWorkers(1, 4)
+	c := f.client()
+	ctx := context.Background()
+	// Each job runs 10 s: the first still runs when the restarted hub is
+	// asked, so two are queued then.
+	acme := func() (client.Job, error) {
+		return c.Submit(ctx, client.SubmitRequest{Mode: client.ModeNoop, Tenant: "acme", Params: map[string]any{"sleep_ms": 10000}}, "")
+	}
+	var ids []string
+	for i := range 3 {
+		if i > 0 {
+			// The API counts a tenant's queue from a load read at most a
+			// second old plus its own submits since: wait out a read, so
+			// the running job is not counted as queued too.
+			time.Sleep(1200 * time.Millisecond)
+		}
+		j, err := acme()
+		require.NoError(t, err, "acme job %d: one running and two queued are within the quotas", i+1)
+		ids = append(ids, j.ID)
+	}
+	require.Eventually(t, func() bool {
+		j, err := c.Get(ctx, ids[0])
+		return err == nil && j.Status == client.StatusRunning
+	}, 10*time.Second, 20*time.Millisecond, "the first acme job runs")
+
+	f.hubs[0].kill()
+	time.Sleep(500 * time.Millisecond)
+	f.startHub(0)
+
+	// Once the restarted hub's scheduler has counted the store (its load
+	// shows the two queued jobs again), a third queued job is refused.
+	require.Eventually(t, func() bool {
+		st, b := httpDo(t, "GET", f.urls[0]+"/pressure", "")
+		var p struct {
+			Queued int `json:"queued"`
+		}
+		return st == http.StatusOK && json.Unmarshal(b, &p) == nil && p.Queued >= 2
+	}, 20*time.Second, 100*time.Millisecond, "the restarted hub's scheduler counts the queued acme jobs")
+	time.Sleep(1200 * time.Millisecond) // a load read after the count
+	_, err := acme()
+	e, ok := client.AsAPIError(err)
+	require.True(t, ok, "the restarted hub refuses acme past its queue quota: %v", err)
+	require.Equal(t, "tenant_quota", e.Code)
+
+	var jobs []client.Job
+	for _, id := range ids {
+		jobs = append(jobs, waitFinal(t, c, id, 90*time.Second))
+	}
+	// Never two acme jobs at once, before or after the kill (the final
+	// attempt of each: a job the hub lost may have run again).
+	for i, a := range jobs {
+		require.Equal(t, client.StatusSucceeded, a.Status, "job %s: %s", a.ID, a.Error)
+		for _, b := range jobs[i+1:] {
+			overlap := a.StartedAt.Before(b.FinishedAt) && b.StartedAt.Before(a.FinishedAt)
+			require.False(t, overlap, "acme jobs %s [%s, %s] and %s [%s, %s] ran at once",
+				a.ID, a.StartedAt, a.FinishedAt, b.ID, b.StartedAt, b.FinishedAt)
+		}
+	}
 }

@@ -14,20 +14,7 @@ import (
 // as a table (NAME LANE WORKERS LANES SCHEMA), or GET /modes' answer with
 // --json.
 func (c *cli) modes(ctx context.Context, args []string) int {
-	fs := newFlagSet("modes")
-	cf := c.addClientFlags(fs)
-	pos, code := c.parseOrExit(fs, "paprika modes [--hub URL] [--json]", args)
-	if code >= 0 {
-		return code
-	}
-	if len(pos) > 0 {
-		return c.usageError(fs.Name(), fmt.Sprintf("unexpected argument %q", pos[0]))
-	}
-	cl, code := c.hubClient(fs, cf)
-	if code >= 0 {
-		return code
-	}
-	return show(ctx, c, cf, "modes", func(ctx context.Context) (modeList, error) {
+	return listView(ctx, c, "modes", args, func(ctx context.Context, cl *client.Client) (modeList, error) {
 		ms, err := cl.Modes(ctx)
 		return modeList{ms}, err
 	}, func(l modeList) { renderModes(c.stdout, l.Modes) })

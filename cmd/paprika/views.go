@@ -73,9 +73,20 @@ type (
 
 // hubs is `paprika hubs`: the cluster's hubs as a table.
 func (c *cli) hubs(ctx context.Context, args []string) int {
-	fs := newFlagSet("hubs")
+	return listView(ctx, c, "hubs", args, func(ctx context.Context, cl *client.Client) (hubList, error) {
+		hs, err := cl.Hubs(ctx)
+		return hubList{hs}, err
+	}, func(l hubList) { renderHubs(c.stdout, l.Hubs, c.now()) })
+}
+
+// listView is a command without arguments that shows one answer of the
+// hub (`paprika hubs`, `paprika modes`): its flags are the client's, and
+// it prints the answer as show does.
+func listView[T any](ctx context.Context, c *cli, name string, args []string,
+	call func(context.Context, *client.Client) (T, error), text func(T)) int {
+	fs := newFlagSet(name)
 	cf := c.addClientFlags(fs)
-	pos, code := c.parseOrExit(fs, "paprika hubs [--hub URL] [--json]", args)
+	pos, code := c.parseOrExit(fs, "paprika "+name+" [--hub URL] [--json]", args)
 	if code >= 0 {
 		return code
 	}
@@ -86,10 +97,7 @@ func (c *cli) hubs(ctx context.Context, args []string) int {
 	if code >= 0 {
 		return code
 	}
-	return show(ctx, c, cf, "hubs", func(ctx context.Context) (hubList, error) {
-		hs, err := cl.Hubs(ctx)
-		return hubList{hs}, err
-	}, func(l hubList) { renderHubs(c.stdout, l.Hubs, c.now()) })
+	return show(ctx, c, cf, name, func(ctx context.Context) (T, error) { return call(ctx, cl) }, text)
 }
 
 // show makes one call, bounded by viewTimeout, and prints its answer: as

@@ -21,7 +21,8 @@ import (
 )
 
 // startChromiumAgentAs runs a one-lane Chromium worker linking as id with
-// token, storing job assets and session downloads through the hub.
+// token, wired to the hub as `paprika worker` is: job assets, session
+// downloads and profiles go through the hub.
 func startChromiumAgentAs(t *testing.T, url, id, token string) {
 	if _, err := chromium.LookPath(""); err != nil {
 		storetest.Unavailable(t, "chromium", err)
@@ -33,6 +34,12 @@ func startChromiumAgentAs(t *testing.T, url, id, token string) {
 		},
 		SessionUpload: func(ctx context.Context, sessionID, name, ct string, r io.Reader, size int64) error {
 			return a.UploadSessionDownload(ctx, sessionID, name, ct, r, size)
+		},
+		ProfileLoad: func(ctx context.Context, name, jobID string, attempt int) ([]byte, error) {
+			return a.LoadProfile(ctx, name, jobID, attempt)
+		},
+		ProfileSave: func(ctx context.Context, name, jobID string, attempt int, state []byte) error {
+			return a.SaveProfile(ctx, name, jobID, attempt, state)
 		}})
 	require.NoError(t, err)
 	a, err = agent.New(agent.Config{HubURLs: []string{url}, ID: id, Token: token, Lanes: 1, DriverImpl: drv, Logger: testLogger(t)})

@@ -1,47 +1,19 @@
 package hub
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paprika-hub/paprika/agent"
-	"github.com/paprika-hub/paprika/agent/chromium"
 	"github.com/paprika-hub/paprika/internal/credential"
 	"github.com/paprika-hub/paprika/persistence"
-	"github.com/paprika-hub/paprika/persistence/storetest"
 )
-
-// startProfileAgent runs a one-lane Chromium worker that loads and saves
-// profiles through the hub, linking as id with token.
-func startProfileAgent(t *testing.T, url, id, token string) {
-	if _, err := chromium.LookPath(""); err != nil {
-		storetest.Unavailable(t, "chromium", err)
-	}
-	var a *agent.Agent
-	drv, err := chromium.New(chromium.Config{Lanes: 1, WorkDir: t.TempDir(), Logger: testLogger(t),
-		ProfileLoad: func(ctx context.Context, name, jobID string, attempt int) ([]byte, error) {
-			return a.LoadProfile(ctx, name, jobID, attempt)
-		},
-		ProfileSave: func(ctx context.Context, name, jobID string, attempt int, state []byte) error {
-			return a.SaveProfile(ctx, name, jobID, attempt, state)
-		}})
-	require.NoError(t, err)
-	a, err = agent.New(agent.Config{HubURLs: []string{url}, ID: id, Token: token, Lanes: 1, DriverImpl: drv, Logger: testLogger(t)})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = a.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait(); _ = drv.Close() })
-}
 
 // profileSite is a local site: /login sets a cookie (by header) and a
 // localStorage item (by script); /check shows both in its title and
@@ -120,8 +92,8 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	require.NoError(t, cfg.Set("scheduler.affinity_wait", "2s"))
 	h := startTestHub(t, cfg)
 	url := h.URL()
-	startProfileAgent(t, url, "wp1", credential.Worker(secret, "wp1"))
-	startProfileAgent(t, url, "wp2", credential.Worker(secret, "wp2"))
+	startChromiumAgentAs(t, url, "wp1", credential.Worker(secret, "wp1"))
+	startChromiumAgentAs(t, url, "wp2", credential.Worker(secret, "wp2"))
 	waitWorkers(t, url, 2)
 
 	fetch := func(path, profile string) string {

@@ -367,7 +367,14 @@ func (d *Driver) exportIndexedDB(ctx context.Context, t *tab, st *messages.Profi
 	defer cancel()
 	raw, err := t.evalIsolated(sctx, idbExportJS+"("+string(arg)+")")
 	if err != nil {
-		return "", err
+		if ctx.Err() != nil || t.b.ctx.Err() != nil || t.crashed.Load() {
+			return "", err // the job's end or the lane's fault: the caller reports it
+		}
+		// A database the page keeps busy (a blocked upgrade never lets an
+		// open through) or one that fails to read costs the profile this
+		// origin's update, not the job its result or its cookies.
+		log(fmt.Sprintf("IndexedDB of the page's origin not kept (the profile keeps what it had): %v", err))
+		return "", nil
 	}
 	var ex idbExport
 	if err := json.Unmarshal([]byte(raw), &ex); err != nil {

@@ -68,7 +68,12 @@ o.onsuccess = () => {
 	notes.put({id: 2, tag: "b", m: new Map([["k", new Set([7, 0])]]), z: -0, u: undefined, n: NaN, big: 12n});
 	misc.put("plain", new Uint8Array([9]).buffer);
 	misc.put(new Blob(["x"]), "blob");
-	tx.oncomplete = () => { const p = document.createElement("p"); p.id = "done"; document.body.appendChild(p); };
+	tx.oncomplete = () => {
+		// What the page does to its own world does not hide its data
+		// from the export (an isolated world).
+		IDBFactory.prototype.databases = async () => [];
+		const p = document.createElement("p"); p.id = "done"; document.body.appendChild(p);
+	};
 };
 </script>`)
 		case "/read":
@@ -149,4 +154,26 @@ func TestProfileIndexedDBRoundTrip(t *testing.T) {
 	require.Equal(t, site.URL+"/read", res["final_url"])
 	require.False(t, strings.Contains(read.log.text(), "navigate https://paprika-other.invalid"))
 	require.Zero(t, others.Load(), "the seed of the site's origin was answered in the browser")
+}
+
+// TestProfileIndexedDBRestoreFails: a state that passes the hub's check
+// but does not restore (two records breaking a unique index) fails the
+// job before its page loads, and says why.
+func TestProfileIndexedDBRestoreFails(t *testing.T) {
+	var others atomic.Int64
+	site := idbSite(t, &others)
+	forged := `{"cookies":[],"local_storage":{},"indexed_db":{"` + site.URL + `":[{"name":"app","version":1,
+		"stores":[{"name":"s","key_path":"id","indexes":[{"name":"u","key_path":"x","unique":true}],
+		"records":[{"k":1,"v":{"$":"obj","v":{"id":1,"x":"same"}}},{"k":2,"v":{"$":"obj","v":{"id":2,"x":"same"}}}]}]}]}}`
+	_, err := messages.ParseProfileState([]byte(forged))
+	require.NoError(t, err)
+	store := &memProfiles{state: map[string][]byte{"p2": []byte(forged)}}
+	d, _ := newDriver(t, 1, func(c *Config) { c.ProfileLoad, c.ProfileSave = store.load, store.save })
+	r := runJob(t, d, 0, "idb-3", messages.ModeFetch, map[string]any{"url": site.URL + "/read", "screenshot": false, "profile": "p2"}, 0)
+	require.Error(t, r.err)
+	require.Equal(t, "job_error", r.reason())
+	require.Contains(t, r.err.Error(), "IndexedDB of "+site.URL)
+	require.Contains(t, r.err.Error(), "ConstraintError")
+	require.Zero(t, others.Load())
+	require.Equal(t, forged, string(store.state["p2"]), "a failed job saves nothing")
 }

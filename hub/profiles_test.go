@@ -15,8 +15,9 @@ import (
 	"github.com/paprika-hub/paprika/persistence"
 )
 
-// profileSite is a local site: /login sets a cookie (by header) and a
-// localStorage item (by script); /check shows both in its title and
+// profileSite is a local site: /login sets a cookie (by header), a
+// localStorage item and an IndexedDB record (by script); /check shows all
+// three in its title and
 // records the cookie its request carried; /slow answers after a pause.
 func profileSite(t *testing.T, sawCookie *atomic.Value) *httptest.Server {
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -24,12 +25,30 @@ func profileSite(t *testing.T, sawCookie *atomic.Value) *httptest.Server {
 		switch r.URL.Path {
 		case "/login":
 			http.SetCookie(w, &http.Cookie{Name: "sid", Value: "s3cret", Path: "/", MaxAge: 3600})
-			fmt.Fprint(w, `<!doctype html><title>login</title><script>localStorage.setItem("token","t-123")</script>`)
+			// The job waits for #done: the IndexedDB write has committed.
+			fmt.Fprint(w, `<!doctype html><title>login</title><script>localStorage.setItem("token","t-123");
+const o = indexedDB.open("auth", 1);
+o.onupgradeneeded = () => o.result.createObjectStore("kv");
+o.onsuccess = () => { const tx = o.result.transaction("kv", "readwrite");
+	tx.objectStore("kv").put({user: "alice", since: new Date(0)}, "me");
+	tx.oncomplete = () => { const p = document.createElement("p"); p.id = "done"; document.body.appendChild(p); }; };
+</script>`)
 		case "/check":
 			if c, err := r.Cookie("sid"); err == nil {
 				sawCookie.Store(c.Value)
 			}
-			fmt.Fprint(w, `<!doctype html><title>-</title><script>document.title="cookie="+document.cookie+" ls="+localStorage.getItem("token")</script>`)
+			// The IndexedDB record is read while the page parses: the
+			// restore put it in place before the page's scripts ran.
+			fmt.Fprint(w, `<!doctype html><title>-</title><script>
+const base = "cookie=" + document.cookie + " ls=" + localStorage.getItem("token");
+const o = indexedDB.open("auth");
+o.onupgradeneeded = () => { document.title = base + " idb=missing"; };
+o.onsuccess = () => { if (!o.result.objectStoreNames.contains("kv")) return;
+	const g = o.result.transaction("kv").objectStore("kv").get("me");
+	g.onsuccess = () => { const v = g.result;
+		document.title = base + " idb=" + (v ? v.user + "@" + (v.since instanceof Date ? v.since.getTime() : "?") : "none");
+		const p = document.createElement("p"); p.id = "done"; document.body.appendChild(p); }; };
+</script>`)
 		case "/slow":
 			time.Sleep(600 * time.Millisecond)
 			fmt.Fprint(w, `<!doctype html><title>slow</title>`)
@@ -76,7 +95,8 @@ type profileList struct {
 
 // TestProfilesAcrossWorkers: a job logs in under profile alice on one
 // worker; the next job with alice runs on the other worker and finds the
-// cookie (sent with its first request) and the localStorage item; with
+// cookie (sent with its first request), the localStorage item and the
+// IndexedDB record (there before the page's scripts ran); with
 // both workers free, alice's jobs land on the worker that ran it last;
 // jobs of one profile never overlap, the waiting one shows why; a
 // profile in use cannot be deleted; a stale attempt's save is refused.
@@ -97,7 +117,11 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	waitWorkers(t, url, 2)
 
 	fetch := func(path, profile string) string {
-		return `{"mode":"fetch","params":{"url":"` + site.URL + path + `","screenshot":false,"profile":"` + profile + `"}}`
+		wait := ""
+		if path == "/login" || path == "/check" {
+			wait = `,"wait_for":"#done"`
+		}
+		return `{"mode":"fetch","params":{"url":"` + site.URL + path + `"` + wait + `,"screenshot":false,"profile":"` + profile + `"}}`
 	}
 	login := waitFinal(t, url, submit(t, url, fetch("/login", "alice")).ID, 60*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, login.Status, "%s %s", login.Reason, login.Error)
@@ -114,7 +138,7 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 		Title string `json:"title"`
 	}
 	require.NoError(t, json.Unmarshal(check.Result, &res))
-	require.Equal(t, "cookie=sid=s3cret ls=t-123", res.Title)
+	require.Equal(t, "cookie=sid=s3cret ls=t-123 idb=alice@0", res.Title)
 	require.Equal(t, "s3cret", sawCookie.Load(), "the cookie went with the page's first request")
 
 	// Affinity: both free, alice's jobs go to the worker that ran it last.
@@ -141,7 +165,7 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	require.Equal(t, persistence.StatusSucceeded, cold.Status, "%s %s", cold.Reason, cold.Error)
 	require.Equal(t, first, cold.WorkerID, "after affinity_wait any worker takes it")
 	require.NoError(t, json.Unmarshal(cold.Result, &res))
-	require.Equal(t, "cookie=sid=s3cret ls=t-123", res.Title)
+	require.Equal(t, "cookie=sid=s3cret ls=t-123 idb=alice@0", res.Title)
 	slower := waitFinal(t, url, busy.ID, 60*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, slower.Status, "%s %s", slower.Reason, slower.Error)
 	require.Equal(t, other, slower.WorkerID)

@@ -41,14 +41,16 @@ func CheckProfileName(name string) error {
 }
 
 // ProfileState is what a profile holds: the cookies of the job's browser
-// context and the localStorage of the origins its pages had at the end.
-// Not captured: sessionStorage, IndexedDB, Cache Storage, service workers
+// context and the localStorage and IndexedDB of the origins its pages had
+// at the end. Not captured: sessionStorage, Cache Storage, service workers
 // and HTTP cache (README "Profiles and affinity").
 type ProfileState struct {
 	// Cookies are every cookie of the job's browser context.
 	Cookies []Cookie `json:"cookies"`
 	// LocalStorage maps an origin (scheme://host[:port]) to its items.
 	LocalStorage map[string]map[string]string `json:"local_storage"`
+	// IndexedDB maps an origin to its databases (absent: none).
+	IndexedDB map[string][]IDBDatabase `json:"indexed_db,omitempty"`
 }
 
 // ParseProfileState decodes and checks a state a worker sent.
@@ -67,9 +69,12 @@ func ParseProfileState(b []byte) (ProfileState, error) {
 		return st, fmt.Errorf("profile state: localStorage of %d origins, at most %d", len(st.LocalStorage), MaxProfileOrigins)
 	}
 	for o := range st.LocalStorage {
-		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
-			return st, fmt.Errorf("profile state: %.80q is not an http(s) origin", o)
+		if err := checkOrigin(o); err != nil {
+			return st, fmt.Errorf("profile state: %w", err)
 		}
+	}
+	if err := checkIndexedDB(st.IndexedDB); err != nil {
+		return st, fmt.Errorf("profile state: %w", err)
 	}
 	for i, c := range st.Cookies {
 		if c.Name == "" || (c.Domain == "" && c.URL == "") {
@@ -77,6 +82,15 @@ func ParseProfileState(b []byte) (ProfileState, error) {
 		}
 	}
 	return st, nil
+}
+
+// checkOrigin accepts scheme://host[:port] of http and https only.
+func checkOrigin(o string) error {
+	if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil || u.Opaque != "" || u.ForceQuery {
+		return fmt.Errorf("%.80q is not an http(s) origin", o)
+	}
+	return nil
 }
 
 // ProfileOf reads the profile a job's params name ("" for none): the

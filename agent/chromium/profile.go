@@ -42,9 +42,11 @@ func restoreScript(items map[string]map[string]string) (string, error) {
 }
 
 // restoreProfile loads the job's profile into the tab before its first
-// navigation: the cookies into the tab's BrowserContext, the localStorage
-// through a script that runs at the start of each new document. It
-// returns the state, which saveProfile updates.
+// navigation: the cookies into the tab's BrowserContext, the IndexedDB
+// through a locally answered page of each of its origins
+// (profile_idb.go), the localStorage through a script that runs at the
+// start of each new document. It returns the state, which saveProfile
+// updates.
 func (d *Driver) restoreProfile(ctx context.Context, t *tab, job agent.Job, name string, log func(string)) (messages.ProfileState, error) {
 	var st messages.ProfileState
 	if d.cfg.ProfileLoad == nil || d.cfg.ProfileSave == nil {
@@ -69,6 +71,10 @@ func (d *Driver) restoreProfile(ctx context.Context, t *tab, job agent.Job, name
 			return st, failure(t.failure(rctx, err), "profile "+name+": restore cookies")
 		}
 	}
+	idbRecs, err := d.restoreIndexedDB(rctx, t, st.IndexedDB)
+	if err != nil {
+		return st, failure(t.failure(rctx, err), "profile "+name+": restore")
+	}
 	if len(st.LocalStorage) > 0 {
 		src, err := restoreScript(st.LocalStorage)
 		if err != nil {
@@ -78,7 +84,8 @@ func (d *Driver) restoreProfile(ctx context.Context, t *tab, job agent.Job, name
 			return st, failure(t.failure(rctx, err), "profile "+name+": restore localStorage")
 		}
 	}
-	log(fmt.Sprintf("profile %s restored: %d cookies, localStorage of %d origins", name, len(st.Cookies), len(st.LocalStorage)))
+	log(fmt.Sprintf("profile %s restored: %d cookies, localStorage of %d origins, IndexedDB of %d origins (%d records)",
+		name, len(st.Cookies), len(st.LocalStorage), len(st.IndexedDB), idbRecs))
 	return st, nil
 }
 
@@ -86,8 +93,9 @@ func (d *Driver) restoreProfile(ctx context.Context, t *tab, job agent.Job, name
 const pageStorageJS = `(function(){var o={origin:location.origin,items:{}};try{for(var i=0;i<localStorage.length;i++){var k=localStorage.key(i);o.items[k]=localStorage.getItem(k);}}catch(e){o.origin="";}return JSON.stringify(o);})()`
 
 // saveProfile exports the tab's storage into st and hands it to the hub:
-// every cookie of the tab's BrowserContext, and the localStorage of the
-// page's origin at the end (other origins keep what the profile had).
+// every cookie of the tab's BrowserContext, and the localStorage and
+// IndexedDB of the page's origin at the end (other origins keep what the
+// profile had).
 func (d *Driver) saveProfile(ctx context.Context, t *tab, job agent.Job, name string, st messages.ProfileState, log func(string)) error {
 	rctx, done := t.bind(ctx)
 	defer done()
@@ -122,9 +130,22 @@ func (d *Driver) saveProfile(ctx context.Context, t *tab, job agent.Job, name st
 			st.LocalStorage[cur.Origin] = cur.Items
 		}
 	}
+	idbOrigin, err := d.exportIndexedDB(rctx, t, &st, log)
+	if err != nil {
+		return failure(t.failure(rctx, err), "profile "+name+": read IndexedDB")
+	}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("profile %s: encode: %w", name, err)
+	}
+	if _, err := messages.ParseProfileState(b); err != nil && idbOrigin != "" {
+		// What the page's databases hold (their size, a key path the
+		// hub's check does not take) must not cost the job its cookies.
+		log(fmt.Sprintf("IndexedDB of %s not kept: %v", idbOrigin, err))
+		delete(st.IndexedDB, idbOrigin)
+		if b, err = json.Marshal(st); err != nil {
+			return fmt.Errorf("profile %s: encode: %w", name, err)
+		}
 	}
 	if _, err := messages.ParseProfileState(b); err != nil {
 		return agent.Fail(agent.ReasonJobError, "profile %s: %v", name, err)
@@ -132,6 +153,7 @@ func (d *Driver) saveProfile(ctx context.Context, t *tab, job agent.Job, name st
 	if err := d.cfg.ProfileSave(ctx, name, job.ID, job.Attempt, b); err != nil {
 		return agent.Fail(agent.ReasonLaneError, "%v", err)
 	}
-	log(fmt.Sprintf("profile %s saved: %d cookies, localStorage of %d origins, %d bytes", name, len(st.Cookies), len(st.LocalStorage), len(b)))
+	log(fmt.Sprintf("profile %s saved: %d cookies, localStorage of %d origins, IndexedDB of %d origins (%d records), %d bytes",
+		name, len(st.Cookies), len(st.LocalStorage), len(st.IndexedDB), idbRecords(st.IndexedDB), len(b)))
 	return nil
 }

@@ -52,6 +52,7 @@ type tab struct {
 	egressDone chan struct{}               // closed when the egress guard's goroutine (and its checks) ended
 	egressSeen egressCache                 // the policy's decisions for this tab's hosts
 	docBlocked atomic.Pointer[EgressError] // the last main-frame document the egress guard failed
+	seed       atomic.Pointer[string]      // while a profile's IndexedDB is restored: the seed document's URL (profile_idb.go)
 	closeOnce  sync.Once
 }
 
@@ -179,6 +180,9 @@ func (t *tab) guardEgress(paused iter.Seq2[fetch.EventRequestPaused, error]) {
 // decideRequest answers one paused request of the tab's page (verdict
 // says what is checked, and what is not).
 func (t *tab) decideRequest(ev fetch.EventRequestPaused) {
+	if t.seedFulfilled(ev) {
+		return
+	}
 	var u string
 	if ev.Request != nil {
 		u = ev.Request.URL

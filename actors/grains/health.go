@@ -94,8 +94,9 @@ func healthIndex(reason string) int {
 
 // healthOK is the health filter of Eligible, called only for a candidate
 // with a health mark: a worker short of /dev/shm is skipped like a full
-// disk; a worker's unhealthy lanes count as taken, because the worker
-// picks its own lane for a job and the hub cannot steer it off one.
+// disk; a worker's unhealthy lanes count as taken: the worker picks its
+// own lane for a job, steered off them by lane_skip (syncSkips), so only
+// its healthy lanes are capacity.
 func (r PickRule) healthOK(c *Candidate) bool {
 	switch {
 	case c.ShmLow:

@@ -75,17 +75,18 @@ func TestUnhealthyWorkersGetNoJobs(t *testing.T) {
 
 	// One lane's crashes age out (the worker says so, only what changed):
 	// that lane takes work again. The healthy worker holds one job of two
-	// lanes, so the crashy one, idle, is the least loaded; its second job
-	// would need the unhealthy lane and goes to the healthy worker.
+	// lanes (placed while it was the only one eligible: idle, the two
+	// would tie), so the crashy one, idle, is the least loaded; its second
+	// job would need the unhealthy lane and goes to the healthy worker.
+	hold := submit(t, url, `{"mode":"noop"}`)
+	f := nextAssign(good, 5*time.Second)
+	require.Equal(t, hold.ID, f.JobID)
 	crashy.send(messages.Frame{Type: messages.TypeHeartbeat, Stats: &messages.Stats{},
 		LaneHealth: []messages.LaneHealth{{RSSMB: 300}, {Crashes10m: 3}}})
 	waitWorker(t, url, "w-crashy", "one lane healthy again", func(w persistence.WorkerInfo) bool {
 		return len(w.Lanes) == 2 && w.Lanes[0].Skipped == "" && w.Lanes[1].Skipped == persistence.HealthSkipCrashes
 	})
 	require.Equal(t, []messages.LaneSkip{{Lane: 1, Reason: persistence.HealthSkipCrashes}}, crashy.nextSkip(5*time.Second).SkipLanes)
-	hold := submit(t, url, `{"mode":"noop"}`)
-	f := nextAssign(good, 5*time.Second)
-	require.Equal(t, hold.ID, f.JobID)
 	j := submit(t, url, `{"mode":"noop"}`)
 	f = nextAssign(crashy, 5*time.Second)
 	require.Equal(t, messages.TypeAssignJob, f.Type, "the lane healthy again got no work")

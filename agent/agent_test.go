@@ -51,7 +51,9 @@ func setup(t *testing.T, cfg Config, hubs ...*fakeHub) *bundle {
 	}
 	cfg.ExecLog = filepath.Join(t.TempDir(), "exec.log")
 	cfg.WorkDir = t.TempDir()
-	cfg.Logger = testLogger(t)
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(t)
+	}
 	a, err := New(cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -74,6 +74,9 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 		}
 		return false, false, fmt.Errorf("dial %s: %w", u, err)
 	}
+	// Before the reader starts: the hub may send its lane_skip ahead of
+	// welcome.
+	a.clearLaneSkips()
 	l := newLink(conn, a.box, a.cfg.PingInterval, a.lg().With("hub_url", base), a.handleFrame)
 	l.start()
 

@@ -171,6 +171,17 @@ func (h *fakeHub) send(f messages.Frame) {
 	c.send(h.t, f)
 }
 
+// sendRaw writes bytes as a text frame on the hub's newest connection.
+func (h *fakeHub) sendRaw(b []byte) {
+	h.mu.Lock()
+	require.NotEmpty(h.t, h.conns, "fake hub has no connection")
+	c := h.conns[len(h.conns)-1]
+	h.mu.Unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.ws.WriteMessage(websocket.TextMessage, b)
+}
+
 // assign sends an assign_job for a noop job with the given params JSON.
 func (h *fakeHub) assign(id, params string) {
 	h.send(messages.Frame{Type: messages.TypeAssignJob, JobID: id, Attempt: 1, Mode: "noop", Params: []byte(params)})

@@ -43,6 +43,8 @@ func (a *Agent) handleFrame(l *link, f messages.Frame) {
 		a.handleTunnelOpen(f)
 	case messages.TypeLiveOpen:
 		a.handleLiveOpen(f)
+	case messages.TypeLaneSkip:
+		a.onLaneSkip(f.SkipLanes)
 	default:
 		a.lg().Warn("unexpected frame from hub", "type", f.Type)
 	}
@@ -61,6 +63,32 @@ func (a *Agent) onWelcome(f messages.Frame) {
 	if f.WorkerID != "" && f.WorkerID != a.id {
 		a.lg().Warn("hub accepted the worker under another id; adopting it", "hub_worker_id", f.WorkerID)
 		a.setIDLocked(f.WorkerID)
+	}
+}
+
+// onLaneSkip takes the hub's set of skipped lanes (validated by
+// DecodeFrame) for the lane pool's choice.
+func (a *Agent) onLaneSkip(skips []messages.LaneSkip) {
+	a.mu.Lock()
+	changed, ignored := a.lanes.setSkips(skips)
+	lanes, size := a.lanes.skipped(), a.lanes.size()
+	a.mu.Unlock()
+	if ignored > 0 {
+		a.lg().Warn("lane_skip names lanes this worker does not have; those ignored", "ignored", ignored, "lanes", size)
+	}
+	if changed {
+		a.lg().Info("hub skips lanes for their health; new work goes to the others first", "skipped", lanes)
+	}
+}
+
+// clearLaneSkips forgets the hub's skipped lanes: each link starts with
+// none, and its hub says which it skips (README, "Health-aware placement").
+func (a *Agent) clearLaneSkips() {
+	a.mu.Lock()
+	changed, _ := a.lanes.setSkips(nil)
+	a.mu.Unlock()
+	if changed {
+		a.lg().Debug("new link: no lane skipped until its hub says so")
 	}
 }
 
@@ -85,7 +113,7 @@ func (a *Agent) handleAssign(l *link, f messages.Frame) {
 		a.lg().Warn("assign_job for an attempt already disowned; ignored", "job_id", f.JobID, "attempt", f.Attempt)
 		return
 	}
-	var why string
+	var why, skipped string
 	lane := -1
 	switch {
 	case a.stopping:
@@ -94,7 +122,7 @@ func (a *Agent) handleAssign(l *link, f messages.Frame) {
 		why = "worker is draining"
 	default:
 		var ok bool
-		if lane, ok = a.lanes.acquire(f.Lane, messages.LaneJob); !ok {
+		if lane, skipped, ok = a.lanes.acquire(f.Lane, messages.LaneJob); !ok {
 			why = fmt.Sprintf("no free lane (%d of %d busy)", a.lanes.inUse(), a.lanes.size())
 		}
 	}
@@ -128,6 +156,9 @@ func (a *Agent) handleAssign(l *link, f messages.Frame) {
 	a.jobs[f.JobID] = rj
 	a.jobWG.Add(1) // under mu, ordered before stop's Wait by the stopping flag
 	a.mu.Unlock()
+	if skipped != "" {
+		a.lg().Info("no healthy lane free; job runs on a lane the hub skips", "job_id", f.JobID, "lane", lane, "skipped", skipped)
+	}
 	go rj.run()
 }
 

@@ -12,29 +12,87 @@ import (
 type lanePool struct {
 	urls    []string // URL of each lane; replaced when the worker id changes
 	holder  []string // what holds each lane: messages.LaneJob or LaneSession; "" when free
+	skip    []string // why the hub's placement skips each lane (lane_skip); "" when it does not
+	nSkip   int      // lanes with a skip reason
 	n       int      // busy count
 	changed chan struct{}
 }
 
 func newLanePool(urls []string) *lanePool {
-	return &lanePool{urls: urls, holder: make([]string, len(urls)), changed: make(chan struct{}, 1)}
+	return &lanePool{urls: urls, holder: make([]string, len(urls)), skip: make([]string, len(urls)),
+		changed: make(chan struct{}, 1)}
 }
 
-// acquire takes the lane named by hint (its URL or its index) when that is
-// free, else the lowest free lane, for holder (messages.LaneJob or
-// LaneSession). ok is false when every lane is busy.
-func (p *lanePool) acquire(hint, holder string) (lane int, ok bool) {
-	if i, found := p.lookup(hint); found && p.holder[i] == "" {
+// acquire takes a free lane for holder (messages.LaneJob or LaneSession):
+// the one named by hint (its URL or its index), else the lowest, a lane
+// the hub does not skip first. Only when every free lane is skipped does
+// it take one of those (the hub counts them as taken, so that is a race
+// of a report with an assignment, and refusing the job would only requeue
+// it); skipped is then the lane's skip reason. ok is false when every
+// lane is busy.
+func (p *lanePool) acquire(hint, holder string) (lane int, skipped string, ok bool) {
+	i, found := p.lookup(hint)
+	if found && p.holder[i] == "" && p.skip[i] == "" {
 		p.take(i, holder)
-		return i, true
+		return i, "", true
 	}
-	for i, h := range p.holder {
-		if h == "" {
-			p.take(i, holder)
-			return i, true
+	fallback := -1
+	if found && p.holder[i] == "" {
+		fallback = i
+	}
+	for j, h := range p.holder {
+		if h != "" {
+			continue
+		}
+		if p.nSkip == 0 || p.skip[j] == "" {
+			p.take(j, holder)
+			return j, "", true
+		}
+		if fallback < 0 {
+			fallback = j
 		}
 	}
-	return -1, false
+	if fallback < 0 {
+		return -1, "", false
+	}
+	p.take(fallback, holder)
+	return fallback, p.skip[fallback], true
+}
+
+// setSkips replaces the set of lanes the hub skips with a lane_skip
+// frame's. Lanes past the pool's size are left out (the hub's lane count
+// is this worker's own report, so that is a confused hub) and counted in
+// ignored; changed reports whether the set moved.
+func (p *lanePool) setSkips(skips []messages.LaneSkip) (changed bool, ignored int) {
+	next := make([]string, len(p.holder))
+	n := 0
+	for _, s := range skips {
+		if s.Lane < 0 || s.Lane >= len(next) {
+			ignored++
+			continue
+		}
+		next[s.Lane] = s.Reason
+		n++
+	}
+	for i := range next {
+		if next[i] != p.skip[i] {
+			changed = true
+			break
+		}
+	}
+	p.skip, p.nSkip = next, n
+	return changed, ignored
+}
+
+// skipped lists the lanes the hub skips, as "lane:reason", for a log line.
+func (p *lanePool) skipped() []string {
+	out := make([]string, 0, p.nSkip)
+	for i, r := range p.skip {
+		if r != "" {
+			out = append(out, strconv.Itoa(i)+":"+r)
+		}
+	}
+	return out
 }
 
 func (p *lanePool) take(i int, holder string) {

@@ -136,9 +136,10 @@ func (a *Agent) openSession(l *link, f messages.Frame, cmd sessionCommand) {
 		why = "worker is draining"
 	}
 	lane := -1
+	var skipped string
 	if why == "" {
 		var free bool
-		if lane, free = a.lanes.acquire(f.Lane, messages.LaneSession); !free {
+		if lane, skipped, free = a.lanes.acquire(f.Lane, messages.LaneSession); !free {
 			why = fmt.Sprintf("no free lane (%d of %d busy)", a.lanes.inUse(), a.lanes.size())
 		}
 	}
@@ -157,6 +158,9 @@ func (a *Agent) openSession(l *link, f messages.Frame, cmd sessionCommand) {
 	a.sessions[f.SessionID] = s
 	a.sessWG.Add(1) // under mu, ordered before stopSessions' Wait by the stopping flag
 	a.mu.Unlock()
+	if skipped != "" {
+		a.lg().Info("no healthy lane free; session opens on a lane the hub skips", "session_id", f.SessionID, "lane", lane, "skipped", skipped)
+	}
 	go s.run(sd, sessionCall{l: l, commandID: f.CommandID})
 }
 

@@ -1,12 +1,17 @@
 package hub
 
 import (
+	"context"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paprika-hub/paprika/agent"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -47,6 +52,12 @@ func TestUnhealthyWorkersGetNoJobs(t *testing.T) {
 	})
 	require.Empty(t, w.Skipped)
 	require.Empty(t, w.Lanes[0].Skipped, "one crash is under the threshold of 2")
+	// The crashy worker is told its skipped lanes; the others, with none,
+	// get no lane_skip.
+	require.Equal(t, []messages.LaneSkip{{Lane: 0, Reason: persistence.HealthSkipCrashes}, {Lane: 1, Reason: persistence.HealthSkipCrashes}},
+		crashy.nextSkip(5*time.Second).SkipLanes)
+	require.Equal(t, "", good.nextSkip(100*time.Millisecond).Type, "a worker with no lane skipped was told of skips")
+	require.Equal(t, "", shmLow.nextSkip(100*time.Millisecond).Type, "a worker skipped whole has no lane skipped")
 
 	for i := 0; i < 6; i++ {
 		j := submit(t, url, `{"mode":"noop"}`)
@@ -64,16 +75,18 @@ func TestUnhealthyWorkersGetNoJobs(t *testing.T) {
 
 	// One lane's crashes age out (the worker says so, only what changed):
 	// that lane takes work again. The healthy worker holds one job of two
-	// lanes, so the crashy one, idle, is the least loaded; its second job
-	// would need the unhealthy lane and goes to the healthy worker.
+	// lanes (placed while it was the only one eligible: idle, the two
+	// would tie), so the crashy one, idle, is the least loaded; its second
+	// job would need the unhealthy lane and goes to the healthy worker.
+	hold := submit(t, url, `{"mode":"noop"}`)
+	f := nextAssign(good, 5*time.Second)
+	require.Equal(t, hold.ID, f.JobID)
 	crashy.send(messages.Frame{Type: messages.TypeHeartbeat, Stats: &messages.Stats{},
 		LaneHealth: []messages.LaneHealth{{RSSMB: 300}, {Crashes10m: 3}}})
 	waitWorker(t, url, "w-crashy", "one lane healthy again", func(w persistence.WorkerInfo) bool {
 		return len(w.Lanes) == 2 && w.Lanes[0].Skipped == "" && w.Lanes[1].Skipped == persistence.HealthSkipCrashes
 	})
-	hold := submit(t, url, `{"mode":"noop"}`)
-	f := nextAssign(good, 5*time.Second)
-	require.Equal(t, hold.ID, f.JobID)
+	require.Equal(t, []messages.LaneSkip{{Lane: 1, Reason: persistence.HealthSkipCrashes}}, crashy.nextSkip(5*time.Second).SkipLanes)
 	j := submit(t, url, `{"mode":"noop"}`)
 	f = nextAssign(crashy, 5*time.Second)
 	require.Equal(t, messages.TypeAssignJob, f.Type, "the lane healthy again got no work")
@@ -103,4 +116,78 @@ func TestChromiumWorkerReportsLaneHealth(t *testing.T) {
 	})
 	require.Empty(t, w.Lanes[0].Skipped)
 	require.Empty(t, w.Skipped)
+}
+
+// sickLaneDriver is the simulated driver with health: lane 0 reports
+// renderer crashes until healed, and every job records its lane.
+type sickLaneDriver struct {
+	agent.SimulatedDriver
+	lanes  int
+	healed atomic.Bool
+	mu     sync.Mutex
+	ran    []int // the lane of each job, in start order
+}
+
+func (d *sickLaneDriver) Health() agent.DriverHealth {
+	h := make([]messages.LaneHealth, d.lanes)
+	if !d.healed.Load() {
+		h[0].Crashes10m = 5
+	}
+	return agent.DriverHealth{Lanes: h}
+}
+
+func (d *sickLaneDriver) Run(ctx context.Context, lane int, job agent.Job, emit func(string) error) (agent.Result, error) {
+	d.mu.Lock()
+	d.ran = append(d.ran, lane)
+	d.mu.Unlock()
+	return d.SimulatedDriver.Run(ctx, lane, job, emit)
+}
+
+func (d *sickLaneDriver) lanesRun() []int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.ran)
+}
+
+// TestWorkerAvoidsSkippedLane, with a real agent: a worker of three lanes
+// reports lane 0 crashing; the hub skips it and tells the worker, whose
+// jobs then run on lanes 1 and 2 only (the agent's lowest free lane was
+// lane 0, where every first job used to land). Once lane 0 reports
+// healthy, the hub says so and the next job runs there again.
+func TestWorkerAvoidsSkippedLane(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("scheduler.max_lane_crashes_10m", "2"))
+	h := startTestHub(t, cfg)
+	url := h.URL()
+	drv := &sickLaneDriver{lanes: 3}
+	a, err := agent.New(agent.Config{HubURLs: []string{url}, ID: "wsick", Lanes: drv.lanes, DriverImpl: drv, Logger: testLogger(t)})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitWorker(t, url, "wsick", "lane 0 skipped", func(w persistence.WorkerInfo) bool {
+		return w.Alive && len(w.Lanes) == 3 && w.Lanes[0].Skipped == persistence.HealthSkipCrashes
+	})
+
+	var ids []string
+	for range 6 {
+		ids = append(ids, submit(t, url, `{"mode":"noop","params":{"sleep_ms":150}}`).ID)
+	}
+	for _, id := range ids {
+		j := waitFinal(t, url, id, 20*time.Second)
+		require.Equal(t, persistence.StatusSucceeded, j.Status, "job %s: %s %s", id, j.Reason, j.Error)
+		require.NotEqual(t, drv.LaneURL("wsick", 0), j.Lane, "job %s ran on the skipped lane", id)
+	}
+	ran := drv.lanesRun()
+	require.Len(t, ran, len(ids))
+	require.NotContains(t, ran, 0, "lanes run: %v", ran)
+
+	drv.healed.Store(true) // the agent's next health check (2 s) reports it
+	waitWorker(t, url, "wsick", "lane 0 healthy again", func(w persistence.WorkerInfo) bool {
+		return len(w.Lanes) == 3 && w.Lanes[0].Health != nil && w.Lanes[0].Skipped == ""
+	})
+	j := waitFinal(t, url, submit(t, url, `{"mode":"noop"}`).ID, 20*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, j.Status, "%s %s", j.Reason, j.Error)
+	require.Equal(t, drv.LaneURL("wsick", 0), j.Lane, "a lane healthy again is the lowest free lane")
 }

@@ -22,6 +22,10 @@ type rawLink struct {
 	t      *testing.T
 	conn   *websocket.Conn
 	frames chan messages.Frame // read by one goroutine: gorilla fails every read after a timed-out one
+	// skips gets the lane_skip frames, kept out of frames: the hub sends
+	// one whenever the worker's skipped lanes change, which most tests
+	// of frames do not care about.
+	skips chan messages.Frame
 }
 
 func dialRawLink(t *testing.T, hubURL, id string, lanes int) *rawLink {
@@ -53,7 +57,7 @@ func dialRawLinkHello(t *testing.T, hubURL, id, token string, hello messages.Fra
 	conn, err := dialLink(hubURL, id, token)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	l := &rawLink{t: t, conn: conn, frames: make(chan messages.Frame, 64)}
+	l := &rawLink{t: t, conn: conn, frames: make(chan messages.Frame, 64), skips: make(chan messages.Frame, 16)}
 	go func() {
 		defer close(l.frames)
 		for {
@@ -61,7 +65,15 @@ func dialRawLinkHello(t *testing.T, hubURL, id, token string, hello messages.Fra
 			if err != nil {
 				return
 			}
-			if f, err := messages.DecodeFrame(b); err == nil {
+			f, err := messages.DecodeFrame(b)
+			switch {
+			case err != nil:
+			case f.Type == messages.TypeLaneSkip:
+				select {
+				case l.skips <- f:
+				default: // a test that does not read them
+				}
+			default:
 				l.frames <- f
 			}
 		}
@@ -78,6 +90,17 @@ func (l *rawLink) send(f messages.Frame) {
 }
 
 // next returns the next frame within d; a zero Frame when none came.
+// nextSkip is the next lane_skip frame, a zero Frame when none comes
+// within d.
+func (l *rawLink) nextSkip(d time.Duration) messages.Frame {
+	select {
+	case f := <-l.skips:
+		return f
+	case <-time.After(d):
+		return messages.Frame{}
+	}
+}
+
 func (l *rawLink) next(d time.Duration) messages.Frame {
 	select {
 	case f := <-l.frames:

@@ -21,6 +21,9 @@ type silentConn struct{ got chan *messages.ConnSend }
 
 func (s *silentConn) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(*messages.ConnSend); ok {
+		if f, err := messages.DecodeFrame(m.Frame); err == nil && f.Type == messages.TypeLaneSkip {
+			return // the grain telling a link it did not accept its skipped lanes (none)
+		}
 		s.got <- m
 	}
 }

@@ -57,6 +57,13 @@ const (
 	// job JobID or session SessionID (live.go): it dials a dedicated
 	// socket GET /workers/{id}/live/{LiveID} and streams the page's frames.
 	TypeLiveOpen = "live_open"
+	// TypeLaneSkip tells the worker which of its lanes health-aware
+	// placement skips (SkipLanes; absent or empty: none), so that its lane
+	// pool takes a healthy free lane first: the hub counts a sick lane as
+	// taken, but only the worker picks the lane a job runs on. Sent when
+	// the set changes and on a new link that has any; a worker starts each
+	// link with none. An older worker logs it as unknown and keeps the link.
+	TypeLaneSkip = "lane_skip"
 	// TypeError answers a malformed or unknown frame; the link stays open.
 	TypeError = "error"
 )
@@ -168,6 +175,9 @@ type Frame struct {
 	// without comparing clocks across machines.
 	State    string `json:"state,omitempty"`
 	UptimeMS int64  `json:"uptime_ms,omitempty"`
+
+	// lane_skip: the lanes placement skips, ascending by lane.
+	SkipLanes []LaneSkip `json:"skip_lanes,omitempty"`
 
 	// welcome
 	HeartbeatIntervalMS int64  `json:"heartbeat_interval_ms,omitempty"`
@@ -303,7 +313,7 @@ var knownTypes = map[string]bool{
 	TypeWelcome: true, TypeAssignJob: true, TypeCancelJob: true,
 	TypeSessionCommand: true, TypeDrain: true, TypeJobAck: true, TypeError: true,
 	TypeJobQuery: true, TypeJobStatus: true, TypeTunnelOpen: true,
-	TypeLiveOpen: true,
+	TypeLiveOpen: true, TypeLaneSkip: true,
 }
 
 // DecodeFrame parses one frame and checks the fields its type needs. It never
@@ -417,8 +427,54 @@ func (f *Frame) validate() error {
 		}
 	case TypeLiveOpen:
 		return checkLiveOpen(f)
+	case TypeLaneSkip:
+		return checkLaneSkips(f.SkipLanes)
 	}
 	return nil
+}
+
+// LaneSkip is one lane of a lane_skip frame: its index and why placement
+// skips it (one of persistence.HealthSkip*; a worker takes any reason of
+// MaxSkipReasonBytes of a-z 0-9 _, so that a reason added later still
+// steers an older worker off the lane).
+type LaneSkip struct {
+	Lane   int    `json:"lane"`
+	Reason string `json:"reason"`
+}
+
+// MaxSkipReasonBytes bounds a lane_skip entry's reason.
+const MaxSkipReasonBytes = 64
+
+// checkLaneSkips bounds a lane_skip list: at most maxLanes entries, lanes
+// ascending (so none twice) within 0..maxLanes-1, each with a reason.
+func checkLaneSkips(skips []LaneSkip) error {
+	if len(skips) > maxLanes {
+		return fmt.Errorf("skip_lanes has %d entries, limit %d", len(skips), maxLanes)
+	}
+	for i, s := range skips {
+		if s.Lane < 0 || s.Lane >= maxLanes {
+			return fmt.Errorf("skip_lanes[%d].lane %d out of range 0..%d", i, s.Lane, maxLanes-1)
+		}
+		if i > 0 && s.Lane <= skips[i-1].Lane {
+			return fmt.Errorf("skip_lanes[%d].lane %d: lanes must be ascending, each once", i, s.Lane)
+		}
+		if !validSkipReason(s.Reason) {
+			return fmt.Errorf("skip_lanes[%d].reason %.80q: use 1-%d of a-z 0-9 _", i, s.Reason, MaxSkipReasonBytes)
+		}
+	}
+	return nil
+}
+
+func validSkipReason(r string) bool {
+	if r == "" || len(r) > MaxSkipReasonBytes {
+		return false
+	}
+	for i := 0; i < len(r); i++ {
+		if c := r[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkURLs bounds the lane addresses a worker reports.

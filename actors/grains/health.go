@@ -1,7 +1,10 @@
 package grains
 
 import (
+	"log/slog"
 	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -91,8 +94,9 @@ func healthIndex(reason string) int {
 
 // healthOK is the health filter of Eligible, called only for a candidate
 // with a health mark: a worker short of /dev/shm is skipped like a full
-// disk; a worker's unhealthy lanes count as taken, because the worker
-// picks its own lane for a job and the hub cannot steer it off one.
+// disk; a worker's unhealthy lanes count as taken: the worker picks its
+// own lane for a job, steered off them by lane_skip (syncSkips), so only
+// its healthy lanes are capacity.
 func (r PickRule) healthOK(c *Candidate) bool {
 	switch {
 	case c.ShmLow:
@@ -160,4 +164,64 @@ func (g *workerGrain) judgeHealth(st *messages.SchedWorkerState) {
 	n, reason := g.deps.Timing.Health.judge(&g.info)
 	st.UnhealthyLanes, st.UnhealthyReason = int32(n), reason
 	st.ShmLow = g.info.Skipped == persistence.HealthSkipShm
+}
+
+// skipSent is what a worker was last told of its skipped lanes (lane_skip),
+// so that the frame goes only when the set changed: a worker starts each
+// link with none, and an activation that took over a link it did not
+// accept does not know what the worker holds.
+type skipSent struct {
+	conn    *actor.PID // the link told; nil: none yet
+	reasons []string   // per lane, as sent; shorter means "" for the rest
+}
+
+// newLink records a link the worker just opened: it skips nothing yet.
+func (s *skipSent) newLink(conn *actor.PID) { s.conn, s.reasons = conn, s.reasons[:0] }
+
+// differs: lanes' skip marks are not what was sent.
+func (s *skipSent) differs(lanes []persistence.LaneStatus) bool {
+	for i := range lanes {
+		sent := ""
+		if i < len(s.reasons) {
+			sent = s.reasons[i]
+		}
+		if sent != lanes[i].Skipped {
+			return true
+		}
+	}
+	for i := len(lanes); i < len(s.reasons); i++ {
+		if s.reasons[i] != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// syncSkips tells the worker which of its lanes placement skips (judged in
+// publish) when that changed since it was last told, or when this
+// activation does not know what the link was told (a restart, a move, a
+// link adopted by a heartbeat): placement counts a sick lane as taken, but
+// only the worker picks the lane a job runs on. Called after a hello or a
+// heartbeat, the only reports that change health, never per job.
+func (g *workerGrain) syncSkips(ctx actor.Context) {
+	if g.conn == nil {
+		return
+	}
+	unknown := !samePID(g.skips.conn, g.conn)
+	if !unknown && !g.skips.differs(g.info.Lanes) {
+		return
+	}
+	f := messages.Frame{Type: messages.TypeLaneSkip}
+	reasons := g.skips.reasons[:0]
+	for i := range g.info.Lanes {
+		r := g.info.Lanes[i].Skipped
+		reasons = append(reasons, r)
+		if r != "" {
+			f.SkipLanes = append(f.SkipLanes, messages.LaneSkip{Lane: i, Reason: r})
+		}
+	}
+	g.skips.conn, g.skips.reasons = g.conn, reasons
+	g.log.Info("telling the worker which lanes placement skips", slog.Int("skipped", len(f.SkipLanes)),
+		slog.Int("lanes", len(g.info.Lanes)))
+	g.send(ctx, f)
 }

@@ -113,6 +113,24 @@ func (l *profileLocks) placed(id, worker string) {
 	}
 }
 
+// parked yields the jobs the lock holds outside the queue: waiting for a
+// profile in use, or for their warm worker. They wait like queued jobs, so
+// SchedStats counts them as queued (and in ProfileWaiting).
+func (l *profileLocks) parked(yield func(queuedJob) bool) {
+	for _, ws := range l.waiters {
+		for _, w := range ws {
+			if !yield(w) {
+				return
+			}
+		}
+	}
+	for _, w := range l.warm {
+		if !yield(w.q) {
+			return
+		}
+	}
+}
+
 // inUse maps each held profile to its holder (a copy, for SchedStats).
 func (l *profileLocks) inUse() map[string]string {
 	if len(l.holder) == 0 {

@@ -2,8 +2,11 @@ package grains
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // TestProfileLockOneHolderWaitersInOrder: the first job holds the
@@ -53,4 +56,43 @@ func TestProfileLockReleaseStopsAffinityTimer(t *testing.T) {
 	require.True(t, stopped)
 	require.Empty(t, l.warm)
 	require.Nil(t, l.inUse())
+}
+
+// TestStatsCountProfileWaiting: the jobs the profile lock parks outside
+// the queue (waiting for the profile, or for their warm worker) count as
+// queued, by mode and by tenant too, and ProfileWaiting says how many of
+// them the lock holds; a holder placed or queued is not counted twice.
+func TestStatsCountProfileWaiting(t *testing.T) {
+	d := &Deps{Now: time.Now}
+	s := &schedulerGrain{deps: d, workers: map[string]*Candidate{}, pending: map[string]string{},
+		delayed: newDelayedJobs(), book: newTenantBook(), profiles: newProfileLocks()}
+	s.queue = s.newQueue()
+	s.queue.PushBack(queuedJob{id: "q1", mode: messages.ModeNoop, tenant: "acme"})
+	st := s.stats()
+	require.Equal(t, 1, st.Queued)
+	require.Zero(t, st.ProfileWaiting)
+
+	// "h" holds profile p and is queued; "w1", "w2" wait for p.
+	require.True(t, s.profiles.acquire(queuedJob{id: "h", mode: messages.ModeFetch, tenant: "acme"}, "p"))
+	s.queue.PushBack(queuedJob{id: "h", mode: messages.ModeFetch, tenant: "acme"})
+	require.True(t, s.profileEnqueue(queuedJob{id: "w1", mode: messages.ModeFetch, tenant: "acme"}, "p"))
+	require.True(t, s.profileEnqueue(queuedJob{id: "w2", mode: messages.ModeMacro, tenant: "beta"}, "p"))
+	// "k" holds profile k and waits for its warm worker, out of the queue.
+	require.True(t, s.profiles.acquire(queuedJob{id: "k", mode: messages.ModeFetch}, "k"))
+	s.profiles.warm["k"] = warmJob{q: queuedJob{id: "k", mode: messages.ModeFetch}, worker: "w9"}
+
+	st = s.stats()
+	require.Equal(t, 3, st.ProfileWaiting, "w1, w2 and k wait outside the queue")
+	require.Equal(t, 5, st.Queued, "q1 and h in the queue, and the three parked")
+	require.Equal(t, 3, st.QueuedByMode[messages.ModeFetch])
+	require.Equal(t, 1, st.QueuedByMode[messages.ModeMacro])
+	require.Equal(t, 1, st.QueuedByMode[messages.ModeNoop])
+	require.Equal(t, map[string]int{"acme": 3, "beta": 1, "": 1}, st.QueuedByTenant)
+
+	// The holder ends: w1 takes the profile and the queue, w2 still waits.
+	s.queue.Remove("h")
+	s.profileRelease("h")
+	st = s.stats()
+	require.Equal(t, 2, st.ProfileWaiting, "w2 and k")
+	require.Equal(t, 4, st.Queued, "q1, w1, w2, k")
 }

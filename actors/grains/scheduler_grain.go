@@ -75,7 +75,15 @@ type schedRebuild struct{}
 // SchedStats is the scheduler's state in numbers (SchedGetStats reply).
 // The fleet fields feed /metrics at scrape time (metrics.Fleet).
 type SchedStats struct {
+	// Queued counts the jobs waiting for a worker: in the queue, and
+	// parked by the profile lock (ProfileWaiting of them), so that GET
+	// /pressure, the max_queued admission and paprika_queue_depth see
+	// every waiting job. QueuedByMode and QueuedByTenant count both too.
 	Queued int `json:"queued"`
+	// ProfileWaiting counts the queued jobs the profile lock holds out of
+	// the queue: waiting for their profile's holder to end, or for the
+	// worker that ran the profile last (profiles.go).
+	ProfileWaiting int `json:"profile_waiting"`
 	// Scheduled counts the jobs held until their run_at (not queued yet).
 	Scheduled int `json:"scheduled"`
 	Pending   int `json:"pending"`
@@ -264,6 +272,11 @@ func (s *schedulerGrain) stats() SchedStats {
 	for m, n := range s.queue.ByMode() {
 		st.QueuedByMode[metricMode(m)] += n
 	}
+	for q := range s.profiles.parked {
+		st.ProfileWaiting++
+		st.QueuedByMode[metricMode(q.mode)]++
+	}
+	st.Queued += st.ProfileWaiting
 	s.tenantStats(&st)
 	st.ProfilesInUse = s.profiles.inUse()
 	now := s.deps.Clock()

@@ -189,7 +189,11 @@ const maxTenantStats = 10_000
 
 // tenantStats fills SchedStats' per-tenant counts.
 func (s *schedulerGrain) tenantStats(st *SchedStats) {
-	st.QueuedByTenant = boundedCounts(s.queue.QueuedByTenant())
+	queued := s.queue.QueuedByTenant()
+	for q := range s.profiles.parked { // they count against max_queued too
+		queued[q.tenant]++
+	}
+	st.QueuedByTenant = boundedCounts(queued)
 	st.RunningByTenant = boundedCounts(s.book.count)
 	st.TenantNames = s.tenantNames()
 }

@@ -47,6 +47,9 @@ type workerGrain struct {
 	approval        approvalState
 	approvalGen     int
 	approvalReading bool
+	// skips: what the worker on link skipConn was last told of its
+	// skipped lanes (health.go, syncSkips).
+	skips skipSent
 }
 
 // ConnAckTimeout bounds the wait for a WorkerConn to take a frame; a live
@@ -246,6 +249,8 @@ func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, h
 	g.log.Info("worker connected", slog.String("lan_ip", hello.LanIP), slog.Int("max_concurrent", caps.MaxConcurrent),
 		slog.Int("running", len(g.running)), slog.String("status", g.status()))
 	g.publish(ctx)
+	g.skips.newLink(newConn)
+	g.syncSkips(ctx)
 	return ok(g.infoJSON())
 }
 
@@ -288,6 +293,7 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 	g.info.LastSeen = g.deps.Clock()
 	g.info.Reported, g.info.ReportedAt = f.Running, g.info.LastSeen
 	g.publish(ctx)
+	g.syncSkips(ctx)
 }
 
 // laneStatuses lists n lanes with their states; states is used only when it

@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -101,10 +100,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 	if err != nil {
 		return persistence.Job{}, false, err
 	}
-	data, err := json.Marshal(j)
-	if err != nil {
-		return persistence.Job{}, false, fmt.Errorf("create job %s: encode: %w", j.ID, err)
-	}
+	data := encodeJob(&j)
 	var (
 		out     persistence.Job
 		created bool
@@ -319,10 +315,11 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 		out   persistence.Job
 		fnErr error // the transition's own verdict, already in context
 	)
+	key := []byte(id)
 	err := s.group.update(func(tx *bbolt.Tx) error {
 		out, fnErr = persistence.Job{}, nil
 		jobs := tx.Bucket(bucketJobs)
-		j, err := loadJob(jobs, []byte(id))
+		j, err := loadJob(jobs, key)
 		if err != nil {
 			fnErr = s.wrap(err, "%s job %s", op, id) // a verdict too: no write
 			return nil
@@ -340,11 +337,7 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 				return err
 			}
 		}
-		data, err := json.Marshal(j)
-		if err != nil {
-			return fmt.Errorf("encode: %w", err)
-		}
-		if err := jobs.Put([]byte(id), data); err != nil {
+		if err := jobs.Put(key, encodeJob(&j)); err != nil {
 			return err
 		}
 		out = j
@@ -376,15 +369,9 @@ func loadJob(jobs *bbolt.Bucket, id []byte) (persistence.Job, error) {
 	if data == nil {
 		return persistence.Job{}, persistence.ErrNotFound
 	}
-	// A job stored before priorities existed has none: it gets the
-	// default, as a submission without one does.
-	j := persistence.Job{Priority: persistence.DefaultPriority}
-	if err := json.Unmarshal(data, &j); err != nil {
+	j, err := decodeJob(data)
+	if err != nil {
 		return persistence.Job{}, fmt.Errorf("decode job %s: %w", id, err)
-	}
-	// json.RawMessage keeps a literal null; the job was stored without one.
-	if string(j.Params) == "null" {
-		j.Params = nil
 	}
 	return j, nil
 }

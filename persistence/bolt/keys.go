@@ -22,10 +22,13 @@ const tsLen = 8
 
 // orderKey is ts ‖ id: a job's position in listing order.
 func orderKey(createdAt time.Time, id string) []byte {
-	k := make([]byte, tsLen, tsLen+len(id))
+	return appendOrderKey(make([]byte, 0, tsLen+len(id)), createdAt, id)
+}
+
+func appendOrderKey(k []byte, createdAt time.Time, id string) []byte {
 	// Flipping the sign bit makes unsigned byte order match signed time
 	// order, for the (unlikely) created_at before 1970.
-	binary.BigEndian.PutUint64(k, uint64(createdAt.UnixNano())^(1<<63))
+	k = binary.BigEndian.AppendUint64(k, uint64(createdAt.UnixNano())^(1<<63))
 	return append(k, id...)
 }
 
@@ -36,7 +39,8 @@ func statusPrefix(s persistence.Status) []byte {
 
 // statusKey is status ‖ 0 ‖ ts ‖ id.
 func statusKey(j *persistence.Job) []byte {
-	return append(statusPrefix(j.Status), orderKey(j.CreatedAt, j.ID)...)
+	k := make([]byte, 0, len(j.Status)+1+tsLen+len(j.ID))
+	return appendOrderKey(append(append(k, j.Status...), 0), j.CreatedAt, j.ID)
 }
 
 // encodeCursor makes the opaque cursor that resumes listing after the

@@ -8,7 +8,7 @@
 // Layout (all keys are bytes; ts is created_at as big-endian Unix
 // nanoseconds with the sign bit flipped, so byte order is time order):
 //
-//	jobs        id                   → job JSON
+//	jobs        id                   → job record (codec.go; older files' JSON still read)
 //	by_created  ts ‖ id              → empty   (every job, listing order)
 //	by_status   status ‖ 0 ‖ ts ‖ id  → empty   (the same, per status)
 //	idempotency key                  → id

@@ -87,7 +87,8 @@ func TestCodecTruncated(t *testing.T) {
 
 // TestLegacyJSONRecords: a file written before the binary record (jobs
 // stored as JSON) is read as it was, and its jobs still move; what they
-// are then written as is the binary record.
+// are then written as is the binary record; its by_created index is
+// dropped and listing still finds them.
 func TestLegacyJSONRecords(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "jobs.db")
@@ -107,7 +108,15 @@ func TestLegacyJSONRecords(t *testing.T) {
 		_ = json.Unmarshal(data, &m)
 		delete(m, "priority")
 		data, _ = json.Marshal(m)
-		return tx.Bucket(bucketJobs).Put([]byte(j.ID), data)
+		if err := tx.Bucket(bucketJobs).Put([]byte(j.ID), data); err != nil {
+			return err
+		}
+		// Older files also had a listing index of their own.
+		old, err := tx.CreateBucket(bucketByCreatedOld)
+		if err != nil {
+			return err
+		}
+		return old.Put(appendOrderKey(nil, j.CreatedAt, j.ID), []byte{})
 	}))
 	require.NoError(t, db.Close())
 
@@ -128,6 +137,13 @@ func TestLegacyJSONRecords(t *testing.T) {
 	running, _, err := s.List(ctx, persistence.ListQuery{Status: persistence.StatusRunning})
 	require.NoError(t, err)
 	require.Len(t, running, 1)
+	all, _, err := s.List(ctx, persistence.ListQuery{})
+	require.NoError(t, err)
+	require.Equal(t, running, all)
+	require.NoError(t, s.db.View(func(tx *bbolt.Tx) error {
+		require.Nil(t, tx.Bucket(bucketByCreatedOld), "the old listing index is dropped at open")
+		return nil
+	}))
 }
 
 func BenchmarkCodec(b *testing.B) {

@@ -11,20 +11,18 @@ import (
 )
 
 var (
-	bucketJobs        = []byte("jobs")
-	bucketByCreated   = []byte("by_created")
-	bucketByStatus    = []byte("by_status")
-	bucketIdempotency = []byte("idempotency")
+	bucketJobs = []byte("jobs")
+	// bucketByCreatedOld is the listing index of older files, dropped at
+	// open (dropByCreated).
+	bucketByCreatedOld = []byte("by_created")
+	bucketByStatus     = []byte("by_status")
+	bucketIdempotency  = []byte("idempotency")
 )
 
 // tsLen is the length of the encoded created_at.
 const tsLen = 8
 
-// orderKey is ts ‖ id: a job's position in listing order.
-func orderKey(createdAt time.Time, id string) []byte {
-	return appendOrderKey(make([]byte, 0, tsLen+len(id)), createdAt, id)
-}
-
+// appendOrderKey appends ts ‖ id, a job's position in listing order.
 func appendOrderKey(k []byte, createdAt time.Time, id string) []byte {
 	// Flipping the sign bit makes unsigned byte order match signed time
 	// order, for the (unlikely) created_at before 1970.

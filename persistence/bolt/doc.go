@@ -8,10 +8,13 @@
 // Layout (all keys are bytes; ts is created_at as big-endian Unix
 // nanoseconds with the sign bit flipped, so byte order is time order):
 //
-//	jobs        id                   → job JSON
-//	by_created  ts ‖ id              → empty   (every job, listing order)
-//	by_status   status ‖ 0 ‖ ts ‖ id  → empty   (the same, per status)
+//	jobs        id                   → job record (codec.go; older files' JSON still read)
+//	by_status   status ‖ 0 ‖ ts ‖ id  → empty   (every job once, listing order per status)
 //	idempotency key                  → id
+//
+// A listing of every status merges the status ranges (one cursor each),
+// so creating a job writes one index entry, not two; the by_created index
+// of older files is dropped at open.
 //
 // Every transition reads, checks and writes inside one bbolt Update
 // transaction; bbolt runs one writer at a time, so a conditional transition

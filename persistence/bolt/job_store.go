@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -49,9 +48,13 @@ func Open(path string, opts ...Option) (*JobStore, error) {
 	// with every commit: two to three fewer page writes per transition,
 	// durability unchanged.
 	opts = append([]Option{func(o *bbolt.Options) { o.NoFreelistSync = true; o.FreelistType = bbolt.FreelistMapType }}, opts...)
-	db, err := openDB(path, "job store", opts, bucketJobs, bucketByCreated, bucketByStatus, bucketIdempotency)
+	db, err := openDB(path, "job store", opts, bucketJobs, bucketByStatus, bucketIdempotency)
 	if err != nil {
 		return nil, err
+	}
+	if err := dropByCreated(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open job store %s: %w", path, err)
 	}
 	return &JobStore{db: db, path: path, group: newGroupCommitter(db)}, nil
 }
@@ -101,10 +104,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 	if err != nil {
 		return persistence.Job{}, false, err
 	}
-	data, err := json.Marshal(j)
-	if err != nil {
-		return persistence.Job{}, false, fmt.Errorf("create job %s: encode: %w", j.ID, err)
-	}
+	data := encodeJob(&j)
 	var (
 		out     persistence.Job
 		created bool
@@ -130,9 +130,6 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 			return nil
 		}
 		if err := jobs.Put(id, data); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketByCreated).Put(orderKey(j.CreatedAt, j.ID), []byte{}); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketByStatus).Put(statusKey(&j), []byte{}); err != nil {
@@ -195,19 +192,14 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 		next string
 	)
 	err = s.db.View(func(tx *bbolt.Tx) error {
-		index, prefix := tx.Bucket(bucketByCreated), []byte(nil)
+		statuses := persistence.Statuses
 		if q.Status != "" {
-			index, prefix = tx.Bucket(bucketByStatus), statusPrefix(q.Status)
+			statuses = []persistence.Status{q.Status}
 		}
+		m := newMerge(tx.Bucket(bucketByStatus), statuses, after, q.OldestFirst)
 		jobs := tx.Bucket(bucketJobs)
-		c := index.Cursor()
-		step := c.Prev
-		if q.OldestFirst {
-			step = c.Next
-		}
 		var last []byte // order key of the page's last job
-		for k := seek(c, prefix, after, q.OldestFirst); hasPrefix(k, prefix); k = stepKey(step) {
-			ord := k[len(prefix):]
+		for k, ord := m.next(); k != nil; k, ord = m.next() {
 			j, err := loadJob(jobs, ord[tsLen:])
 			if err != nil {
 				return fmt.Errorf("index entry %x: %w", k, err)
@@ -229,6 +221,76 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 		return nil, "", s.wrap(err, "list jobs")
 	}
 	return page, next, nil
+}
+
+// merge walks the by_status ranges of some statuses as one sequence in
+// listing order (order key, then id), so listing every job needs no index
+// of its own: by_status already has each job once, and a job's creation
+// writes one index entry instead of two.
+type merge struct {
+	runs      []mergeRun
+	ascending bool
+}
+
+type mergeRun struct {
+	prefix []byte
+	step   func() ([]byte, []byte)
+	k      []byte // current key; nil when the run is used up
+}
+
+func newMerge(index *bbolt.Bucket, statuses []persistence.Status, after []byte, ascending bool) *merge {
+	m := &merge{runs: make([]mergeRun, 0, len(statuses)), ascending: ascending}
+	for _, st := range statuses {
+		c := index.Cursor()
+		r := mergeRun{prefix: statusPrefix(st), step: c.Prev}
+		if ascending {
+			r.step = c.Next
+		}
+		if k := seek(c, r.prefix, after, ascending); hasPrefix(k, r.prefix) {
+			r.k = k
+		}
+		m.runs = append(m.runs, r)
+	}
+	return m
+}
+
+// next returns the next index key and its order key (ts ‖ id), or nil
+// at the end.
+func (m *merge) next() (key, ord []byte) {
+	best := -1
+	for i := range m.runs {
+		r := &m.runs[i]
+		if r.k == nil {
+			continue
+		}
+		if best < 0 {
+			best = i
+			continue
+		}
+		c := bytes.Compare(r.k[len(r.prefix):], m.runs[best].k[len(m.runs[best].prefix):])
+		if (m.ascending && c < 0) || (!m.ascending && c > 0) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil, nil
+	}
+	r := &m.runs[best]
+	key, ord = r.k, r.k[len(r.prefix):]
+	if r.k = stepKey(r.step); !hasPrefix(r.k, r.prefix) {
+		r.k = nil
+	}
+	return key, ord
+}
+
+// dropByCreated removes the listing index older files have (every job by
+// creation alone): List merges the status ranges instead.
+func dropByCreated(db *bbolt.DB) error {
+	var has bool
+	if err := db.View(func(tx *bbolt.Tx) error { has = tx.Bucket(bucketByCreatedOld) != nil; return nil }); err != nil || !has {
+		return err
+	}
+	return db.Update(func(tx *bbolt.Tx) error { return tx.DeleteBucket(bucketByCreatedOld) })
 }
 
 func stepKey(step func() ([]byte, []byte)) []byte {
@@ -319,10 +381,11 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 		out   persistence.Job
 		fnErr error // the transition's own verdict, already in context
 	)
+	key := []byte(id)
 	err := s.group.update(func(tx *bbolt.Tx) error {
 		out, fnErr = persistence.Job{}, nil
 		jobs := tx.Bucket(bucketJobs)
-		j, err := loadJob(jobs, []byte(id))
+		j, err := loadJob(jobs, key)
 		if err != nil {
 			fnErr = s.wrap(err, "%s job %s", op, id) // a verdict too: no write
 			return nil
@@ -340,11 +403,7 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 				return err
 			}
 		}
-		data, err := json.Marshal(j)
-		if err != nil {
-			return fmt.Errorf("encode: %w", err)
-		}
-		if err := jobs.Put([]byte(id), data); err != nil {
+		if err := jobs.Put(key, encodeJob(&j)); err != nil {
 			return err
 		}
 		out = j
@@ -376,15 +435,9 @@ func loadJob(jobs *bbolt.Bucket, id []byte) (persistence.Job, error) {
 	if data == nil {
 		return persistence.Job{}, persistence.ErrNotFound
 	}
-	// A job stored before priorities existed has none: it gets the
-	// default, as a submission without one does.
-	j := persistence.Job{Priority: persistence.DefaultPriority}
-	if err := json.Unmarshal(data, &j); err != nil {
+	j, err := decodeJob(data)
+	if err != nil {
 		return persistence.Job{}, fmt.Errorf("decode job %s: %w", id, err)
-	}
-	// json.RawMessage keeps a literal null; the job was stored without one.
-	if string(j.Params) == "null" {
-		j.Params = nil
 	}
 	return j, nil
 }

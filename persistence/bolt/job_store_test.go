@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,4 +177,61 @@ func TestGroupCommitConcurrentTransitions(t *testing.T) {
 	require.NoError(t, s.Close())
 	_, err = s.Claim(ctx, ids[0], "w0", time.Now())
 	require.ErrorIs(t, err, persistence.ErrUnavailable)
+}
+
+// TestListMergesStatuses: listing every status walks the status ranges as
+// one sequence, so jobs spread over queued, running and final statuses
+// come out in creation order, page after page, each exactly once.
+func TestListMergesStatuses(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t)
+	ctx := t.Context()
+	base := time.Now().Add(-time.Hour)
+	var want []string
+	for i := range 23 {
+		j, _, err := s.Create(ctx, persistence.Job{Mode: "noop", MaxAttempts: 1, TimeoutS: 60,
+			CreatedAt: base.Add(time.Duration(i*7%23) * time.Second)}) // created out of submission order
+		require.NoError(t, err)
+		switch i % 3 {
+		case 1:
+			_, err = s.Claim(ctx, j.ID, "w1", time.Now())
+		case 2:
+			_, err = s.Finish(ctx, j.ID, persistence.AnyAttempt, persistence.Finish{Status: persistence.StatusCanceled, Reason: persistence.ReasonCanceled})
+		}
+		require.NoError(t, err)
+		want = append(want, j.ID)
+	}
+	byCreated := func(oldestFirst bool) []string {
+		jobs := make(map[string]persistence.Job)
+		for _, id := range want {
+			j, err := s.Get(ctx, id)
+			require.NoError(t, err)
+			jobs[id] = j
+		}
+		ids := append([]string(nil), want...)
+		slices.SortFunc(ids, func(a, b string) int {
+			c := jobs[a].CreatedAt.Compare(jobs[b].CreatedAt)
+			if oldestFirst {
+				return c
+			}
+			return -c
+		})
+		return ids
+	}
+	for _, oldestFirst := range []bool{false, true} {
+		var got []string
+		cursor := ""
+		for {
+			page, next, err := s.List(ctx, persistence.ListQuery{Limit: 4, Cursor: cursor, OldestFirst: oldestFirst})
+			require.NoError(t, err)
+			for _, j := range page {
+				got = append(got, j.ID)
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		require.Equal(t, byCreated(oldestFirst), got, "oldest first: %v", oldestFirst)
+	}
 }

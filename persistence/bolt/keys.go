@@ -11,21 +11,22 @@ import (
 )
 
 var (
-	bucketJobs        = []byte("jobs")
-	bucketByCreated   = []byte("by_created")
-	bucketByStatus    = []byte("by_status")
-	bucketIdempotency = []byte("idempotency")
+	bucketJobs = []byte("jobs")
+	// bucketByCreatedOld is the listing index of older files, dropped at
+	// open (dropByCreated).
+	bucketByCreatedOld = []byte("by_created")
+	bucketByStatus     = []byte("by_status")
+	bucketIdempotency  = []byte("idempotency")
 )
 
 // tsLen is the length of the encoded created_at.
 const tsLen = 8
 
-// orderKey is ts ‖ id: a job's position in listing order.
-func orderKey(createdAt time.Time, id string) []byte {
-	k := make([]byte, tsLen, tsLen+len(id))
+// appendOrderKey appends ts ‖ id, a job's position in listing order.
+func appendOrderKey(k []byte, createdAt time.Time, id string) []byte {
 	// Flipping the sign bit makes unsigned byte order match signed time
 	// order, for the (unlikely) created_at before 1970.
-	binary.BigEndian.PutUint64(k, uint64(createdAt.UnixNano())^(1<<63))
+	k = binary.BigEndian.AppendUint64(k, uint64(createdAt.UnixNano())^(1<<63))
 	return append(k, id...)
 }
 
@@ -36,7 +37,8 @@ func statusPrefix(s persistence.Status) []byte {
 
 // statusKey is status ‖ 0 ‖ ts ‖ id.
 func statusKey(j *persistence.Job) []byte {
-	return append(statusPrefix(j.Status), orderKey(j.CreatedAt, j.ID)...)
+	k := make([]byte, 0, len(j.Status)+1+tsLen+len(j.ID))
+	return appendOrderKey(append(append(k, j.Status...), 0), j.CreatedAt, j.ID)
 }
 
 // encodeCursor makes the opaque cursor that resumes listing after the

@@ -65,9 +65,10 @@ type createResult struct {
 type createCall = call[createReq, createResult]
 
 // runCreates stores a batch of new jobs with one multi-row INSERT, atomic
-// like any statement: all rows or none. When it fails on a duplicate key
-// (an idempotent repeat, a taken id) every job of the batch goes again on
-// its own, so each caller gets the answer its own INSERT would have had.
+// like any statement: all rows or none. When the server refuses it for
+// one row's sake (a duplicate key: an idempotent repeat, a taken id) every
+// job of the batch goes again on its own, so each caller gets the answer
+// its own INSERT would have had.
 func (s *JobStore) runCreates(ctx context.Context, calls []*createCall) {
 	if len(calls) > 1 {
 		row := "(?" + strings.Repeat(", ?", len(calls[0].req.args)-1) + ", UTC_TIMESTAMP(6))"
@@ -94,7 +95,7 @@ func (s *JobStore) runCreates(ctx context.Context, calls []*createCall) {
 				c.res = createResult{j: c.req.j, created: true}
 			}
 			return
-		case serverErrorNumber(err) != erDupEntry:
+		case !ownFault(ctx, err):
 			for _, c := range calls {
 				c.err = s.fail(ctx, err, "create job %s", c.req.j.ID)
 			}

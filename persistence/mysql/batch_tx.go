@@ -65,6 +65,14 @@ func (s *JobStore) runTx(ctx context.Context, calls []*txCall) {
 		if err == nil {
 			return
 		}
+		if len(calls) > 1 && ownFault(ctx, err) {
+			// The server refused something one call asked (a value it
+			// would not store): each call goes alone, to get its own answer.
+			for _, c := range calls {
+				s.runTx(ctx, []*txCall{c})
+			}
+			return
+		}
 		if !retryable(err) || try == maxTxTries || ctx.Err() != nil {
 			for _, c := range calls {
 				c.res, c.err = persistence.Job{}, s.fail(ctx, err, "%s job %s", c.req.op, c.req.id)
@@ -72,6 +80,13 @@ func (s *JobStore) runTx(ctx context.Context, calls []*txCall) {
 			return
 		}
 	}
+}
+
+// ownFault reports whether err may be one call's own: an error the server
+// answered about a statement, not a broken connection, a rolled-back
+// deadlock victim or an ended trip.
+func ownFault(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && serverErrorNumber(err) != 0 && !unavailable(err) && !retryable(err)
 }
 
 // tryTx is one try of runTx. Trip one is START TRANSACTION, each

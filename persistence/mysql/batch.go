@@ -18,7 +18,7 @@ const (
 	// maxTripsInFlight is how many trips of one kind may be on the wire at
 	// once: two hide one trip's turnaround behind the other's without
 	// splitting the load into many small batches.
-	maxTripsInFlight = 2
+	maxTripsInFlight = 6
 	// maxBatchCalls bounds the jobs of one trip (the size of its IN list
 	// and of the transaction's lock set).
 	maxBatchCalls = 128

@@ -16,8 +16,14 @@ import (
 // and no answer is given before the trip that carries the call committed.
 const (
 	// maxTripsInFlight is how many trips of one kind may be on the wire at
-	// once: two hide one trip's turnaround behind the other's without
-	// splitting the load into many small batches.
+	// once. A few keep the server's threads (and the commits InnoDB groups
+	// into one log flush) working in parallel, which a loaded machine
+	// needs; batches form once that many are busy. Three kinds of 6 stay
+	// within the pool (DefaultMaxOpenConns).
+	//
+	// Measured over 2,000 no-op jobs through a hub: 2 in flight gave 1.3
+	// round trips per job but lost jobs/s and latency on a loaded server;
+	// 6 give 2.95.
 	maxTripsInFlight = 6
 	// maxBatchCalls bounds the jobs of one trip (the size of its IN list
 	// and of the transaction's lock set).

@@ -36,6 +36,8 @@ type workerGrain struct {
 	heldAt   map[string]time.Time
 	sending  map[string][]*actor.PID // job id → callers waiting for its link to take the frame
 	lostStop supervise.Stop
+	// registryStop: a registry write is due (publishSoon); nil when none.
+	registryStop supervise.Stop
 	// verifying: reported ids whose holder the job store is being asked
 	// about; refused: reported ids it said this worker does not hold, and
 	// when (worker_adopt.go).
@@ -66,6 +68,16 @@ const ConnAckTimeout = 3 * time.Second
 // costs a "rejected" requeue.
 const SlotPruneAfter = 5 * time.Second
 
+// registryFlushDelay is how long a slot change (an assignment or a
+// release) may wait for its registry write, so that a busy worker's many
+// changes go as one write. The registry's list of running jobs is only
+// read by a later activation and the reconciler; the worker's own report
+// corrects a stale one (and an over-assignment costs a rejected requeue).
+const registryFlushDelay = 250 * time.Millisecond
+
+// registryFlushTick writes the registry record publishSoon left due.
+type registryFlushTick struct{}
+
 // workerLostTick fires orphan_grace after the socket closed.
 type workerLostTick struct{ conn *actor.PID }
 
@@ -93,7 +105,7 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 		if att, ok := g.running[msg.JobId]; ok && (msg.Attempt == 0 || att == msg.Attempt || att == 0) {
 			g.release(msg.JobId)
 			g.info.InFlight = len(g.running)
-			g.publish(ctx)
+			g.publishSoon(ctx)
 		}
 	case *messages.WorkerForward:
 		if g.conn != nil {
@@ -115,6 +127,9 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 		g.pushScheduler(ctx)
 	case *workerLostTick:
 		g.lost(ctx, msg)
+	case *registryFlushTick:
+		g.registryStop = nil
+		g.writeRegistry()
 	case *supervise.InjectPanic:
 		panic("injected panic in worker grain " + g.id)
 	}
@@ -473,7 +488,7 @@ func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, 
 		g.publish(ctx)
 		return fail(messages.CodeNotConnected, "worker %s link is gone: %s", g.id, ErrString(err, r))
 	}
-	g.publish(ctx)
+	g.publishSoon(ctx)
 	return ok(nil)
 }
 
@@ -550,6 +565,24 @@ func (g *workerGrain) send(ctx actor.Context, f messages.Frame) {
 // publish pushes the state to the scheduler and the fleet registry.
 func (g *workerGrain) publish(ctx actor.Context) {
 	g.pushScheduler(ctx)
+	g.writeRegistry()
+}
+
+// publishSoon pushes the state to the scheduler now and to the registry
+// within registryFlushDelay, one write for all the changes until then.
+func (g *workerGrain) publishSoon(ctx actor.Context) {
+	g.pushScheduler(ctx)
+	if g.registryStop == nil {
+		g.registryStop = g.timers.After(registryFlushDelay, &registryFlushTick{})
+	}
+}
+
+// writeRegistry writes the record, which also settles a write that was due.
+func (g *workerGrain) writeRegistry() {
+	if g.registryStop != nil {
+		g.registryStop()
+		g.registryStop = nil
+	}
 	g.info.Connected = g.conn != nil
 	g.info.Link, g.info.LinkStarted = "", 0
 	if g.conn != nil {

@@ -22,6 +22,28 @@
 // transaction: the row lock taken by the UPDATE keeps any other writer out
 // until the job is read. Nothing is ever half-written.
 //
+// # Batching
+//
+// With client-side interpolation (the default, see below) the store sends
+// many jobs' calls per round trip, as River's batch completer does
+// (batch.go): a call that finds no trip of its kind in flight goes at
+// once; calls arriving meanwhile wait for it and go together in the next.
+// Transitions of a batch share one transaction (batch_tx.go): START
+// TRANSACTION, each conditional UPDATE with its own SELECT ROW_COUNT(),
+// one read of every job of the batch and COMMIT, all one multi-statement
+// trip; the transitions computed from their row (Finish, Requeue and the
+// retry ones, which write the attempts log) read the rows FOR UPDATE in
+// that trip and write them back with the COMMIT in a second. Reads of a
+// batch are one SELECT … WHERE id IN, creates one multi-row INSERT. Each
+// caller still gets its own answer — its own condition, fence and error —
+// and only after the COMMIT that made it durable; a trip that fails fails
+// every call in it, after which a caller reads the job again as for any
+// lost answer, and a statement the server refuses for one call's sake
+// sends each call of the batch again alone. A caller whose context ends
+// before its call left the queue is taken out, and nothing it asked
+// happens. On a busy hub this is about 1.3 round trips and 7 statements
+// per job instead of 9 and 13.
+//
 // The connection is opened with clientFoundRows, so RowsAffected counts
 // matched rows: a SetLane that writes the lane already stored still wins.
 //
@@ -46,6 +68,7 @@
 // The DSN is the driver's (user:pass@tcp(host:3306)/db?param=value). Open
 // forces parseTime=true, loc=UTC, clientFoundRows=true and
 // rejectReadOnly=true, and sets a 5 s dial timeout when the DSN sets none.
-// interpolateParams=true saves one round trip per statement and is left to
-// the operator.
+// interpolateParams=true (and with it multiStatements) is set unless the
+// DSN names interpolateParams, charset or collation; without it every call
+// goes alone, as prepared statements.
 package mysql

@@ -28,3 +28,9 @@ const (
 
 // TruncatedMark ends an error message cut to fit its column.
 const TruncatedMark = truncatedMark
+
+// Trips counts the batched round trips of s so far: transitions, reads,
+// creates.
+func Trips(s *JobStore) (txs, gets, creates int64) {
+	return s.txs.trips.Load(), s.gets.trips.Load(), s.creates.trips.Load()
+}

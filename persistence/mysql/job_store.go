@@ -25,6 +25,11 @@ type JobStore struct {
 	// oneTrip: claim and finish go as one multi-statement round trip
 	// (one_trip.go); only with client-side interpolation.
 	oneTrip bool
+	// The batchers of batch.go (only with oneTrip): transitions, reads
+	// and creates of many jobs per round trip.
+	txs     *batcher[txReq, persistence.Job]
+	gets    *batcher[string, persistence.Job]
+	creates *batcher[createReq, createResult]
 
 	closed atomic.Bool
 }
@@ -80,6 +85,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*JobStore, error) {
 	db.SetConnMaxIdleTime(DefaultConnMaxIdleTime)
 
 	s := &JobStore{db: db, where: cfg.Addr + "/" + cfg.DBName, oneTrip: cfg.InterpolateParams}
+	s.txs, s.gets, s.creates = newBatcher(s.runTx), newBatcher(s.runGets), newBatcher(s.runCreates)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, s.fail(ctx, err, "open mysql job store")
@@ -129,6 +135,23 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 		return persistence.Job{}, false, fmt.Errorf("create job %s: %w", j.ID, err)
 	}
 	args = append(args, retry...)
+	if s.oneTrip {
+		r, err := s.creates.do(ctx, createReq{j: j, args: args}, createSize(args))
+		if err != nil && err == ctx.Err() { // left before its trip: nothing was written
+			return persistence.Job{}, false, s.fail(ctx, err, "create job %s", j.ID)
+		}
+		if err != nil {
+			return persistence.Job{}, false, err
+		}
+		return r.j, r.created, nil
+	}
+	return s.insertOne(ctx, j, args)
+}
+
+// insertOne stores prepared job j with its own INSERT, and on a duplicate
+// key answers the idempotent repeat or the taken id.
+func (s *JobStore) insertOne(ctx context.Context, j persistence.Job, args []any) (persistence.Job, bool, error) {
+	var err error
 	for try := 1; ; try++ {
 		_, err = s.db.ExecContext(ctx, insertJobSQL, args...)
 		// InnoDB may pick concurrent inserts of one unique key as deadlock
@@ -164,7 +187,15 @@ func (s *JobStore) Get(ctx context.Context, id string) (persistence.Job, error) 
 	if err := s.usable(); err != nil {
 		return persistence.Job{}, fmt.Errorf("get job %s: %w", id, err)
 	}
-	j, err := getJob(ctx, s.db, id)
+	var (
+		j   persistence.Job
+		err error
+	)
+	if s.oneTrip {
+		j, err = s.gets.do(ctx, id, len(id))
+	} else {
+		j, err = getJob(ctx, s.db, id)
+	}
 	if err != nil {
 		return persistence.Job{}, s.fail(ctx, err, "get job %s", id)
 	}

@@ -79,6 +79,9 @@ func (s *JobStore) mutate(ctx context.Context, op, id string, apply func(*persis
 	if err := s.usable(); err != nil {
 		return persistence.Job{}, fmt.Errorf("%s job %s: %w", op, id, err)
 	}
+	if s.oneTrip {
+		return s.transact(ctx, txReq{op: op, id: id, apply: apply}, mutateRowSize)
+	}
 	for try := 1; ; try++ {
 		j, err := s.tryMutate(ctx, op, id, apply)
 		if err == nil || !retryable(err) || try == maxTxTries || ctx.Err() != nil {
@@ -108,17 +111,11 @@ func (s *JobStore) tryMutate(ctx context.Context, op, id string, apply func(*per
 	}
 	j.StartedAt, j.FinishedAt = micro(j.StartedAt), micro(j.FinishedAt)
 	j.Error = clipError(j.Error)
-	assets, err := encodeJSON(j.Assets, len(j.Assets) == 0)
-	if err != nil {
-		return persistence.Job{}, fmt.Errorf("%s job %s: encode assets: %w", op, id, err)
-	}
-	retry, err := encodeRetry(&j)
+	args, err := mutateArgs(&j)
 	if err != nil {
 		return persistence.Job{}, fmt.Errorf("%s job %s: %w", op, id, err)
 	}
-	args := []any{string(j.Status), j.Reason, j.Error, nullString(j.WorkerID), j.Lane, j.Attempts, j.MaxAttempts,
-		nullTime(j.StartedAt), nullTime(j.FinishedAt), nullJSON(j.Result), assets}
-	args = append(append(args, retry...), id)
+	args = append(args, id)
 	if _, err := tx.ExecContext(ctx, mutateSQL, args...); err != nil {
 		return persistence.Job{}, s.fail(ctx, err, "%s job %s", op, id)
 	}
@@ -127,6 +124,22 @@ func (s *JobStore) tryMutate(ctx context.Context, op, id string, apply func(*per
 		return persistence.Job{}, s.fail(ctx, err, "%s job %s: commit", op, id)
 	}
 	return j, nil
+}
+
+// mutateArgs is the SET values of mutateSQL for j, in order; the times of
+// its attempts log are truncated as stored.
+func mutateArgs(j *persistence.Job) ([]any, error) {
+	assets, err := encodeJSON(j.Assets, len(j.Assets) == 0)
+	if err != nil {
+		return nil, fmt.Errorf("encode assets: %w", err)
+	}
+	retry, err := encodeRetry(j)
+	if err != nil {
+		return nil, err
+	}
+	args := []any{string(j.Status), j.Reason, j.Error, nullString(j.WorkerID), j.Lane, j.Attempts, j.MaxAttempts,
+		nullTime(j.StartedAt), nullTime(j.FinishedAt), nullJSON(j.Result), assets}
+	return append(args, retry...), nil
 }
 
 // Promote queues a scheduled job (persistence.ApplyPromote).

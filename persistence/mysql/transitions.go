@@ -54,7 +54,7 @@ func (s *JobStore) Unclaim(ctx context.Context, id, workerID string, attempt int
 		return fmt.Errorf("unclaim job %s: %w", id, err)
 	}
 	check := func(j *persistence.Job) error { return persistence.ApplyUnclaim(j, workerID, attempt) }
-	return s.update(ctx, s.db, "unclaim", id, check, unclaimSQL, id, workerID, attempt)
+	return s.condUpdate(ctx, "unclaim", id, check, unclaimSQL, id, workerID, attempt)
 }
 
 // SetLane records the lane of a running attempt.
@@ -66,7 +66,7 @@ func (s *JobStore) SetLane(ctx context.Context, id string, attempt int, lane str
 		return fmt.Errorf("set lane of job %s: lane is %d bytes, at most %d", id, len(lane), maxLaneLen)
 	}
 	check := func(j *persistence.Job) error { return persistence.ApplySetLane(j, attempt, lane) }
-	return s.update(ctx, s.db, "set lane of", id, check, setLaneSQL, lane, id, attempt)
+	return s.condUpdate(ctx, "set lane of", id, check, setLaneSQL, lane, id, attempt)
 }
 
 // Requeue puts a running attempt back in the queue; the attempt stays
@@ -107,16 +107,15 @@ func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persist
 // other writers out until the commit. A transaction the server rolled back
 // as a deadlock victim runs again.
 func (s *JobStore) updateAndGet(ctx context.Context, op, id string, check func(*persistence.Job) error, query string, args ...any) (persistence.Job, error) {
+	if s.oneTrip {
+		return s.transact(ctx, txReq{op: op, id: id, query: query, args: args, check: check}, condSize(query, args))
+	}
 	var (
 		out persistence.Job
 		err error
 	)
-	try1 := s.tryUpdateAndGet
-	if s.oneTrip {
-		try1 = s.tryUpdateAndGetOneTrip
-	}
 	for try := 1; ; try++ {
-		out, err = try1(ctx, op, id, check, query, args...)
+		out, err = s.tryUpdateAndGet(ctx, op, id, check, query, args...)
 		if err == nil || !retryable(err) || try == maxTxTries || ctx.Err() != nil {
 			return out, err
 		}
@@ -143,6 +142,16 @@ func (s *JobStore) tryUpdateAndGet(ctx context.Context, op, id string, check fun
 		return persistence.Job{}, s.fail(ctx, err, "%s job %s: commit", op, id)
 	}
 	return j, nil
+}
+
+// condUpdate is a transition that returns no job: one conditional UPDATE,
+// batched with others when the connection allows multi-statement trips.
+func (s *JobStore) condUpdate(ctx context.Context, op, id string, check func(*persistence.Job) error, query string, args ...any) error {
+	if s.oneTrip {
+		_, err := s.transact(ctx, txReq{op: op, id: id, query: query, args: args, check: check}, condSize(query, args))
+		return err
+	}
+	return s.update(ctx, s.db, op, id, check, query, args...)
 }
 
 // update runs one conditional UPDATE of job id. When it matches no row, it

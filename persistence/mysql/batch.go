@@ -1,0 +1,183 @@
+package mysql
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Batching: calls that reach the store while a round trip of their kind
+// is already on the wire wait for it to end and then go together, many
+// jobs in one round trip, as River's batch completer does. A call that
+// finds no trip in flight goes at once, so an idle store adds no latency;
+// under load the batch grows by itself with the trip's time. Every call
+// still gets its own answer — its own conditional check, its own error —
+// and no answer is given before the trip that carries the call committed.
+const (
+	// maxTripsInFlight is how many trips of one kind may be on the wire at
+	// once. A few keep the server's threads (and the commits InnoDB groups
+	// into one log flush) working in parallel, which a loaded machine
+	// needs; batches form once that many are busy. Three kinds of 6 stay
+	// within the pool (DefaultMaxOpenConns).
+	//
+	// Measured over 2,000 no-op jobs through a hub: 2 in flight gave 1.3
+	// round trips per job but lost jobs/s and latency on a loaded server;
+	// 6 give 2.95.
+	maxTripsInFlight = 6
+	// maxBatchCalls bounds the jobs of one trip (the size of its IN list
+	// and of the transaction's lock set).
+	maxBatchCalls = 128
+	// maxBatchBytes bounds the interpolated query of one trip, far below
+	// the server's max_allowed_packet; a larger call goes alone.
+	maxBatchBytes = 1 << 20
+	// tripTimeout bounds a trip whose callers set no deadline.
+	tripTimeout = 10 * time.Second
+)
+
+// call is one caller's part in a batch: what it asks (req), its answer
+// (res, err) and done, closed once the answer is final.
+type call[Req, Res any] struct {
+	ctx  context.Context
+	req  Req
+	size int
+	res  Res
+	err  error
+	done chan struct{}
+}
+
+// batcher coalesces the calls of one kind (see above). run carries a
+// batch in as few round trips as its kind allows and sets every call's
+// res or err; it never closes done.
+type batcher[Req, Res any] struct {
+	run func(ctx context.Context, calls []*call[Req, Res])
+
+	mu       sync.Mutex
+	pending  []*call[Req, Res]
+	inFlight int
+	trips    atomic.Int64 // batches run (tests: proof of coalescing)
+}
+
+func newBatcher[Req, Res any](run func(context.Context, []*call[Req, Res])) *batcher[Req, Res] {
+	return &batcher[Req, Res]{run: run}
+}
+
+// do sends req (of about size bytes on the wire) in the next trip and
+// waits for its answer. A caller whose ctx ends before its call left is
+// taken out of the batch, so nothing it asked happens; once the call is
+// on the wire the caller waits for the trip, which is bounded by the
+// latest deadline of its calls.
+func (b *batcher[Req, Res]) do(ctx context.Context, req Req, size int) (Res, error) {
+	c := &call[Req, Res]{ctx: ctx, req: req, size: size, done: make(chan struct{})}
+	b.mu.Lock()
+	b.pending = append(b.pending, c)
+	lead := b.inFlight < maxTripsInFlight
+	if lead {
+		b.inFlight++
+	}
+	b.mu.Unlock()
+	if lead {
+		b.drain(c)
+	}
+	select {
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	for i, p := range b.pending {
+		if p == c {
+			b.pending = append(b.pending[:i], b.pending[i+1:]...)
+			b.mu.Unlock()
+			var zero Res
+			return zero, ctx.Err()
+		}
+	}
+	b.mu.Unlock()
+	<-c.done // on the wire: its outcome is known only once the trip ends
+	return c.res, c.err
+}
+
+// drain runs trips while calls wait. The caller's goroutine leads until
+// its own call is answered; calls still waiting then are handed to a
+// goroutine of the batcher, which ends when none are left.
+func (b *batcher[Req, Res]) drain(own *call[Req, Res]) {
+	for {
+		b.mu.Lock()
+		batch := b.take()
+		if len(batch) == 0 {
+			b.inFlight--
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		b.trip(batch)
+		if own == nil {
+			continue
+		}
+		select {
+		case <-own.done:
+			b.mu.Lock()
+			more := len(b.pending) > 0
+			if !more {
+				b.inFlight--
+			}
+			b.mu.Unlock()
+			if more {
+				go b.drain(nil)
+			}
+			return
+		default:
+		}
+	}
+}
+
+// take removes the next batch from pending (mu held): oldest first, at
+// most maxBatchCalls calls and maxBatchBytes bytes, at least one call.
+// A call whose context already ended is answered with its error instead:
+// it never leaves.
+func (b *batcher[Req, Res]) take() []*call[Req, Res] {
+	var batch []*call[Req, Res]
+	n, bytes := 0, 0
+	for ; n < len(b.pending) && len(batch) < maxBatchCalls; n++ {
+		c := b.pending[n]
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			close(c.done)
+			continue
+		}
+		if len(batch) > 0 && bytes+c.size > maxBatchBytes {
+			break
+		}
+		bytes += c.size
+		batch = append(batch, c)
+	}
+	b.pending = append(b.pending[:0], b.pending[n:]...)
+	return batch
+}
+
+// trip runs one batch under the latest deadline of its calls, and answers
+// every call.
+func (b *batcher[Req, Res]) trip(batch []*call[Req, Res]) {
+	deadline, bounded := time.Time{}, true
+	for _, c := range batch {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			bounded = false
+			break
+		}
+		if d.After(deadline) {
+			deadline = d
+		}
+	}
+	if !bounded {
+		deadline = time.Now().Add(tripTimeout)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	b.trips.Add(1)
+	b.run(ctx, batch)
+	for _, c := range batch {
+		close(c.done)
+	}
+}

@@ -1,0 +1,149 @@
+package mysql_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/persistence"
+	"github.com/paprika-hub/paprika/persistence/mysql"
+)
+
+// TestBatchedCallsKeepTheirOwnAnswers drives creates, claims, lanes,
+// finishes and reads of many jobs at once, so they share round trips, and
+// checks that each call got the answer of its own: one claim of several
+// racing on a job wins, a finish fenced by a stale attempt loses, a
+// repeated idempotency key creates one job, and the rows say the same.
+func TestBatchedCallsKeepTheirOwnAnswers(t *testing.T) {
+	s, db := openStore(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	const jobs = 120
+
+	ids := make([]string, jobs)
+	var wg sync.WaitGroup
+	var created atomic.Int64
+	for i := range jobs {
+		wg.Go(func() {
+			j, ok, err := s.Create(ctx, persistence.Job{Mode: "noop", MaxAttempts: 3, TimeoutS: 60,
+				IdempotencyKey: fmt.Sprintf("k%d", i%(jobs/2))})
+			require.NoError(t, err)
+			if ok {
+				created.Add(1)
+			}
+			ids[i] = j.ID
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, jobs/2, created.Load(), "one job per idempotency key")
+	for i := range jobs / 2 {
+		require.Equal(t, ids[i], ids[i+jobs/2], "a repeated key answers the first job")
+	}
+	ids = ids[:jobs/2]
+
+	// Three workers race for each job: exactly one wins it.
+	winner := make([]string, len(ids))
+	var wins, conflicts atomic.Int64
+	for i, id := range ids {
+		for w := range 3 {
+			wg.Go(func() {
+				worker := fmt.Sprintf("w%d", w)
+				j, err := s.Claim(ctx, id, worker, time.Time{})
+				switch {
+				case err == nil:
+					wins.Add(1)
+					require.Equal(t, persistence.StatusRunning, j.Status)
+					require.Equal(t, worker, j.WorkerID)
+					require.Equal(t, 1, j.Attempts)
+					winner[i] = worker
+				case errors.Is(err, persistence.ErrConflict):
+					conflicts.Add(1)
+				default:
+					require.NoError(t, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	require.EqualValues(t, len(ids), wins.Load())
+	require.EqualValues(t, 2*len(ids), conflicts.Load())
+
+	for _, id := range ids {
+		wg.Go(func() { require.NoError(t, s.SetLane(ctx, id, 1, "lane-1")) })
+		wg.Go(func() {
+			require.ErrorIs(t, s.SetLane(ctx, id, 2, "lane-x"), persistence.ErrConflict, "a stale attempt is fenced")
+		})
+	}
+	wg.Go(func() {
+		require.ErrorIs(t, s.SetLane(ctx, "no-such-job", 1, "l"), persistence.ErrNotFound)
+	})
+	wg.Wait()
+
+	// A finish at a wrong attempt and one at the right attempt of each
+	// job, together: the right one wins, the stale one is fenced.
+	for _, id := range ids {
+		wg.Go(func() {
+			j, err := s.Finish(ctx, id, 1, persistence.Finish{Status: persistence.StatusSucceeded, Result: []byte(`{"ok":true}`)})
+			require.NoError(t, err)
+			require.Equal(t, persistence.StatusSucceeded, j.Status)
+			require.Len(t, j.AttemptsLog, 1)
+			require.Equal(t, "lane-1", j.AttemptsLog[0].Lane)
+		})
+		wg.Go(func() {
+			_, err := s.Finish(ctx, id, 7, persistence.Finish{Status: persistence.StatusFailed})
+			require.ErrorIs(t, err, persistence.ErrConflict)
+		})
+		wg.Go(func() {
+			_, err := s.Get(ctx, id)
+			require.NoError(t, err)
+		})
+	}
+	wg.Go(func() {
+		_, err := s.Finish(ctx, "no-such-job", 1, persistence.Finish{Status: persistence.StatusFailed})
+		require.ErrorIs(t, err, persistence.ErrNotFound)
+	})
+	wg.Go(func() {
+		_, err := s.Get(ctx, "no-such-job")
+		require.ErrorIs(t, err, persistence.ErrNotFound)
+	})
+	wg.Wait()
+
+	for i, id := range ids {
+		j, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, persistence.StatusSucceeded, j.Status)
+		require.Equal(t, winner[i], j.WorkerID)
+		require.JSONEq(t, `{"ok":true}`, string(j.Result))
+	}
+	n := queryColumn[int](t, db.admin, "SELECT COUNT(*) FROM jobs WHERE status = 'succeeded' AND lane = 'lane-1' AND attempts = 1")
+	require.Equal(t, []int{len(ids)}, n, "the rows as the answers say")
+
+	// The calls shared trips: far fewer trips than calls.
+	txs, gets, creates := mysql.Trips(s)
+	transitions := int64(3*len(ids) + 2*len(ids) + 1 + 2*len(ids) + 1)
+	require.Less(t, txs, transitions/2, "transitions batched")
+	require.Less(t, creates, int64(jobs), "creates batched")
+	require.Positive(t, gets)
+}
+
+// TestBatchedCallLeavesBeforeItsTrip: a call whose context ends while it
+// waits for a trip is taken out and nothing it asked happens.
+func TestBatchedCallLeavesBeforeItsTrip(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := t.Context()
+	j, _, err := s.Create(ctx, persistence.Job{Mode: "noop", MaxAttempts: 1, TimeoutS: 60})
+	require.NoError(t, err)
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Claim(done, j.ID, "w", time.Time{})
+	require.ErrorIs(t, err, context.Canceled)
+	got, err := s.Get(ctx, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, persistence.StatusQueued, got.Status)
+}

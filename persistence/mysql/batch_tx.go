@@ -1,0 +1,306 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// txReq is one transition in a batched transaction: either a conditional
+// UPDATE (query, args) whose matched-row count decides, explained by check
+// when it lost, or a change apply computes from the locked row (the
+// transitions that write the attempts log).
+type txReq struct {
+	op, id string
+	query  string
+	args   []any
+	check  func(*persistence.Job) error
+	apply  func(*persistence.Job) error
+}
+
+type txCall = call[txReq, persistence.Job]
+
+// condSize and mutateSize are what a transition adds to a trip: its query
+// and values; a mutated row is written whole (result, attempts log).
+func condSize(query string, args []any) int {
+	n := len(query) + 32
+	for _, a := range args {
+		n += argSize(a)
+	}
+	return n
+}
+
+func argSize(a any) int {
+	switch v := a.(type) {
+	case string:
+		return 2*len(v) + 2 // escaping may double it
+	case []byte:
+		return 2*len(v) + 2
+	}
+	return 32
+}
+
+const mutateRowSize = 8 << 10
+
+// transact runs r in the next batched transaction (batch.go) and returns
+// the job as r left it.
+func (s *JobStore) transact(ctx context.Context, r txReq, size int) (persistence.Job, error) {
+	j, err := s.txs.do(ctx, r, size)
+	if err != nil && err == ctx.Err() { // left before its trip: nothing was written
+		return persistence.Job{}, s.fail(ctx, err, "%s job %s", r.op, r.id)
+	}
+	return j, err
+}
+
+// runTx carries a batch of transitions in one transaction: one round trip
+// when every transition is a conditional UPDATE, two when some are
+// computed from their row. A deadlock victim runs again whole.
+func (s *JobStore) runTx(ctx context.Context, calls []*txCall) {
+	for try := 1; ; try++ {
+		err := s.tryTx(ctx, calls)
+		if err == nil {
+			return
+		}
+		if len(calls) > 1 && ownFault(ctx, err) {
+			// The server refused something one call asked (a value it
+			// would not store): each call goes alone, to get its own answer.
+			for _, c := range calls {
+				s.runTx(ctx, []*txCall{c})
+			}
+			return
+		}
+		if !retryable(err) || try == maxTxTries || ctx.Err() != nil {
+			for _, c := range calls {
+				c.res, c.err = persistence.Job{}, s.fail(ctx, err, "%s job %s", c.req.op, c.req.id)
+			}
+			return
+		}
+	}
+}
+
+// ownFault reports whether err may be one call's own: an error the server
+// answered about a statement, not a broken connection, a rolled-back
+// deadlock victim or an ended trip.
+func ownFault(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && serverErrorNumber(err) != 0 && !unavailable(err) && !retryable(err)
+}
+
+// tryTx is one try of runTx. Trip one is START TRANSACTION, each
+// conditional UPDATE (in id order, so that hubs batching the same jobs
+// lock them in one order) followed by its ROW_COUNT(), and one read of
+// every job of the batch — under FOR UPDATE when some transition needs
+// its row — then COMMIT when nothing is left to write. Trip two writes the
+// rows the computed transitions changed, then COMMIT. The answers are set
+// only once the COMMIT succeeded; a failure leaves nothing half-written
+// (the connection is rolled back or thrown away) and is returned for all.
+func (s *JobStore) tryTx(ctx context.Context, calls []*txCall) (err error) {
+	var cond, mut []*txCall
+	for _, c := range calls {
+		if c.req.apply != nil {
+			mut = append(mut, c)
+		} else {
+			cond = append(cond, c)
+		}
+	}
+	slices.SortStableFunc(cond, func(a, b *txCall) int { return strings.Compare(a.req.id, b.req.id) })
+	ids := make([]string, 0, len(calls))
+	for _, c := range calls {
+		ids = append(ids, c.req.id)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			discardIfOpen(conn)
+		}
+		_ = conn.Close()
+	}()
+
+	var q strings.Builder
+	args := make([]any, 0, len(cond)*4+len(ids))
+	q.WriteString("START TRANSACTION")
+	for _, c := range cond {
+		q.WriteString("; ")
+		q.WriteString(c.req.query)
+		q.WriteString("; SELECT ROW_COUNT()")
+		args = append(args, c.req.args...)
+	}
+	q.WriteString("; SELECT " + jobColumns + " FROM jobs WHERE id IN (?" + strings.Repeat(", ?", len(ids)-1) + ")")
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	if len(mut) > 0 {
+		q.WriteString(" FOR UPDATE")
+	} else {
+		q.WriteString("; COMMIT")
+	}
+	matched, rows, err := readTrip(ctx, conn, q.String(), args, len(cond))
+	if err != nil {
+		return err
+	}
+
+	// The computed transitions, in the order they came: two on one job
+	// see each other, as if they had run one after the other.
+	type mutResult struct {
+		j   persistence.Job
+		err error
+	}
+	mres := make([]mutResult, len(mut))
+	after := make(map[string]persistence.Job, len(mut))
+	for i, c := range mut {
+		j, ok := after[c.req.id]
+		if !ok {
+			if j, ok = rows[c.req.id]; !ok {
+				mres[i].err = fmt.Errorf("%s job %s: %w", c.req.op, c.req.id, persistence.ErrNotFound)
+				continue
+			}
+		}
+		j = persistence.CloneJob(j)
+		if err := c.req.apply(&j); err != nil {
+			mres[i].err = err
+			continue
+		}
+		if len(j.Reason) > maxReasonLen {
+			mres[i].err = fmt.Errorf("%s job %s: reason is %d bytes, at most %d", c.req.op, c.req.id, len(j.Reason), maxReasonLen)
+			continue
+		}
+		j.StartedAt, j.FinishedAt = micro(j.StartedAt), micro(j.FinishedAt)
+		j.Error = clipError(j.Error)
+		if _, err := mutateArgs(&j); err != nil { // normalizes j as written
+			mres[i].err = fmt.Errorf("%s job %s: %w", c.req.op, c.req.id, err)
+			continue
+		}
+		after[c.req.id] = j
+		mres[i].j = j
+	}
+	if len(mut) > 0 {
+		if err := s.writeRows(ctx, conn, after); err != nil {
+			return err
+		}
+	}
+
+	for i, c := range cond {
+		j, found := rows[c.req.id]
+		switch {
+		case !found:
+			c.res, c.err = persistence.Job{}, fmt.Errorf("%s job %s: %w", c.req.op, c.req.id, persistence.ErrNotFound)
+		case matched[i] > 0:
+			c.res, c.err = j, nil
+		default:
+			c.res = persistence.Job{}
+			if c.err = c.req.check(&j); c.err == nil {
+				c.err = fmt.Errorf("%s job %s: changed concurrently: %w", c.req.op, c.req.id, persistence.ErrConflict)
+			}
+		}
+	}
+	for i, c := range mut {
+		c.res, c.err = mres[i].j, mres[i].err
+	}
+	return nil
+}
+
+// readTrip sends trip one and reads its answers: nCond matched-row counts,
+// then the jobs read, by id; then whatever follows (the COMMIT's answer).
+func readTrip(ctx context.Context, conn *sql.Conn, query string, args []any, nCond int) ([]int64, map[string]persistence.Job, error) {
+	rs, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rs.Close()
+	matched := make([]int64, nCond)
+	for i := range matched {
+		if i > 0 && !rs.NextResultSet() {
+			return nil, nil, fmt.Errorf("row count: %w", rowsErr(rs))
+		}
+		if !rs.Next() {
+			return nil, nil, fmt.Errorf("row count: %w", rowsErr(rs))
+		}
+		if err := rs.Scan(&matched[i]); err != nil {
+			return nil, nil, fmt.Errorf("row count: %w", err)
+		}
+	}
+	if nCond > 0 && !rs.NextResultSet() {
+		return nil, nil, fmt.Errorf("read: %w", rowsErr(rs))
+	}
+	rows := map[string]persistence.Job{}
+	for rs.Next() {
+		j, err := scanJob(rs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read: %w", err)
+		}
+		rows[j.ID] = j
+	}
+	if err := rs.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read: %w", err)
+	}
+	for rs.NextResultSet() {
+	}
+	if err := rs.Err(); err != nil {
+		// As for a lost COMMIT answer anywhere: the caller reads the job
+		// again before deciding.
+		return nil, nil, fmt.Errorf("commit: %w", err)
+	}
+	return matched, rows, nil
+}
+
+// writeRows is trip two: every changed row written whole, then COMMIT. A
+// trip that would outgrow maxBatchBytes is cut into several statements'
+// worth, all in the one transaction.
+func (s *JobStore) writeRows(ctx context.Context, conn *sql.Conn, after map[string]persistence.Job) error {
+	ids := make([]string, 0, len(after))
+	for id := range after {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var (
+		q    strings.Builder
+		args []any
+		size int
+	)
+	flush := func(final string) error {
+		if final != "" {
+			if q.Len() > 0 {
+				q.WriteString("; ")
+			}
+			q.WriteString(final)
+		}
+		if q.Len() == 0 {
+			return nil
+		}
+		if _, err := conn.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		q.Reset()
+		args, size = args[:0], 0
+		return nil
+	}
+	for _, id := range ids {
+		j := after[id]
+		a, err := mutateArgs(&j)
+		if err != nil {
+			return fmt.Errorf("job %s: %w", id, err)
+		}
+		n := condSize(mutateSQL, a)
+		if size > 0 && size+n > maxBatchBytes {
+			if err := flush(""); err != nil {
+				return err
+			}
+		}
+		if q.Len() > 0 {
+			q.WriteString("; ")
+		}
+		q.WriteString(mutateSQL)
+		args = append(append(args, a...), id)
+		size += n
+	}
+	return flush("COMMIT")
+}

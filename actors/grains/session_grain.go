@@ -88,9 +88,9 @@ type sessionGrain struct {
 	// close, so after the profile's save).
 	profileHeld bool
 	// opening is the open waiting for its profile (pickRetry), nil else.
-	opening *sessionOpening
+	opening  *sessionOpening
 	pickStop supervise.Stop
-	tunnels     map[string]*sessionTunnel // tunnel id → its client end (session_tunnel.go)
+	tunnels  map[string]*sessionTunnel // tunnel id → its client end (session_tunnel.go)
 }
 
 // Session record timing.

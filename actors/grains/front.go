@@ -218,7 +218,9 @@ func (f *Front) sessionCall(ctx context.Context, id string, msg interface{}) (js
 // worker with the open command.
 func (f *Front) OpenSession(ctx context.Context, labels map[string]string, idleTimeoutS int, opts messages.BrowserOptions) (json.RawMessage, error) {
 	m := &messages.SessionOpen{IdleTimeoutS: int32(idleTimeoutS), Labels: labels}
-	if !opts.Empty() {
+	// A profile alone is not a launch option (Empty), but the worker
+	// needs it to restore and save.
+	if !opts.Empty() || opts.Profile != "" {
 		b, err := json.Marshal(opts)
 		if err != nil {
 			return nil, fmt.Errorf("encode browser options: %w", err)

@@ -2,6 +2,7 @@ package grains
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -186,6 +187,29 @@ func (s *schedulerGrain) affinityExpired(ctx actor.Context, id string) {
 	s.place(ctx)
 }
 
+// pickSession picks a session's worker and takes its profile's lock for
+// the session's slot; a refusal (profile in use, no capacity) takes
+// nothing.
+func (s *schedulerGrain) pickSession(m *messages.SchedPickSession) (*Candidate, *messages.Reply) {
+	slot := sessionSlot(m.SessionId)
+	if m.Profile != "" {
+		if h := s.profiles.holder[m.Profile]; h != "" && h != slot {
+			r := fail(messages.CodeProfileInUse, "profile %s is in use by %s", m.Profile, h)
+			r.Json, _ = json.Marshal(map[string]string{"in_use_by": h})
+			return nil, r
+		}
+	}
+	c := s.sessionWorker(m.Profile)
+	if c == nil {
+		return nil, fail(messages.CodeNoCapacity, "no worker has a free chromium lane")
+	}
+	if m.Profile != "" {
+		s.profiles.acquire(queuedJob{id: slot, mode: messages.ModeMacro, created: s.deps.Clock()}, m.Profile)
+		s.profiles.placed(slot, c.ID)
+	}
+	return c, nil
+}
+
 // sessionWorker picks the worker for a session: the one that ran its
 // profile last when it has a free chromium lane now (no wait), else any.
 func (s *schedulerGrain) sessionWorker(p string) *Candidate {
@@ -326,21 +350,27 @@ func (s *schedulerGrain) auditProfiles(ctx actor.Context) {
 			s.log.Warn("scheduler: profile audit read failed", slog.Any("err", err))
 			return
 		}
-		suspect := map[string]bool{}
-		for p, h := range s.profiles.holder {
-			if _, ok := running[h]; ok || s.holdsHere(h) {
-				continue
-			}
-			if !s.profiles.suspect[h] {
-				suspect[h] = true
-				continue
-			}
-			s.log.Info("scheduler: profile lock of a job that ended unheard dropped", slog.String("profile", p), slog.String("job", h))
-			s.profileRelease(h)
-		}
-		s.profiles.suspect = suspect
+		s.auditHolders(running)
 		s.place(ctx)
 	})
+}
+
+// auditHolders is an audit's decision, given the holders seen alive
+// (running jobs, open sessions' slot keys).
+func (s *schedulerGrain) auditHolders(running map[string]string) {
+	suspect := map[string]bool{}
+	for p, h := range s.profiles.holder {
+		if _, ok := running[h]; ok || s.holdsHere(h) {
+			continue
+		}
+		if !s.profiles.suspect[h] {
+			suspect[h] = true
+			continue
+		}
+		s.log.Info("scheduler: profile lock of a job or session that ended unheard dropped", slog.String("profile", p), slog.String("holder", h))
+		s.profileRelease(h)
+	}
+	s.profiles.suspect = suspect
 }
 
 // openSessions adds to alive the slot key of each of ids whose session

@@ -171,25 +171,13 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 	case *tenantResync:
 		s.resyncTenants(ctx)
 	case *messages.SchedPickSession:
-		slot := sessionSlot(msg.SessionId)
-		if msg.Profile != "" {
-			if h := s.profiles.holder[msg.Profile]; h != "" && h != slot {
-				r := fail(messages.CodeProfileInUse, "profile %s is in use by %s", msg.Profile, h)
-				r.Json, _ = json.Marshal(map[string]string{"in_use_by": h})
-				reply(ctx, r)
-				return
-			}
-		}
-		c := s.sessionWorker(msg.Profile) // profiles.go
+		c, refused := s.pickSession(msg) // profiles.go
 		s.flushHealthSkips()
-		if c == nil {
-			reply(ctx, fail(messages.CodeNoCapacity, "no worker has a free chromium lane"))
+		if refused != nil {
+			reply(ctx, refused)
 			return
 		}
-		if msg.Profile != "" {
-			s.profiles.acquire(queuedJob{id: slot, mode: messages.ModeMacro, created: s.deps.Clock()}, msg.Profile)
-			s.profiles.placed(slot, c.ID)
-		}
+		slot := sessionSlot(msg.SessionId)
 		c.placing++
 		c.InFlight = c.reported + c.placing
 		s.pending[slot], s.pendingSince[slot] = c.ID, s.deps.Clock()

@@ -194,7 +194,7 @@ func (s *schedulerGrain) pickSession(m *messages.SchedPickSession) (*Candidate, 
 	slot := sessionSlot(m.SessionId)
 	if m.Profile != "" {
 		if h := s.profiles.holder[m.Profile]; h != "" && h != slot {
-			r := fail(messages.CodeProfileInUse, "profile %s is in use by %s", m.Profile, h)
+			r := fail(messages.CodeProfileInUse, "profile %s is in use by %s", m.Profile, holderName(h))
 			r.Json, _ = json.Marshal(map[string]string{"in_use_by": h})
 			return nil, r
 		}

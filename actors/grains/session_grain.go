@@ -395,7 +395,9 @@ func (g *sessionGrain) pick(ctx actor.Context, o *sessionOpening) {
 			if res == nil || !res.Ok {
 				pick.WorkerID = ""
 			}
-			if pick.WorkerID != "" && o.profile != "" {
+			if o.profile != "" && (pick.WorkerID != "" || err != nil) {
+				// Held, or maybe: a pick whose answer was lost may have
+				// taken the lock, and a SchedRemove for it costs nothing.
 				g.profileHeld = true
 			}
 			if g.s.Status != SessionOpening {
@@ -421,6 +423,7 @@ func (g *sessionGrain) pick(ctx actor.Context, o *sessionOpening) {
 				return
 			}
 			if pick.WorkerID == "" {
+				g.profileDone(ctx)
 				g.s = Session{}
 				g.answer(ctx, caller, fail(messages.CodeNoCapacity, "no worker with a free chromium lane: %s", ErrString(err, res)))
 				ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)

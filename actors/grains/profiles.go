@@ -41,8 +41,9 @@ type profileLocks struct {
 	last    map[string]string      // profile → the worker its last holder ran on
 	ranOn   map[string]string      // holding job → the worker it was placed on
 	warm    map[string]warmJob     // holding job → waiting for its warm worker
-	// suspect: holders the last audit found neither running nor waiting.
-	suspect  map[string]bool
+	// suspect: holders the last audits found neither running nor
+	// waiting, and in how many audits in a row.
+	suspect  map[string]int
 	auditing bool
 }
 
@@ -355,16 +356,27 @@ func (s *schedulerGrain) auditProfiles(ctx actor.Context) {
 	})
 }
 
+// auditMisses is how many audits in a row must miss a holder before its
+// lock is dropped: two for a job; four for a session, whose record is
+// written only when the worker answered its open (a browser start, up
+// to a minute), so an opening session may go unseen for that long.
+func auditMisses(holder string) int {
+	if isSessionSlot(holder) {
+		return 4
+	}
+	return 2
+}
+
 // auditHolders is an audit's decision, given the holders seen alive
 // (running jobs, open sessions' slot keys).
 func (s *schedulerGrain) auditHolders(running map[string]string) {
-	suspect := map[string]bool{}
+	suspect := map[string]int{}
 	for p, h := range s.profiles.holder {
 		if _, ok := running[h]; ok || s.holdsHere(h) {
 			continue
 		}
-		if !s.profiles.suspect[h] {
-			suspect[h] = true
+		if n := s.profiles.suspect[h] + 1; n < auditMisses(h) {
+			suspect[h] = n
 			continue
 		}
 		s.log.Info("scheduler: profile lock of a job or session that ended unheard dropped", slog.String("profile", p), slog.String("holder", h))

@@ -149,8 +149,8 @@ func TestProfileLockSharedByJobsAndSessions(t *testing.T) {
 }
 
 // TestProfileAuditKeepsOpenSessions: the audit keeps the lock of a
-// session whose record says it is open, and drops, at its second look,
-// the lock of a session whose record is gone, as it does a job's.
+// session whose record says it is open, and drops the lock of a session
+// whose record is gone at its fourth look (a job's at its second).
 func TestProfileAuditKeepsOpenSessions(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
@@ -165,10 +165,16 @@ func TestProfileAuditKeepsOpenSessions(t *testing.T) {
 		require.NoError(t, openSessions(ctx, s.deps.Sessions, []string{"s-open", "s-gone"}, alive))
 		s.auditHolders(alive)
 	}
+	require.True(t, s.profiles.acquire(queuedJob{id: "j-gone"}, "p4"))
 	audit()
-	require.Len(t, s.profiles.inUse(), 3, "one audit only suspects")
+	require.Len(t, s.profiles.inUse(), 4, "one audit only suspects")
 	audit()
-	require.Equal(t, map[string]string{"p1": sessionSlot("s-open"), "p3": "j-run"}, s.profiles.inUse())
+	require.Len(t, s.profiles.inUse(), 3, "a job is dropped at the second")
+	require.NotContains(t, s.profiles.inUse(), "p4")
+	audit()
+	audit()
+	require.Equal(t, map[string]string{"p1": sessionSlot("s-open"), "p3": "j-run"}, s.profiles.inUse(),
+		"a session at the fourth (it may be opening, unrecorded)")
 }
 
 // TestLoadSessionHolders: a fresh activation takes the locks of the open

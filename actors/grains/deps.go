@@ -43,28 +43,30 @@ type Timing struct {
 	Health            HealthRule    // health-aware placement thresholds (health.go; zero = off)
 	PriorityAging     time.Duration // a queued job's effective priority rises one level per this wait (30 s; 0 = none)
 	AffinityWait      time.Duration // a profile job waits this long for its warm worker (5 s; 0 = none; profiles.go)
+	RetryBackoffMax   time.Duration // cap of the default retry wait (jobs.retry_backoff_max, 1 h; 0 = 1 h)
+	RedriveInterval   time.Duration // re-drive sweep (3 s)
+	RedriveMinAge     time.Duration // re-drive age gate (90 s)
+	RedriveDisable    bool
+	ReconcileInterval time.Duration // reconciler sweep (90 s)
+	OrphanGrace       time.Duration // running job of a gone worker (300 s)
+	QueuedTimeout     time.Duration // queued and unassigned (180 s)
+	FleetReadTimeout  time.Duration // registry read bound (1.5 s)
+	FleetCache        time.Duration // last-good fleet view reuse (60 s)
+	LogBatchLines     int           // 50
+	LogBatchWait      time.Duration // 100 ms
+	LogBudgetLines    int64         // log lines in memory before readers block
+	GrainTimeout      time.Duration // grain request timeout
+	IdlePassivate     time.Duration // idle final job grains stop after this
+	ForwardTimeout    time.Duration // bound on one session command (cluster.forward_timeout)
+	MemberTimeout     time.Duration // a hub silent this long is dead (cluster.member_timeout)
+	HubTTL            time.Duration // how long a hub's record outlives its last beat (cluster.hub_ttl)
+	WorkerMaxLanes    int           // the most slots any worker may claim (limits.worker_max_lanes; 0 = no bound)
+	CDPTunnels        int           // open CDP tunnels per session (limits.cdp_tunnels_per_session; 0 = 8)
+
 	// SessionProfileWait: a session opening with a profile in use retries
-	// its pick this long before it answers profile_in_use (30 s; 0 = none).
+	// its pick this long before it answers profile_in_use
+	// (scheduler.session_profile_wait, 30 s; 0 = none; session_grain.go).
 	SessionProfileWait time.Duration
-	RetryBackoffMax    time.Duration // cap of the default retry wait (jobs.retry_backoff_max, 1 h; 0 = 1 h)
-	RedriveInterval    time.Duration // re-drive sweep (3 s)
-	RedriveMinAge      time.Duration // re-drive age gate (90 s)
-	RedriveDisable     bool
-	ReconcileInterval  time.Duration // reconciler sweep (90 s)
-	OrphanGrace        time.Duration // running job of a gone worker (300 s)
-	QueuedTimeout      time.Duration // queued and unassigned (180 s)
-	FleetReadTimeout   time.Duration // registry read bound (1.5 s)
-	FleetCache         time.Duration // last-good fleet view reuse (60 s)
-	LogBatchLines      int           // 50
-	LogBatchWait       time.Duration // 100 ms
-	LogBudgetLines     int64         // log lines in memory before readers block
-	GrainTimeout       time.Duration // grain request timeout
-	IdlePassivate      time.Duration // idle final job grains stop after this
-	ForwardTimeout     time.Duration // bound on one session command (cluster.forward_timeout)
-	MemberTimeout      time.Duration // a hub silent this long is dead (cluster.member_timeout)
-	HubTTL             time.Duration // how long a hub's record outlives its last beat (cluster.hub_ttl)
-	WorkerMaxLanes     int           // the most slots any worker may claim (limits.worker_max_lanes; 0 = no bound)
-	CDPTunnels         int           // open CDP tunnels per session (limits.cdp_tunnels_per_session; 0 = 8)
 }
 
 // Deps is what every actor of a hub shares: fixed after the hub starts.

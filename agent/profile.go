@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/paprika-hub/paprika/messages"
@@ -16,23 +17,30 @@ import (
 // profileReadTimeout bounds the read of a profile's state.
 const profileReadTimeout = 30 * time.Second
 
-// profileURL is {hub}/profiles/{name}/state?job=<id>&attempt=<n>: the
-// attempt is the hub's fence (API: README "Profiles and affinity").
-func profileURL(base, name, jobID string, attempt int) (string, error) {
+// profileURL is {hub}/profiles/{name}/state?job=<id>&attempt=<n>, or
+// ?session=<id> for a session's slot key (messages.SessionSlotPrefix and
+// the id; attempt unused): the hub's fence (API: README "Profiles and
+// affinity").
+func profileURL(base, name, holder string, attempt int) (string, error) {
 	u, err := assetURL(base, "/profiles/", name, "/state", "")
 	if err != nil {
 		return "", err
 	}
-	return u + "?" + url.Values{"job": {jobID}, "attempt": {strconv.Itoa(attempt)}}.Encode(), nil
+	if id, ok := strings.CutPrefix(holder, messages.SessionSlotPrefix); ok {
+		return u + "?" + url.Values{"session": {id}}.Encode(), nil
+	}
+	return u + "?" + url.Values{"job": {holder}, "attempt": {strconv.Itoa(attempt)}}.Encode(), nil
 }
 
-// LoadProfile reads the state of profile name for attempt of job jobID:
-// GET {hub}/profiles/{name}/state with the worker's credential. A profile
-// with no state yet answers nil and no error. A refusal (the hub does not
-// see this worker holding the attempt) is an *UploadError. It has the
-// shape of chromium.ProfileLoadFunc.
-func (a *Agent) LoadProfile(ctx context.Context, name, jobID string, attempt int) ([]byte, error) {
-	u, err := profileURL(a.uploadBase(), name, jobID, attempt)
+// LoadProfile reads the state of profile name for attempt of job holder,
+// or for the session whose slot key holder is (messages.SessionSlotPrefix
+// and its id): GET {hub}/profiles/{name}/state with the worker's
+// credential. A profile with no state yet answers nil and no error. A
+// refusal (the hub does not see this worker holding the attempt or the
+// session) is an *UploadError. It has the shape of
+// chromium.ProfileLoadFunc.
+func (a *Agent) LoadProfile(ctx context.Context, name, holder string, attempt int) ([]byte, error) {
+	u, err := profileURL(a.uploadBase(), name, holder, attempt)
 	if err != nil {
 		return nil, fmt.Errorf("load profile %s: %w", name, err)
 	}
@@ -67,12 +75,13 @@ func (a *Agent) LoadProfile(ctx context.Context, name, jobID string, attempt int
 	return b, nil
 }
 
-// SaveProfile writes the state of profile name from attempt of job jobID:
-// PUT {hub}/profiles/{name}/state, retried as UploadAsset is. The hub
-// refuses a stale attempt (409) and a worker not holding the job (403).
-// It has the shape of chromium.ProfileSaveFunc.
-func (a *Agent) SaveProfile(ctx context.Context, name, jobID string, attempt int, state []byte) error {
-	return a.uploadTo(ctx, "profile "+name+" of job "+jobID, "job_id", jobID, func(base string) (string, error) {
-		return profileURL(base, name, jobID, attempt)
+// SaveProfile writes the state of profile name from attempt of job
+// holder, or from a session (holder as for LoadProfile): PUT
+// {hub}/profiles/{name}/state, retried as UploadAsset is. The hub refuses
+// a stale attempt or a closed session (409) and a worker not holding the
+// job or session (403). It has the shape of chromium.ProfileSaveFunc.
+func (a *Agent) SaveProfile(ctx context.Context, name, holder string, attempt int, state []byte) error {
+	return a.uploadTo(ctx, "profile "+name+" of "+holder, "holder", holder, func(base string) (string, error) {
+		return profileURL(base, name, holder, attempt)
 	}, "application/json", bytes.NewReader(state), int64(len(state)))
 }

@@ -70,6 +70,20 @@ type Session interface {
 	Close() error
 }
 
+// CleanCloser is implemented by a Session that keeps something when it
+// ends cleanly — closed by the hub or idle for too long, not when the
+// agent stops or the driver failed: the profile it holds (README
+// "Profiles and affinity"). The agent calls CloseClean instead of Close
+// then; ctx bounds what it keeps, not the close.
+type CleanCloser interface {
+	CloseClean(ctx context.Context) error
+}
+
+// sessionSaveTimeout bounds what a clean close keeps (CleanCloser): below
+// the hub's wait for the close's answer, after which the profile's lock
+// is released and a late save is refused.
+const sessionSaveTimeout = 8 * time.Second
+
 // sessionCommand is the part of a session command the agent reads.
 type sessionCommand struct {
 	Op           string                   `json:"op"`

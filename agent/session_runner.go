@@ -93,10 +93,18 @@ func (s *sessionRunner) run(sd SessionDriver, open sessionCall) {
 	s.serve(sess, log)
 
 	s.waitTunnels(log)
-	if err := sess.Close(); err != nil {
+	why := context.Cause(s.ctx)
+	if cc, ok := sess.(CleanCloser); ok && (errors.Is(why, errSessionClosed) || errors.Is(why, errSessionIdle)) {
+		ctx, cancel := context.WithTimeout(context.Background(), sessionSaveTimeout)
+		err := cc.CloseClean(ctx)
+		cancel()
+		if err != nil {
+			log.Warn("close session", "err", err)
+		}
+	} else if err := sess.Close(); err != nil {
 		log.Warn("close session", "err", err)
 	}
-	s.end(log, context.Cause(s.ctx))
+	s.end(log, why)
 }
 
 // LaneSuspecter is implemented by a Driver that can be told a lane's

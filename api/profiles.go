@@ -34,18 +34,21 @@ const (
 const maxProfilesListed = 1000
 
 // ProfilesBackend is what the profile routes need beyond the asset store:
-// which job holds each profile now (the scheduler's lock).
+// which job or session holds each profile now (the scheduler's lock).
 type ProfilesBackend interface {
-	// ProfilesInUse maps each profile in use to the job holding it.
+	// ProfilesInUse maps each profile in use to the job or session
+	// holding it (a job's id, or a session's id).
 	ProfilesInUse(ctx context.Context) (map[string]string, error)
 }
 
-// ProfileMeta is a profile's metadata: who wrote its state last.
+// ProfileMeta is a profile's metadata: who wrote its state last (a job's
+// attempt, or a session: Session set, Job and Attempt empty).
 type ProfileMeta struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	Worker    string    `json:"last_worker"`
 	Job       string    `json:"last_job"`
 	Attempt   int       `json:"last_attempt"`
+	Session   string    `json:"last_session,omitempty"`
 }
 
 // ProfileInfo is one entry of GET /profiles.
@@ -126,9 +129,9 @@ func (s *Server) deleteProfile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if job := inUse[name]; job != "" {
-		e := Errorf(http.StatusConflict, "profile_in_use", "profile %s is in use by job %s", name, job)
-		e.Extra = map[string]any{"in_use_by": job}
+	if by := inUse[name]; by != "" {
+		e := Errorf(http.StatusConflict, string(messages.CodeProfileInUse), "profile %s is in use by %s", name, by)
+		e.Extra = map[string]any{"in_use_by": by}
 		writeError(w, e)
 		return
 	}
@@ -145,39 +148,98 @@ func (s *Server) deleteProfile(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// profileWriter is who uses a profile's state: the attempt of a job, or
+// a session (Session set, Job empty).
+type profileWriter struct {
+	Worker  string
+	Job     string
+	Attempt int
+	Session string
+}
+
 // profileHolder is the fence of a profile's state: the caller must be the
 // worker running ?job= under ?attempt=, and that job must name the
-// profile. A stale attempt (the job moved on to another) gets 409 stale.
-func (s *Server) profileHolder(w http.ResponseWriter, r *http.Request, workerID, name string) (persistence.Job, bool) {
+// profile; or the worker of ?session=, which holds the profile. A stale
+// attempt (the job moved on to another) gets 409 stale.
+func (s *Server) profileHolder(w http.ResponseWriter, r *http.Request, workerID, name string) (profileWriter, bool) {
 	q := r.URL.Query()
+	if q.Has("session") {
+		return s.sessionProfileHolder(w, r, workerID, name, q.Get("session"))
+	}
 	id := q.Get("job")
 	attempt, err := strconv.Atoi(q.Get("attempt"))
 	if !validID(id) || err != nil || attempt < 1 {
-		writeError(w, Errorf(http.StatusBadRequest, "bad_request", "?job=<id>&attempt=<n> name the attempt using the profile"))
-		return persistence.Job{}, false
+		writeError(w, Errorf(http.StatusBadRequest, "bad_request", "?job=<id>&attempt=<n> (or ?session=<id>) name the attempt using the profile"))
+		return profileWriter{}, false
 	}
 	j, err := s.b.Job(r.Context(), id)
 	if errors.Is(err, persistence.ErrNotFound) {
 		writeError(w, Errorf(http.StatusForbidden, string(messages.CodeNotHolder), "worker %s does not hold job %s", workerID, id))
-		return j, false
+		return profileWriter{}, false
 	}
 	if err != nil {
 		writeError(w, err)
-		return j, false
+		return profileWriter{}, false
 	}
 	if j.Status != persistence.StatusRunning || (workerID != "" && j.WorkerID != workerID) {
 		writeError(w, Errorf(http.StatusForbidden, string(messages.CodeNotHolder), "worker %s does not hold job %s", workerID, id))
-		return j, false
+		return profileWriter{}, false
 	}
 	if j.Attempts != attempt {
 		writeError(w, Errorf(http.StatusConflict, string(messages.CodeStale), "attempt %d of job %s is not current (%d is)", attempt, id, j.Attempts))
-		return j, false
+		return profileWriter{}, false
 	}
 	if messages.ProfileOf(j.Params) != name {
 		writeError(w, Errorf(http.StatusForbidden, string(messages.CodeNotHolder), "job %s does not use profile %s", id, name))
-		return j, false
+		return profileWriter{}, false
 	}
-	return j, true
+	return profileWriter{Worker: j.WorkerID, Job: j.ID, Attempt: j.Attempts}, true
+}
+
+// sessionProfileHolder is the session form of the fence: session id is on
+// the calling worker and names the profile (403 otherwise), and the
+// scheduler's lock of the profile is still the session's — it is from
+// the session's pick until its close is confirmed, after the save — so a
+// closed session's late read or write gets 409 stale.
+func (s *Server) sessionProfileHolder(w http.ResponseWriter, r *http.Request, workerID, name, id string) (profileWriter, bool) {
+	if !validID(id) {
+		writeError(w, Errorf(http.StatusBadRequest, "bad_request", "?session=<id> names the session using the profile"))
+		return profileWriter{}, false
+	}
+	notHolder := func() (profileWriter, bool) {
+		writeError(w, Errorf(http.StatusForbidden, string(messages.CodeNotHolder), "worker %s does not hold session %s with profile %s", workerID, id, name))
+		return profileWriter{}, false
+	}
+	raw, err := s.b.Session(r.Context(), id)
+	var ae *Error
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return notHolder()
+	}
+	if err != nil {
+		writeError(w, err)
+		return profileWriter{}, false
+	}
+	var sess struct {
+		WorkerID string `json:"worker_id"`
+		Profile  string `json:"profile"`
+	}
+	if err := json.Unmarshal(raw, &sess); err != nil {
+		writeError(w, fmt.Errorf("session %s: %w", id, err))
+		return profileWriter{}, false
+	}
+	if sess.Profile != name || (workerID != "" && sess.WorkerID != workerID) {
+		return notHolder()
+	}
+	inUse, err := s.b.ProfilesInUse(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return profileWriter{}, false
+	}
+	if inUse[name] != id {
+		writeError(w, Errorf(http.StatusConflict, string(messages.CodeStale), "session %s no longer holds profile %s", id, name))
+		return profileWriter{}, false
+	}
+	return profileWriter{Worker: sess.WorkerID, Session: id}, true
 }
 
 func (s *Server) getProfileState(w http.ResponseWriter, r *http.Request, workerID string) {
@@ -219,16 +281,16 @@ func (s *Server) putProfileState(w http.ResponseWriter, r *http.Request, workerI
 		writeError(w, Errorf(http.StatusBadRequest, "bad_profile_state", "%v", err))
 		return
 	}
-	if m, err := s.readProfileMeta(r.Context(), name); err == nil && m.Job == j.ID && m.Attempt > j.Attempts {
+	if m, err := s.readProfileMeta(r.Context(), name); err == nil && j.Job != "" && m.Job == j.Job && m.Attempt > j.Attempt {
 		// A later attempt of this job saved already: this one is stale.
-		writeError(w, Errorf(http.StatusConflict, string(messages.CodeStale), "attempt %d of job %s saved profile %s already", m.Attempt, j.ID, name))
+		writeError(w, Errorf(http.StatusConflict, string(messages.CodeStale), "attempt %d of job %s saved profile %s already", m.Attempt, j.Job, name))
 		return
 	}
 	if err := s.b.Assets().Put(r.Context(), ProfilesFolder, name+profileStateSuffix, "application/json", bytes.NewReader(body), int64(len(body))); err != nil {
 		writeError(w, fmt.Errorf("store profile %s: %w", name, err))
 		return
 	}
-	meta, _ := json.Marshal(ProfileMeta{UpdatedAt: time.Now().UTC(), Worker: j.WorkerID, Job: j.ID, Attempt: j.Attempts})
+	meta, _ := json.Marshal(ProfileMeta{UpdatedAt: time.Now().UTC(), Worker: j.Worker, Job: j.Job, Attempt: j.Attempt, Session: j.Session})
 	if err := s.b.Assets().Put(r.Context(), ProfilesFolder, name+profileMetaSuffix, "application/json", bytes.NewReader(meta), int64(len(meta))); err != nil {
 		writeError(w, fmt.Errorf("store profile %s metadata: %w", name, err))
 		return

@@ -43,12 +43,6 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusBadRequest, "bad_idle_timeout", "idle_timeout_s %d is out of range 1..%d", idle, maxIdleTimeoutS))
 		return
 	}
-	if body.Profile != "" {
-		// Profiles are saved by a job's successful end; a session has no
-		// such end yet, so naming one would do nothing.
-		writeError(w, Errorf(http.StatusBadRequest, "bad_option", "profile: sessions do not take a profile (fetch and macro jobs do)"))
-		return
-	}
 	if err := checkOptions(body.BrowserOptions, ""); err != nil {
 		writeError(w, err)
 		return

@@ -48,6 +48,8 @@ type Session struct {
 	// LastUsed is the last command's time. Sessions listed by
 	// ListSessions carry the stored value, which may lag a few seconds.
 	LastUsed time.Time `json:"last_used,omitzero"`
+	// Profile is the profile the session holds, "" for none.
+	Profile string `json:"profile,omitempty"`
 }
 
 // BrowserOptions are the browser page's options, top-level fields of POST
@@ -69,6 +71,10 @@ type BrowserOptions struct {
 	Cookies []Cookie `json:"cookies,omitempty"`
 	// Block fails requests by resource type or URL pattern.
 	Block *Block `json:"block,omitempty"`
+	// Profile names the stored browser state (cookies, localStorage) the
+	// page starts from and a clean end saves; one job or session uses a
+	// profile at a time.
+	Profile string `json:"profile,omitempty"`
 }
 
 // Proxy is the proxy server of a page. The hub never answers the password

@@ -21,6 +21,8 @@ const (
 	DefaultSchedulerPriorityAging = 30 * time.Second
 	// DefaultSchedulerAffinityWait is scheduler.affinity_wait.
 	DefaultSchedulerAffinityWait = 5 * time.Second
+	// DefaultSchedulerSessionProfileWait is scheduler.session_profile_wait.
+	DefaultSchedulerSessionProfileWait = 30 * time.Second
 	// DefaultSchedulerDiskExcludePct is scheduler.disk_exclude_pct.
 	DefaultSchedulerDiskExcludePct = 90
 	// DefaultSchedulerMaxLaneRSSMB is scheduler.max_lane_rss_mb.
@@ -310,6 +312,10 @@ type SchedulerConfig struct {
 	// that ran the profile's last job (it holds the profile warm) before
 	// any worker may take it; 0 = no affinity. Default 5s.
 	AffinityWait time.Duration `yaml:"affinity_wait"`
+	// SessionProfileWait is how long POST /sessions with a profile that a
+	// job or another session holds waits for it before it answers 409
+	// profile_in_use; 0 = no wait. Default 30s.
+	SessionProfileWait time.Duration `yaml:"session_profile_wait"`
 }
 
 // RedriveConfig is the "redrive" section. Env aliases from the source
@@ -611,6 +617,7 @@ func Default() *Config {
 			MaxLaneRestarts10m: DefaultSchedulerMaxLaneRestarts10m,
 			MinShmFreeMB:       DefaultSchedulerMinShmFreeMB,
 			AffinityWait:       DefaultSchedulerAffinityWait,
+			SessionProfileWait: DefaultSchedulerSessionProfileWait,
 		},
 		Redrive: RedriveConfig{
 			Interval: DefaultRedriveInterval,

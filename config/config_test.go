@@ -106,8 +106,9 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// cdp_tunnels_per_session, cdp_max_message_bytes), auth.worker_approval,
 	// metrics.listen, scheduler.priority_aging, jobs.retry_backoff_max,
 	// scheduler.tenant_label, tenant_weights, tenant_quotas, debug.pprof,
-	// the four health thresholds, scheduler.affinity_wait
-	require.Len(t, keys, 81)
+	// the four health thresholds, scheduler.affinity_wait,
+	// scheduler.session_profile_wait
+	require.Len(t, keys, 82)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))

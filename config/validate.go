@@ -76,6 +76,13 @@ var fieldChecks = map[string]func(c *Config) string{
 	"scheduler.tenant_weights":   func(c *Config) string { return errString(c.Scheduler.ParseTenantWeights()) },
 	"scheduler.tenant_quotas":    func(c *Config) string { return errString(c.Scheduler.ParseTenantQuotas()) },
 	"scheduler.affinity_wait":    func(c *Config) string { return nonNegative(c.Scheduler.AffinityWait) },
+	// Below the session call's own bound on a hub (it adds this wait).
+	"scheduler.session_profile_wait": func(c *Config) string {
+		if d := c.Scheduler.SessionProfileWait; d < 0 || d > 10*time.Minute {
+			return fmt.Sprintf("%s is out of range 0..10m", d)
+		}
+		return ""
+	},
 
 	// Health thresholds: 0 = off; the bounds are what a worker may report
 	// (messages.MaxLaneRSSMB, MaxHealthCount, MaxShmFreeMB).

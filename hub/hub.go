@@ -149,6 +149,8 @@ func TimingFrom(cfg *config.Config) grains.Timing {
 		HubTTL:            cfg.Cluster.HubTTL,
 		WorkerMaxLanes:    cfg.Limits.WorkerMaxLanes,
 		CDPTunnels:        cfg.Limits.CDPTunnelsPerSession,
+
+		SessionProfileWait: cfg.Scheduler.SessionProfileWait,
 	}
 }
 

@@ -257,8 +257,9 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &l))
 	require.Len(t, l.Profiles, 1, string(b))
 
-	// Sessions refuse a profile; noop jobs too (their params are strict).
-	st, b = do(t, "POST", url+"/sessions", `{"profile":"alice"}`)
+	// noop jobs refuse a profile (their params are strict); a bad name is
+	// refused everywhere.
+	st, b = do(t, "POST", url+"/sessions", `{"profile":"Not.A.Name"}`)
 	require.Equal(t, http.StatusBadRequest, st, string(b))
 	st, b = do(t, "POST", url+"/jobs", `{"mode":"noop","params":{"profile":"alice"}}`)
 	require.Equal(t, http.StatusBadRequest, st, string(b))

@@ -2119,8 +2119,13 @@ func (x *SessionEnsure) GetWorkerId() string {
 // lane (Reply.json: {"worker_id": ...}); the slot counts as placing until
 // SchedPlaced or SchedPlaceFailed with job_id "session:<id>".
 type SchedPickSession struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// profile, when set, is taken for the slot "session:<id>" (the lock jobs
+	// share; README "Profiles and affinity") until SchedRemove with that
+	// key. Held by another: a refusal with code profile_in_use and
+	// Reply.json {"in_use_by": <holder key>}; nothing is taken then.
+	Profile       string `protobuf:"bytes,2,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2158,6 +2163,13 @@ func (*SchedPickSession) Descriptor() ([]byte, []int) {
 func (x *SchedPickSession) GetSessionId() string {
 	if x != nil {
 		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SchedPickSession) GetProfile() string {
+	if x != nil {
+		return x.Profile
 	}
 	return ""
 }
@@ -3302,10 +3314,11 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x11SessionWorkerGone\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\",\n" +
 	"\rSessionEnsure\x12\x1b\n" +
-	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"1\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"K\n" +
 	"\x10SchedPickSession\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"%\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
+	"\aprofile\x18\x02 \x01(\tR\aprofile\"%\n" +
 	"\rWorkerForward\x12\x14\n" +
 	"\x05frame\x18\x01 \x01(\fR\x05frame\"n\n" +
 	"\x11SessionTunnelOpen\x12\x1b\n" +

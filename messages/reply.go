@@ -33,6 +33,7 @@ const (
 	CodeTooMany       Code = "too_many"        // a count bound was reached (limits.cdp_tunnels_per_session)
 	CodeNotApproved   Code = "not_approved"    // the worker awaits an operator's approval (auth.worker_approval)
 	CodeNotHolder     Code = "not_holder"      // a report names work the reporting worker does not hold
+	CodeProfileInUse  Code = "profile_in_use"  // another job or session holds the profile (README "Profiles and affinity")
 	CodeFrameTooLarge Code = "frame_too_large" // a link frame over messages.MaxFrameBytes; the link closes after it
 )
 

@@ -154,7 +154,7 @@ func NewMetrics() *Metrics {
 	m.SchedPlacements = counter("paprika_sched_placements_total",
 		"Jobs the scheduler placed on a worker.")
 	m.SchedAffinityHits = counter("paprika_sched_affinity_hits_total",
-		"Jobs with a profile placed on the worker that ran the profile last (warm), within scheduler.affinity_wait.")
+		"Jobs (within scheduler.affinity_wait) and sessions (at once) with a profile placed on the worker that ran the profile last (warm).")
 	m.SchedPlaceTimeouts = counter("paprika_sched_place_timeouts_total",
 		"Placements whose job grain did not answer within twice the assign grace.")
 	m.SchedStalePlacements = counter("paprika_sched_stale_placements_total",

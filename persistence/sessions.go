@@ -25,6 +25,9 @@ type SessionRecord struct {
 	// Browser is the lane browser's version strings (its /json/version),
 	// which the hub's /sessions/{id}/json/version repeats.
 	Browser map[string]string `json:"browser,omitempty"`
+	// Profile is the profile the session holds (README "Profiles and
+	// affinity"), "" for none: a fresh scheduler takes its lock again.
+	Profile string `json:"profile,omitempty"`
 }
 
 // Session statuses (API.md, the session object). They live here, beside

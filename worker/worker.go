@@ -165,11 +165,11 @@ func New(o Options) (*Worker, error) {
 		cc.SessionUpload = func(ctx context.Context, sessionID, name, contentType string, r io.Reader, size int64) error {
 			return w.agentOf().UploadSessionDownload(ctx, sessionID, name, contentType, r, size)
 		}
-		cc.ProfileLoad = func(ctx context.Context, name, jobID string, attempt int) ([]byte, error) {
-			return w.agentOf().LoadProfile(ctx, name, jobID, attempt)
+		cc.ProfileLoad = func(ctx context.Context, name, holder string, attempt int) ([]byte, error) {
+			return w.agentOf().LoadProfile(ctx, name, holder, attempt)
 		}
-		cc.ProfileSave = func(ctx context.Context, name, jobID string, attempt int, state []byte) error {
-			return w.agentOf().SaveProfile(ctx, name, jobID, attempt, state)
+		cc.ProfileSave = func(ctx context.Context, name, holder string, attempt int, state []byte) error {
+			return w.agentOf().SaveProfile(ctx, name, holder, attempt, state)
 		}
 		drv, err := chromium.New(cc)
 		if err != nil {

@@ -168,6 +168,9 @@ func (f *Front) Hubs(ctx context.Context) ([]persistence.HubInfo, error) {
 // away stops the wait (the grain still finishes what it was sent).
 func (f *Front) sessionCall(ctx context.Context, id string, msg interface{}) (json.RawMessage, error) {
 	timeout := f.d.Timing.ForwardTimeout + f.d.Timing.GrainTimeout
+	if _, open := msg.(*messages.SessionOpen); open {
+		timeout += f.d.Timing.SessionProfileWait // an open may wait for its profile
+	}
 	r, err := CallContext(ctx, f.d.Cluster(), id, KindSession, msg, timeout)
 	if err != nil {
 		// Still a 503 to the client; errors.Is tells an ended ctx apart.
@@ -192,6 +195,13 @@ func (f *Front) sessionCall(ctx context.Context, id string, msg interface{}) (js
 			Extra: map[string]any{"limit": "limits.cdp_tunnels_per_session", "max": f.cdpTunnels()}, RetryAfter: "5"}
 	case string(messages.CodeNotHolder):
 		return nil, api.Errorf(http.StatusForbidden, string(messages.CodeNotHolder), "%s", r.Message)
+	case string(messages.CodeProfileInUse):
+		var held struct {
+			InUseBy string `json:"in_use_by"`
+		}
+		_ = json.Unmarshal(r.Json, &held)
+		return nil, &api.Error{Status: http.StatusConflict, Code: string(messages.CodeProfileInUse), Message: r.Message,
+			Extra: map[string]any{"in_use_by": held.InUseBy}, RetryAfter: "5"}
 	case string(messages.CodeBadCommand):
 		return nil, api.Errorf(http.StatusBadRequest, "bad_tunnel", "%s", r.Message)
 	case string(messages.CodeConflict):
@@ -208,7 +218,9 @@ func (f *Front) sessionCall(ctx context.Context, id string, msg interface{}) (js
 // worker with the open command.
 func (f *Front) OpenSession(ctx context.Context, labels map[string]string, idleTimeoutS int, opts messages.BrowserOptions) (json.RawMessage, error) {
 	m := &messages.SessionOpen{IdleTimeoutS: int32(idleTimeoutS), Labels: labels}
-	if !opts.Empty() {
+	// A profile alone is not a launch option (Empty), but the worker
+	// needs it to restore and save.
+	if !opts.Empty() || opts.Profile != "" {
 		b, err := json.Marshal(opts)
 		if err != nil {
 			return nil, fmt.Errorf("encode browser options: %w", err)
@@ -266,7 +278,8 @@ func (f *Front) ListSessions(ctx context.Context, q persistence.SessionListQuery
 // lane hygiene); clients reach the browser through the hub.
 func sessionOfRecord(r persistence.SessionRecord) Session {
 	return Session{ID: r.ID, WorkerID: r.WorkerID, Lane: r.Lane, Status: SessionOpen,
-		IdleTimeoutS: r.IdleTimeoutS, Labels: r.Labels, CreatedAt: r.CreatedAt, LastUsed: r.LastUsed, Browser: r.Browser}
+		IdleTimeoutS: r.IdleTimeoutS, Labels: r.Labels, CreatedAt: r.CreatedAt, LastUsed: r.LastUsed, Browser: r.Browser,
+		Profile: r.Profile}
 }
 
 func (f *Front) cdpTunnels() int {

@@ -2,6 +2,9 @@ package grains
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -21,6 +24,13 @@ import (
 // worker used before first waits up to Timing.AffinityWait for that
 // worker (its lane's browser process kept the profile's cache and
 // connections warm), then goes to the queue like any job.
+//
+// A session with a profile holds the same lock under its slot key
+// ("session:<id>"), from its pick (SchedPickSession) to the SchedRemove
+// its grain sends once the worker confirmed the close (after the save).
+// It never waits here: its grain retries the pick on a timer
+// (Timing.SessionProfileWait), and it takes its warm worker only when
+// that worker has a free lane at once — a person is waiting for it.
 
 // profileLocks is the bookkeeping of the lock and of affinity, without
 // the actor (unit tests drive it directly).
@@ -31,8 +41,9 @@ type profileLocks struct {
 	last    map[string]string      // profile → the worker its last holder ran on
 	ranOn   map[string]string      // holding job → the worker it was placed on
 	warm    map[string]warmJob     // holding job → waiting for its warm worker
-	// suspect: holders the last audit found neither running nor waiting.
-	suspect  map[string]bool
+	// suspect: holders the last audits found neither running nor
+	// waiting, and in how many audits in a row.
+	suspect  map[string]int
 	auditing bool
 }
 
@@ -195,6 +206,42 @@ func (s *schedulerGrain) affinityExpired(ctx actor.Context, id string) {
 	s.place(ctx)
 }
 
+// pickSession picks a session's worker and takes its profile's lock for
+// the session's slot; a refusal (profile in use, no capacity) takes
+// nothing.
+func (s *schedulerGrain) pickSession(m *messages.SchedPickSession) (*Candidate, *messages.Reply) {
+	slot := sessionSlot(m.SessionId)
+	if m.Profile != "" {
+		if h := s.profiles.holder[m.Profile]; h != "" && h != slot {
+			r := fail(messages.CodeProfileInUse, "profile %s is in use by %s", m.Profile, holderName(h))
+			r.Json, _ = json.Marshal(map[string]string{"in_use_by": h})
+			return nil, r
+		}
+	}
+	c := s.sessionWorker(m.Profile)
+	if c == nil {
+		return nil, fail(messages.CodeNoCapacity, "no worker has a free chromium lane")
+	}
+	if m.Profile != "" {
+		s.profiles.acquire(queuedJob{id: slot, mode: messages.ModeMacro, created: s.deps.Clock()}, m.Profile)
+		s.profiles.placed(slot, c.ID)
+	}
+	return c, nil
+}
+
+// sessionWorker picks the worker for a session: the one that ran its
+// profile last when it has a free chromium lane now (no wait), else any.
+func (s *schedulerGrain) sessionWorker(p string) *Candidate {
+	now := s.deps.Clock()
+	if w := s.profiles.last[p]; p != "" && w != "" {
+		if c := s.workers[w]; c != nil && s.rule.Eligible(c, messages.ModeMacro, now) {
+			s.deps.Metrics.SchedAffinityHits.Inc()
+			return c
+		}
+	}
+	return s.rule.PickWorker(s.cands, messages.ModeMacro, now, s.rng)
+}
+
 // profileHandover wakes the jobs the profile lock holds outside the
 // queue (a stale activation stopping): they enqueue with the owner.
 func (s *schedulerGrain) profileHandover(ctx actor.Context) {
@@ -220,12 +267,13 @@ func (s *schedulerGrain) profileRelease(id string) {
 	}
 }
 
-// loadProfileHolders takes the locks of running jobs with a profile (a
-// fresh activation's rebuild, before the queued jobs load: the running
-// ones hold their profile until they end).
+// loadProfileHolders takes the locks of running jobs and open sessions
+// with a profile (a fresh activation's rebuild, before the queued jobs
+// load: the running ones hold their profile until they end).
 func (s *schedulerGrain) loadProfileHolders() {
 	rctx, cancel := context.WithTimeout(context.Background(), 2*sweepPageTimeout)
 	defer cancel()
+	s.loadSessionHolders(rctx)
 	running := map[string]bool{}
 	q := persistence.ListQuery{Status: persistence.StatusRunning, Limit: sweepPage, OldestFirst: true}
 	for j, err := range persistence.AllJobs(rctx, s.deps.Jobs, q, persistence.PageTimeout(sweepPageTimeout), persistence.MaxPages(100)) {
@@ -241,6 +289,37 @@ func (s *schedulerGrain) loadProfileHolders() {
 		if s.profiles.acquire(queuedJob{id: j.ID, mode: j.Mode, created: j.CreatedAt, priority: j.Priority, tenant: j.Tenant}, p) && j.WorkerID != "" {
 			s.profiles.placed(j.ID, j.WorkerID)
 		}
+	}
+}
+
+// loadSessionHolders takes the locks of the open sessions with a profile
+// (their records; a session that closes deletes its record).
+func (s *schedulerGrain) loadSessionHolders(ctx context.Context) {
+	if s.deps.Sessions == nil {
+		return
+	}
+	q := persistence.SessionListQuery{Limit: persistence.MaxSessionListLimit}
+	for range 100 {
+		pctx, cancel := context.WithTimeout(ctx, sweepPageTimeout)
+		recs, next, err := s.deps.Sessions.List(pctx, q)
+		cancel()
+		if err != nil {
+			s.log.Warn("scheduler: open sessions read failed; their profile locks are not taken", slog.Any("err", err))
+			return
+		}
+		for _, r := range recs {
+			if r.Profile == "" || messages.CheckProfileName(r.Profile) != nil {
+				continue
+			}
+			slot := sessionSlot(r.ID)
+			if s.profiles.acquire(queuedJob{id: slot, mode: messages.ModeMacro, created: r.CreatedAt}, r.Profile) && r.WorkerID != "" {
+				s.profiles.placed(slot, r.WorkerID)
+			}
+		}
+		if next == "" {
+			return
+		}
+		q.Cursor = next
 	}
 }
 
@@ -262,35 +341,85 @@ func (s *schedulerGrain) holdsHere(id string) bool {
 	return queued || warm || held || s.pending[id] != ""
 }
 
-// auditProfiles reads the running jobs off the turn and frees the profile
-// of a holder seen neither running nor waiting here in two audits in a
-// row (one could fall between its placement and its claim).
+// auditProfiles reads the running jobs (and the records of the sessions
+// holding a profile) off the turn and frees the profile of a holder seen
+// neither running (open) nor waiting here in two audits in a row (one
+// could fall between its placement and its claim, or a session between
+// its close and its grain's SchedRemove).
 func (s *schedulerGrain) auditProfiles(ctx actor.Context) {
 	if len(s.profiles.holder) == 0 || s.profiles.auditing {
 		return
 	}
 	s.profiles.auditing = true
+	var sessions []string // read on the turn; the lookup runs off it
+	for _, h := range s.profiles.holder {
+		if id, ok := slotSession(h); ok {
+			sessions = append(sessions, id)
+		}
+	}
 	offTurn(ctx, s.timers, 2*sweepPageTimeout, func(rctx context.Context) (map[string]string, error) {
-		return readRunning(rctx, s.deps.Jobs)
+		running, err := readRunning(rctx, s.deps.Jobs)
+		if err != nil {
+			return running, err
+		}
+		return running, openSessions(rctx, s.deps.Sessions, sessions, running)
 	}, func(running map[string]string, err error) {
 		s.profiles.auditing = false
 		if err != nil {
 			s.log.Warn("scheduler: profile audit read failed", slog.Any("err", err))
 			return
 		}
-		suspect := map[string]bool{}
-		for p, h := range s.profiles.holder {
-			if _, ok := running[h]; ok || s.holdsHere(h) {
-				continue
-			}
-			if !s.profiles.suspect[h] {
-				suspect[h] = true
-				continue
-			}
-			s.log.Info("scheduler: profile lock of a job that ended unheard dropped", slog.String("profile", p), slog.String("job", h))
-			s.profileRelease(h)
-		}
-		s.profiles.suspect = suspect
+		s.auditHolders(running)
 		s.place(ctx)
 	})
+}
+
+// auditMisses is how many audits in a row must miss a holder before its
+// lock is dropped: two for a job; four for a session, whose record is
+// written only when the worker answered its open (a browser start, up
+// to a minute), so an opening session may go unseen for that long.
+func auditMisses(holder string) int {
+	if isSessionSlot(holder) {
+		return 4
+	}
+	return 2
+}
+
+// auditHolders is an audit's decision, given the holders seen alive
+// (running jobs, open sessions' slot keys).
+func (s *schedulerGrain) auditHolders(running map[string]string) {
+	suspect := map[string]int{}
+	for p, h := range s.profiles.holder {
+		if _, ok := running[h]; ok || s.holdsHere(h) {
+			continue
+		}
+		if n := s.profiles.suspect[h] + 1; n < auditMisses(h) {
+			suspect[h] = n
+			continue
+		}
+		s.log.Info("scheduler: profile lock of a job or session that ended unheard dropped", slog.String("profile", p), slog.String("holder", h))
+		s.profileRelease(h)
+	}
+	s.profiles.suspect = suspect
+}
+
+// openSessions adds to alive the slot key of each of ids whose session
+// record exists (the session is open). A failed read is an error: the
+// audit must not drop a lock it could not check.
+func openSessions(ctx context.Context, store persistence.SessionStore, ids []string, alive map[string]string) error {
+	if store == nil {
+		return nil
+	}
+	for _, id := range ids {
+		gctx, cancel := context.WithTimeout(ctx, sweepPageTimeout)
+		_, err := store.Get(gctx, id)
+		cancel()
+		switch {
+		case err == nil:
+			alive[sessionSlot(id)] = ""
+		case !errors.Is(err, persistence.ErrNotFound):
+			return fmt.Errorf("read session %s: %w", id, err)
+		}
+	}
+	return nil
 }

@@ -1,12 +1,19 @@
 package grains
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/metrics"
+	"github.com/paprika-hub/paprika/persistence"
+	"github.com/paprika-hub/paprika/persistence/memory"
 )
 
 // TestProfileLockOneHolderWaitersInOrder: the first job holds the
@@ -95,4 +102,136 @@ func TestStatsCountProfileWaiting(t *testing.T) {
 	st = s.stats()
 	require.Equal(t, 2, st.ProfileWaiting, "w2 and k")
 	require.Equal(t, 4, st.Queued, "q1, w1, w2, k")
+}
+
+// testScheduler is a scheduler grain with what the profile lock and a
+// session's pick use, outside an actor (no timers: AffinityWait 0).
+func testScheduler(t *testing.T, now time.Time, cands ...*Candidate) *schedulerGrain {
+	t.Helper()
+	d := &Deps{Now: func() time.Time { return now }, Metrics: metrics.NewMetrics(), Sessions: memory.NewSessionStore(),
+		Timing: Timing{AliveWindow: time.Minute}}
+	s := &schedulerGrain{deps: d, workers: map[string]*Candidate{}, pending: map[string]string{},
+		placingJobs: map[string]queuedJob{}, profiles: newProfileLocks(), book: newTenantBook(), delayed: newDelayedJobs(),
+		rng: rand.New(rand.NewPCG(1, 2))}
+	s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s.rule = PickRule{AliveWindow: time.Minute, DiskExcludePct: 90, Skips: new(HealthSkips)}
+	s.queue = s.newQueue()
+	for _, c := range cands {
+		c.Drivers = []string{"chromium"}
+		s.workers[c.ID] = c
+		s.cands = append(s.cands, c)
+	}
+	return s
+}
+
+// TestProfileLockSharedByJobsAndSessions: a job and a session never hold
+// one profile at once. A session asking for a profile a job holds is
+// refused (naming the job) and takes nothing; once free it takes it under
+// its slot key; a job then waits for the session and gets the profile
+// when the session's SchedRemove releases it; a second session is
+// refused while the first holds it. A session prefers the profile's warm
+// worker when it has a free lane now, and takes another otherwise.
+func TestProfileLockSharedByJobsAndSessions(t *testing.T) {
+	now := time.Now()
+	w1, w2 := idle("w1", now), idle("w2", now)
+	s := testScheduler(t, now, w1, w2)
+
+	require.True(t, s.profiles.acquire(queuedJob{id: "j1"}, "p"))
+	c, r := s.pickSession(&messages.SchedPickSession{SessionId: "s-a", Profile: "p"})
+	require.Nil(t, c)
+	require.Equal(t, string(messages.CodeProfileInUse), r.Code)
+	require.JSONEq(t, `{"in_use_by":"j1"}`, string(r.Json))
+	require.Equal(t, map[string]string{"p": "j1"}, s.profiles.inUse(), "a refused session takes nothing")
+	require.Empty(t, s.profiles.waiters, "a session never waits in the scheduler")
+
+	// Another profile, or none, is no obstacle.
+	c, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-z"})
+	require.Nil(t, r)
+	require.NotNil(t, c)
+
+	s.profiles.placed("j1", "w2")
+	s.profileRelease("j1")
+	// w2 ran p last: with a free lane it is the session's worker.
+	c, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-a", Profile: "p"})
+	require.Nil(t, r)
+	require.Equal(t, "w2", c.ID, "the warm worker")
+	require.Equal(t, map[string]string{"p": sessionSlot("s-a")}, s.profiles.inUse())
+	_, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-a", Profile: "p"})
+	require.Nil(t, r, "the holder asking again still holds")
+
+	// A job with p waits for the session, outside the queue.
+	require.True(t, s.profileEnqueue(queuedJob{id: "j2", mode: messages.ModeFetch}, "p"))
+	require.Equal(t, 0, s.queue.Len())
+	_, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-b", Profile: "p"})
+	require.Equal(t, string(messages.CodeProfileInUse), r.Code)
+	require.JSONEq(t, `{"in_use_by":"session:s-a"}`, string(r.Json))
+
+	// The session's end (SchedRemove with its slot) hands p to the job.
+	s.profileRelease(sessionSlot("s-a"))
+	require.Equal(t, map[string]string{"p": "j2"}, s.profiles.inUse())
+	require.Equal(t, 1, s.queue.Len(), "the job is queued now")
+	require.Equal(t, "w2", s.profiles.last["p"])
+
+	// The warm worker busy: the next session takes the other at once.
+	s.profileRelease("j2")
+	w2.InFlight = w2.MaxConcurrent
+	c, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-c", Profile: "p"})
+	require.Nil(t, r)
+	require.Equal(t, "w1", c.ID, "no wait for the warm worker")
+
+	// No worker at all: refused, and the profile stays free.
+	s.profileRelease(sessionSlot("s-c"))
+	w1.Connected, w2.Connected = false, false
+	_, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-d", Profile: "p"})
+	require.Equal(t, string(messages.CodeNoCapacity), r.Code)
+	require.Nil(t, s.profiles.inUse())
+}
+
+// TestProfileAuditKeepsOpenSessions: the audit keeps the lock of a
+// session whose record says it is open, and drops the lock of a session
+// whose record is gone at its fourth look (a job's at its second).
+func TestProfileAuditKeepsOpenSessions(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	s := testScheduler(t, now, idle("w1", now))
+	require.NoError(t, s.deps.Sessions.Put(ctx, persistence.SessionRecord{ID: "s-open", WorkerID: "w1", State: SessionOpen, Profile: "p1"}, time.Minute))
+	require.True(t, s.profiles.acquire(queuedJob{id: sessionSlot("s-open")}, "p1"))
+	require.True(t, s.profiles.acquire(queuedJob{id: sessionSlot("s-gone")}, "p2"))
+	require.True(t, s.profiles.acquire(queuedJob{id: "j-run"}, "p3"))
+
+	audit := func() {
+		alive := map[string]string{"j-run": ""}
+		require.NoError(t, openSessions(ctx, s.deps.Sessions, []string{"s-open", "s-gone"}, alive))
+		s.auditHolders(alive)
+	}
+	require.True(t, s.profiles.acquire(queuedJob{id: "j-gone"}, "p4"))
+	audit()
+	require.Len(t, s.profiles.inUse(), 4, "one audit only suspects")
+	audit()
+	require.Len(t, s.profiles.inUse(), 3, "a job is dropped at the second")
+	require.NotContains(t, s.profiles.inUse(), "p4")
+	audit()
+	audit()
+	require.Equal(t, map[string]string{"p1": sessionSlot("s-open"), "p3": "j-run"}, s.profiles.inUse(),
+		"a session at the fourth (it may be opening, unrecorded)")
+}
+
+// TestLoadSessionHolders: a fresh activation takes the locks of the open
+// sessions with a profile, and remembers their workers as warm.
+func TestLoadSessionHolders(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	s := testScheduler(t, now)
+	for _, r := range []persistence.SessionRecord{
+		{ID: "s-1", WorkerID: "w1", State: SessionOpen, Profile: "p"},
+		{ID: "s-2", WorkerID: "w2", State: SessionOpen},
+	} {
+		require.NoError(t, s.deps.Sessions.Put(ctx, r, time.Minute))
+	}
+	s.loadSessionHolders(ctx)
+	require.Equal(t, map[string]string{"p": sessionSlot("s-1")}, s.profiles.inUse())
+	require.True(t, s.profileEnqueue(queuedJob{id: "j"}, "p"), "a job waits for the session")
+	s.profileRelease(sessionSlot("s-1"))
+	require.Equal(t, "w1", s.profiles.last["p"])
+	require.Equal(t, map[string]string{"p": "j"}, s.profiles.inUse())
 }

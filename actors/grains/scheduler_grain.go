@@ -179,10 +179,10 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 	case *tenantResync:
 		s.resyncTenants(ctx)
 	case *messages.SchedPickSession:
-		c := s.rule.PickWorker(s.cands, messages.ModeMacro, s.deps.Clock(), s.rng)
+		c, refused := s.pickSession(msg) // profiles.go
 		s.flushHealthSkips()
-		if c == nil {
-			reply(ctx, fail(messages.CodeNoCapacity, "no worker has a free chromium lane"))
+		if refused != nil {
+			reply(ctx, refused)
 			return
 		}
 		slot := sessionSlot(msg.SessionId)

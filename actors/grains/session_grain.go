@@ -46,6 +46,9 @@ type Session struct {
 	Browser map[string]string `json:"browser,omitempty"`
 	// Tunnels counts the CDP clients attached now.
 	Tunnels int `json:"cdp_clients"`
+	// Profile is the profile the session holds (README "Profiles and
+	// affinity"), "" for none.
+	Profile string `json:"profile,omitempty"`
 }
 
 // sessionGrain is `session/<id>`: an interactive lane reserved on a worker.
@@ -80,7 +83,14 @@ type sessionGrain struct {
 	idleStop    supervise.Stop
 	releaseStop supervise.Stop
 	cmdStops    map[string]supervise.Stop // command id → its timeout
-	tunnels     map[string]*sessionTunnel // tunnel id → its client end (session_tunnel.go)
+	// profileHeld: the scheduler's profile lock is this session's until
+	// profileDone sends SchedRemove (after the worker confirmed its
+	// close, so after the profile's save).
+	profileHeld bool
+	// opening is the open waiting for its profile (pickRetry), nil else.
+	opening  *sessionOpening
+	pickStop supervise.Stop
+	tunnels  map[string]*sessionTunnel // tunnel id → its client end (session_tunnel.go)
 }
 
 // Session record timing.
@@ -96,6 +106,23 @@ const (
 )
 
 type sessionCmdTimeout struct{ commandID string }
+
+// sessionOpening is an open whose profile another job or session holds:
+// its pick is retried until deadline (Timing.SessionProfileWait).
+type sessionOpening struct {
+	caller   *actor.PID
+	msg      *messages.SessionOpen
+	profile  string
+	deadline time.Time
+}
+
+// sessionPickRetry fires to retry the pick of a waiting open.
+type sessionPickRetry struct{}
+
+// sessionPickRetryEvery is how often a waiting open asks again: a
+// session is interactive, so soon after the holder ends, not at once
+// (each ask is a scheduler turn).
+const sessionPickRetryEvery = 250 * time.Millisecond
 
 // sessionIdleCheck fires when the session may have been idle for its
 // idle_timeout_s. A timer of its own, not the actor's receive timeout:
@@ -192,6 +219,12 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 		}
 	case *sessionReleaseTimeout:
 		g.release(ctx)
+	case *sessionPickRetry:
+		g.pickStop = nil
+		if o := g.opening; o != nil {
+			g.opening = nil
+			g.pick(ctx, o)
+		}
 	case *sessionIdleCheck:
 		if g.s.Status != SessionOpen {
 			return
@@ -236,9 +269,8 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 		return fmt.Errorf("load session %s: %w", g.id, err)
 	}
 	g.loaded = true
-	g.s = Session{ID: g.id, WorkerID: rec.WorkerID, Lane: rec.Lane, Status: SessionOpen,
-		IdleTimeoutS: rec.IdleTimeoutS, Labels: rec.Labels, CreatedAt: rec.CreatedAt, LastUsed: rec.LastUsed,
-		Browser: rec.Browser}
+	g.s = sessionOfRecord(rec)
+	g.profileHeld = rec.Profile != ""
 	g.savedAt = g.deps.Clock()
 	ctx.CancelReceiveTimeout()
 	g.deps.Metrics.SessionsResumed.Inc()
@@ -300,7 +332,7 @@ func (g *sessionGrain) save() {
 	g.savedAt = g.deps.Clock()
 	rec := persistence.SessionRecord{ID: g.id, WorkerID: g.s.WorkerID, Lane: g.s.Lane,
 		IdleTimeoutS: g.s.IdleTimeoutS, Labels: g.s.Labels, State: g.s.Status, CreatedAt: g.s.CreatedAt, LastUsed: g.s.LastUsed,
-		Browser: g.s.Browser}
+		Browser: g.s.Browser, Profile: g.s.Profile}
 	// The touch interval is inside the TTL too: between two writes the
 	// record must not expire while the session is in use.
 	ttl := g.idleTimeout() + sessionTouchEvery + sessionRecordSlack
@@ -328,28 +360,70 @@ func (g *sessionGrain) open(ctx actor.Context, m *messages.SessionOpen) {
 		reply(ctx, fail(messages.CodeConflict, "session %s exists", g.id))
 		return
 	}
+	var opts struct {
+		Profile string `json:"profile"`
+	}
+	if len(m.Options) > 0 {
+		_ = json.Unmarshal(m.Options, &opts) // the API checked them
+	}
+	if opts.Profile != "" && messages.CheckProfileName(opts.Profile) != nil {
+		reply(ctx, fail(messages.CodeBadCommand, "%v", messages.CheckProfileName(opts.Profile)))
+		return
+	}
 	now := g.deps.Clock()
-	g.s = Session{ID: g.id, Status: SessionOpening, IdleTimeoutS: int(m.IdleTimeoutS), Labels: m.Labels, CreatedAt: now, LastUsed: now}
-	caller := ctx.Sender()
-	// Both steps answer as continuations: the grain answers GET (status
-	// "opening") and a close meanwhile.
-	Ask(ctx, g.timers, g.cl, SchedulerID, KindScheduler, &messages.SchedPickSession{SessionId: g.id}, g.deps.Timing.GrainTimeout,
+	g.s = Session{ID: g.id, Status: SessionOpening, IdleTimeoutS: int(m.IdleTimeoutS), Labels: m.Labels, CreatedAt: now, LastUsed: now,
+		Profile: opts.Profile}
+	g.pick(ctx, &sessionOpening{caller: ctx.Sender(), msg: m, profile: opts.Profile, deadline: now.Add(g.deps.Timing.SessionProfileWait)})
+}
+
+// pick asks the scheduler for a worker (and the profile's lock). Both
+// steps answer as continuations: the grain answers GET (status
+// "opening") and a close meanwhile. A profile in use is asked for again
+// every sessionPickRetryEvery until o.deadline (a timer, not a wait in
+// the turn), then the open answers profile_in_use.
+func (g *sessionGrain) pick(ctx actor.Context, o *sessionOpening) {
+	caller, m := o.caller, o.msg
+	Ask(ctx, g.timers, g.cl, SchedulerID, KindScheduler, &messages.SchedPickSession{SessionId: g.id, Profile: o.profile}, g.deps.Timing.GrainTimeout,
 		func(res *messages.Reply, err error) {
 			var pick struct {
 				WorkerID string `json:"worker_id"`
+				InUseBy  string `json:"in_use_by"`
 			}
-			if err == nil && res.Ok {
+			if err == nil {
 				_ = json.Unmarshal(res.Json, &pick)
+			}
+			if res == nil || !res.Ok {
+				pick.WorkerID = ""
+			}
+			if o.profile != "" && (pick.WorkerID != "" || err != nil) {
+				// Held, or maybe: a pick whose answer was lost may have
+				// taken the lock, and a SchedRemove for it costs nothing.
+				g.profileHeld = true
 			}
 			if g.s.Status != SessionOpening {
 				// Closed while the pick was on its way: give the lane back.
 				if pick.WorkerID != "" {
 					g.sched(ctx, &messages.SchedPlaceFailed{JobId: sessionSlot(g.id), WorkerId: pick.WorkerID})
 				}
+				g.profileDone(ctx)
 				g.answer(ctx, caller, fail(messages.CodeClosed, "session %s closed: %s", g.id, g.s.Reason))
 				return
 			}
+			if err == nil && res.Code == string(messages.CodeProfileInUse) {
+				if g.deps.Clock().Before(o.deadline) {
+					g.opening = o
+					g.pickStop = g.timers.After(min(sessionPickRetryEvery, max(o.deadline.Sub(g.deps.Clock()), time.Millisecond)), &sessionPickRetry{})
+					return
+				}
+				g.s = Session{}
+				r := fail(messages.CodeProfileInUse, "%s (waited %s)", res.Message, g.deps.Timing.SessionProfileWait)
+				r.Json, _ = json.Marshal(map[string]string{"in_use_by": holderName(pick.InUseBy)})
+				g.answer(ctx, caller, r)
+				ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+				return
+			}
 			if pick.WorkerID == "" {
+				g.profileDone(ctx)
 				g.s = Session{}
 				g.answer(ctx, caller, fail(messages.CodeNoCapacity, "no worker with a free chromium lane: %s", ErrString(err, res)))
 				ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
@@ -357,6 +431,23 @@ func (g *sessionGrain) open(ctx actor.Context, m *messages.SessionOpen) {
 			}
 			g.assignLane(ctx, caller, pick.WorkerID, m.IdleTimeoutS, m.Options)
 		})
+}
+
+// holderName is how the API names a profile's holder: a job's id, or a
+// session's id for its slot key.
+func holderName(key string) string {
+	if id, ok := slotSession(key); ok {
+		return id
+	}
+	return key
+}
+
+// profileDone gives the session's profile lock back (once).
+func (g *sessionGrain) profileDone(ctx actor.Context) {
+	if g.profileHeld {
+		g.profileHeld = false
+		g.sched(ctx, &messages.SchedRemove{JobId: sessionSlot(g.id)})
+	}
 }
 
 // assignLane reserves the picked worker's lane and sends it the open
@@ -384,6 +475,7 @@ func (g *sessionGrain) assignLane(ctx actor.Context, caller *actor.PID, workerID
 				return // closed meanwhile, or the worker answered first
 			}
 			g.dropCommand(cmdID)
+			g.profileDone(ctx)
 			g.s = Session{}
 			g.answer(ctx, caller, fail(messages.CodeNoCapacity, "worker %s refused the session: %s", workerID, ErrString(err, ares)))
 			ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
@@ -497,6 +589,14 @@ func (g *sessionGrain) close(ctx actor.Context, reason string) {
 		return
 	}
 	if g.s.WorkerID == "" {
+		if o := g.opening; o != nil { // waiting for its profile: no pick in flight
+			g.opening = nil
+			if g.pickStop != nil {
+				g.pickStop()
+				g.pickStop = nil
+			}
+			g.answer(ctx, o.caller, fail(messages.CodeClosed, "session %s closed: %s", g.id, reason))
+		}
 		g.finish(ctx, reason) // still opening: no lane picked yet
 		return
 	}
@@ -539,11 +639,14 @@ func (g *sessionGrain) finish(ctx actor.Context, reason string) {
 	ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
 }
 
+// release frees the session's lane and then its profile: the worker
+// saved the profile before it confirmed the close (or never will).
 func (g *sessionGrain) release(ctx actor.Context) {
 	if g.s.WorkerID != "" && !g.released {
 		g.released = true
 		Send(ctx, g.cl, g.s.WorkerID, KindWorker, &messages.WorkerRelease{JobId: sessionSlot(g.id)})
 	}
+	g.profileDone(ctx)
 }
 
 func (g *sessionGrain) sched(ctx actor.Context, msg interface{}) {

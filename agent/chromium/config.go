@@ -73,9 +73,9 @@ type Config struct {
 	// not kept (a log line says so).
 	SessionUpload UploadFunc
 	// ProfileLoad and ProfileSave read and write the profiles of fetch
-	// and macro jobs (params.profile; profile.go): wire them to
-	// agent.LoadProfile and agent.SaveProfile. Default nil: a job naming a
-	// profile fails with lane_error.
+	// and macro jobs (params.profile) and of sessions (profile.go): wire
+	// them to agent.LoadProfile and agent.SaveProfile. Default nil: a job
+	// or session naming a profile fails with lane_error.
 	ProfileLoad ProfileLoadFunc
 	ProfileSave ProfileSaveFunc
 	// StartTimeout bounds a browser start. Default 20s.

@@ -203,7 +203,7 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 	}
 	var prof messages.ProfileState
 	if opts.Profile != "" {
-		if prof, err = d.restoreProfile(ctx, t, job, opts.Profile, log); err != nil {
+		if prof, err = d.restoreProfile(ctx, t, job.ID, job.Attempt, opts.Profile, log); err != nil {
 			rec.finish()
 			return agent.Result{}, err
 		}
@@ -215,7 +215,7 @@ func (d *Driver) Run(ctx context.Context, lane int, job agent.Job, emit func(lin
 	}
 	if opts.Profile != "" {
 		// Saved while the tab still shows the job's last page.
-		if err := d.saveProfile(ctx, t, job, opts.Profile, prof, log); err != nil {
+		if err := d.saveProfile(ctx, t, job.ID, job.Attempt, opts.Profile, prof, log); err != nil {
 			rec.finish()
 			return agent.Result{}, err
 		}

@@ -15,13 +15,15 @@ import (
 )
 
 // ProfileLoadFunc reads the state of profile name for one attempt of a
-// job (the hub's fence); a nil state and no error: the profile has none
-// yet. agent.(*Agent).LoadProfile has this shape.
-type ProfileLoadFunc func(ctx context.Context, name, jobID string, attempt int) ([]byte, error)
+// job, or for a session (holder messages.SessionSlotPrefix and its id;
+// attempt 0): the hub's fence. A nil state and no error: the profile has
+// none yet. agent.(*Agent).LoadProfile has this shape.
+type ProfileLoadFunc func(ctx context.Context, name, holder string, attempt int) ([]byte, error)
 
 // ProfileSaveFunc writes the state of profile name from one attempt of a
-// job. agent.(*Agent).SaveProfile has this shape.
-type ProfileSaveFunc func(ctx context.Context, name, jobID string, attempt int, state []byte) error
+// job, or from a session (holder as for ProfileLoadFunc).
+// agent.(*Agent).SaveProfile has this shape.
+type ProfileSaveFunc func(ctx context.Context, name, holder string, attempt int, state []byte) error
 
 // restoredMark is the sessionStorage key the restore script sets in an
 // origin once it seeded that origin's localStorage, so a second document
@@ -41,18 +43,19 @@ func restoreScript(items map[string]map[string]string) (string, error) {
 		`sessionStorage.setItem("` + restoredMark + `","1");}catch(e){}})();`, nil
 }
 
-// restoreProfile loads the job's profile into the tab before its first
+// restoreProfile loads the profile of holder (a job's id under attempt,
+// or a session's slot key; ProfileLoadFunc) into the tab before its first
 // navigation: the cookies into the tab's BrowserContext, the IndexedDB
 // through a locally answered page of each of its origins
 // (profile_idb.go), the localStorage through a script that runs at the
 // start of each new document. It returns the state, which saveProfile
 // updates.
-func (d *Driver) restoreProfile(ctx context.Context, t *tab, job agent.Job, name string, log func(string)) (messages.ProfileState, error) {
+func (d *Driver) restoreProfile(ctx context.Context, t *tab, holder string, attempt int, name string, log func(string)) (messages.ProfileState, error) {
 	var st messages.ProfileState
 	if d.cfg.ProfileLoad == nil || d.cfg.ProfileSave == nil {
 		return st, agent.Fail(agent.ReasonLaneError, "profile %s: this worker is not configured to load and save profiles", name)
 	}
-	raw, err := d.cfg.ProfileLoad(ctx, name, job.ID, job.Attempt)
+	raw, err := d.cfg.ProfileLoad(ctx, name, holder, attempt)
 	if err != nil {
 		return st, agent.Fail(agent.ReasonLaneError, "%v", err)
 	}
@@ -96,7 +99,7 @@ const pageStorageJS = `(function(){var o={origin:location.origin,items:{}};try{f
 // every cookie of the tab's BrowserContext, and the localStorage and
 // IndexedDB of the page's origin at the end (other origins keep what the
 // profile had).
-func (d *Driver) saveProfile(ctx context.Context, t *tab, job agent.Job, name string, st messages.ProfileState, log func(string)) error {
+func (d *Driver) saveProfile(ctx context.Context, t *tab, holder string, attempt int, name string, st messages.ProfileState, log func(string)) error {
 	rctx, done := t.bind(ctx)
 	defer done()
 	res, err := chromedp.CallBrowser(rctx, storage.GetCookies, storage.GetCookiesParams{BrowserContextID: t.bcID})
@@ -150,7 +153,7 @@ func (d *Driver) saveProfile(ctx context.Context, t *tab, job agent.Job, name st
 	if _, err := messages.ParseProfileState(b); err != nil {
 		return agent.Fail(agent.ReasonJobError, "profile %s: %v", name, err)
 	}
-	if err := d.cfg.ProfileSave(ctx, name, job.ID, job.Attempt, b); err != nil {
+	if err := d.cfg.ProfileSave(ctx, name, holder, attempt, b); err != nil {
 		return agent.Fail(agent.ReasonLaneError, "%v", err)
 	}
 	log(fmt.Sprintf("profile %s saved: %d cookies, localStorage of %d origins, IndexedDB of %d origins (%d records), %d bytes",

@@ -31,12 +31,19 @@ type session struct {
 	guard   *guard     // every request of the lane's browser (guard.go); nil only in a benchmark's baseline
 	release func()
 	rec     *recorder // record: true; nil otherwise
+	// profile is the profile the session holds ("" none), prof its state
+	// as restored, which a clean close updates and saves.
+	profile string
+	prof    messages.ProfileState
 
 	mu     sync.Mutex
 	closed bool
 }
 
-var _ agent.Session = (*session)(nil)
+var (
+	_ agent.Session     = (*session)(nil)
+	_ agent.CleanCloser = (*session)(nil)
+)
 
 // OpenSession implements agent.SessionDriver: it takes the lane, checks or
 // (re)starts its browser as a job would, and opens a fresh page.
@@ -59,6 +66,16 @@ func (d *Driver) OpenSession(ctx context.Context, lane int, sessionID string, op
 			t.close()
 			release()
 			return nil, fmt.Errorf("cookies: %w", err)
+		}
+	}
+	var prof messages.ProfileState
+	if opts.Profile != "" {
+		// Before the open is answered: the client's first command already
+		// finds the profile's cookies and localStorage in the session's tab.
+		if prof, err = d.restoreProfile(ctx, t, messages.SessionSlotPrefix+sessionID, 0, opts.Profile, log); err != nil {
+			t.close()
+			release()
+			return nil, err
 		}
 	}
 	// Before the session is handed out, so before any CDP tunnel opens:
@@ -85,7 +102,7 @@ func (d *Driver) OpenSession(ctx context.Context, lane int, sessionID string, op
 		release()
 		return nil, agent.Fail(agent.ReasonLaneError, "lane %d: %v", lane, err)
 	}
-	sess := &session{d: d, id: sessionID, t: t, dls: dls, guard: g, release: release}
+	sess := &session{d: d, id: sessionID, t: t, dls: dls, guard: g, release: release, profile: opts.Profile, prof: prof}
 	if opts.Record {
 		sess.rec = startRecording(ctx, t, log)
 	}
@@ -138,8 +155,35 @@ func (s *session) Do(ctx context.Context, command json.RawMessage) (json.RawMess
 func (s *session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closeLocked()
+	return nil
+}
+
+// CloseClean implements agent.CleanCloser: it saves the session's
+// profile from its tab (cookies of its BrowserContext, localStorage of
+// the page's origin), then closes as Close does. A failed save is
+// returned, the session closed all the same.
+func (s *session) CloseClean(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
 		return nil
+	}
+	var err error
+	if s.profile != "" {
+		// Before the guard's lockdown and the tab's close: the page still
+		// shows the session's last document.
+		log := func(line string) { s.d.log.Info(line, "session_id", s.id) }
+		err = s.d.saveProfile(ctx, s.t, messages.SessionSlotPrefix+s.id, 0, s.profile, s.prof, log)
+	}
+	s.closeLocked()
+	return err
+}
+
+// closeLocked is Close with s.mu held.
+func (s *session) closeLocked() {
+	if s.closed {
+		return
 	}
 	s.closed = true
 	// The CDP tunnels are closed already. Whatever a client left running
@@ -154,5 +198,4 @@ func (s *session) Close() error {
 	s.t.close()
 	s.release() // disconnects the guard once the lane is clean (beforeFree)
 	s.guard.stop()
-	return nil
 }

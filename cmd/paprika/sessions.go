@@ -19,7 +19,7 @@ import (
 const sessionsSynopsis = "paprika sessions [ls | new | rm ID...] [--hub URL] [--json]"
 
 const sessionsNewSynopsis = "paprika sessions new [--label k=v ...] [--idle-timeout D] [--proxy URL] [--proxy-user U] [--proxy-pass P] " +
-	"[--user-agent UA] [--viewport WxH] [--locale L] [--timezone TZ] [--cookies JSON|@FILE] [--block-type T ...] [--block-url P ...] " +
+	"[--user-agent UA] [--viewport WxH] [--locale L] [--timezone TZ] [--cookies JSON|@FILE] [--block-type T ...] [--block-url P ...] [--profile NAME] " +
 	"[--hub URL] [--json]"
 
 // envProxyPass is where `sessions new` reads the proxy password when
@@ -96,6 +96,7 @@ func (c *cli) sessionsNew(ctx context.Context, args []string) int {
 	locale := fs.String("locale", "", "page `locale`, a BCP 47 tag such as en-US")
 	timezone := fs.String("timezone", "", "page time `zone`, an IANA name such as Europe/Berlin")
 	cookies := fs.String("cookies", "", "cookies to preload: a JSON list of {name, value, domain|url, ...}, or @FILE holding one")
+	profile := fs.String("profile", "", "profile `name` whose cookies and localStorage the page starts from and its close saves")
 	var blockTypes, blockURLs listFlag
 	fs.Var(&blockTypes, "block-type", "fail requests of this CDP resource `type` (Image, Font, ...); repeatable or a comma list")
 	fs.Var(&blockURLs, "block-url", "fail requests whose URL matches this `pattern` ('*' matches any run); repeatable")
@@ -108,6 +109,7 @@ func (c *cli) sessionsNew(ctx context.Context, args []string) int {
 	}
 	opts := client.SessionOptions{BrowserOptions: client.BrowserOptions{
 		UserAgent: *userAgent, Locale: strings.TrimSpace(*locale), Timezone: strings.TrimSpace(*timezone),
+		Profile: strings.TrimSpace(*profile),
 	}}
 	if len(labels) > 0 {
 		opts.Labels = labels

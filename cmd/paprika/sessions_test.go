@@ -164,14 +164,14 @@ func TestSessionsNewOptions(t *testing.T) {
 	r := runCLI(t, nil, "sessions", "new", "--hub", srv.URL, "--label", "team=qa", "--idle-timeout", "90",
 		"--proxy", "http://bob:s3cret@proxy.local:3128", "--user-agent", "ua/1", "--viewport", "1280x720",
 		"--locale", "de-DE", "--timezone", "Europe/Berlin", "--cookies", "@"+cookies,
-		"--block-type", "Image,Font", "--block-url", "*.png")
+		"--block-type", "Image,Font", "--block-url", "*.png", "--profile", "alice")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Equal(t, `s-1 ws://127.0.0.1:8080/sessions/s-1/cdp\x1b[2J`+"\n", r.stdout, "escape sequences are shown, not run")
 	require.JSONEq(t, `{"labels":{"team":"qa"},"idle_timeout_s":90,
 		"proxy":{"server":"http://proxy.local:3128","username":"bob","password":"s3cret"},
 		"user_agent":"ua/1","viewport":{"width":1280,"height":720},"locale":"de-DE","timezone":"Europe/Berlin",
 		"cookies":[{"name":"a","value":"1","domain":"example.com","http_only":true}],
-		"block":{"resource_types":["Image","Font"],"url_patterns":["*.png"]}}`, d.last())
+		"block":{"resource_types":["Image","Font"],"url_patterns":["*.png"]},"profile":"alice"}`, d.last())
 
 	r = runCLI(t, map[string]string{envProxyPass: "from-env"}, "sessions", "new", "--hub", srv.URL,
 		"--proxy", "socks5://proxy.local:1080", "--proxy-user", "amy", "--idle-timeout", "5m",

@@ -79,10 +79,10 @@ type Metrics struct {
 	LinkSlowConsumer prometheus.Counter // paprika_link_slow_consumer_total
 
 	// Actors and cluster.
-	ActorPanics           *prometheus.CounterVec // paprika_actor_panics_total{kind}
+	ActorPanics *prometheus.CounterVec // paprika_actor_panics_total{kind}
 	// GrainMessages counts what grains cost the cluster, per message:
 	// paprika_grain_messages_total{kind, op, to}.
-	GrainMessages *prometheus.CounterVec
+	GrainMessages         *prometheus.CounterVec
 	ActorSupervision      *prometheus.CounterVec // paprika_actor_supervision_total{directive}
 	ClusterMembershipLost prometheus.Counter     // paprika_cluster_membership_lost_total
 

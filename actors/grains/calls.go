@@ -53,22 +53,17 @@ func pidOf(r *messages.Ref) *actor.PID {
 	return actor.NewPID(r.Address, r.Id)
 }
 
-// rememberPID caches the activation a grain named as its own in a message
-// (SchedEnqueue.job, ConnSend.job), so the next message to it needs no
-// identity lookup — a round trip to the identity's owner hub. A stale entry
-// costs what any stale cache entry does: a call's failed attempt removes it
-// and looks up afresh; the cache is emptied on each topology change and an
-// entry dropped when its activation ends (membership).
-func rememberPID(cl *cluster.Cluster, identity, kind string, r *messages.Ref) {
+// RememberPID caches the activation a grain named as its own in a message
+// (SchedEnqueue.job; ConnSend.job, for the link in actors/link), so the
+// next message to it needs no identity lookup — a round trip to the
+// identity's owner hub. A stale entry costs what any stale cache entry
+// does: a call's failed attempt removes it and looks up afresh; the cache
+// is emptied on each topology change, and an entry dropped when its
+// activation ends (membership).
+func RememberPID(cl *cluster.Cluster, identity, kind string, r *messages.Ref) {
 	if pid := pidOf(r); pid != nil && identity != "" && cl != nil {
 		cl.PidCache.Set(identity, kind, pid)
 	}
-}
-
-// RememberPID is rememberPID for the link (actors/link): an assignment's
-// ConnSend names the job grain that will hear the worker's reports.
-func RememberPID(cl *cluster.Cluster, identity, kind string, r *messages.Ref) {
-	rememberPID(cl, identity, kind, r)
 }
 
 func samePID(a, b *actor.PID) bool {

@@ -128,7 +128,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		if msg.RunAtUnixMs == 0 {
 			// Placed soon: JobPlace goes straight to the grain. A held job's
 			// grain passivates meanwhile; its wake looks it up afresh.
-			rememberPID(s.cl, msg.JobId, KindJob, msg.Job)
+			RememberPID(s.cl, msg.JobId, KindJob, msg.Job)
 		}
 		prio := persistence.DefaultPriority
 		if msg.Priority != nil {

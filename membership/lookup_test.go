@@ -103,3 +103,31 @@ func TestMultiMemberLookupFollowsOwnerMove(t *testing.T) {
 	}
 	require.Nil(t, <-pending, "no owner answered: nothing, and the caller retries")
 }
+
+// TestMultiMemberActivationEndDropsCachedPID: when a grain's activation
+// stops (it passivates), the PID cached for it goes: the next message
+// looks it up and reaches a new activation instead of a stopped one. A
+// newer PID cached for the identity stays.
+func TestMultiMemberActivationEndDropsCachedPID(t *testing.T) {
+	kind := cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
+	m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Kinds: []*cluster.Kind{kind}, RequestTimeout: 2 * time.Second},
+		func() cluster.ClusterProvider { return &staticProvider{} })
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Stop(false) })
+
+	pid := m.Cluster.Get("a", "echo")
+	require.NotNil(t, pid)
+	m.Cluster.PidCache.Set("a", "echo", pid)
+	newer := actor.NewPID(pid.Address, pid.Id+"-newer")
+	m.Cluster.PidCache.Set("b", "echo", newer)
+
+	require.NoError(t, m.System.Root.PoisonFuture(pid).Wait())
+	require.Eventually(t, func() bool { _, ok := m.Cluster.PidCache.Get("a", "echo"); return !ok },
+		5*time.Second, 10*time.Millisecond, "the stopped activation's PID is dropped")
+	m.System.EventStream.Publish(&cluster.ActivationTerminated{Pid: pid,
+		ClusterIdentity: &cluster.ClusterIdentity{Identity: "b", Kind: "echo"}})
+	got, ok := m.Cluster.PidCache.Get("b", "echo")
+	require.True(t, ok)
+	require.True(t, got.Equal(newer), "an older activation's end leaves a newer PID")
+}

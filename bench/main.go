@@ -101,6 +101,7 @@ func run(ctx context.Context, o options) error {
 				return fmt.Errorf("%s: %w", s.name(), err)
 			}
 			fmt.Fprintf(os.Stderr, "  %.0f jobs/s, cpu/1k %s, p50 %s p99 %s\n", r.jobsPerSec, fmtMap(r.cpuPerK, 3), r.p50, r.p99)
+			fmt.Fprintf(os.Stderr, "  per job: %s\n", fmtMap(r.stmts, 2))
 			res[s.name()] = append(res[s.name()], r)
 		}
 	}

@@ -31,6 +31,9 @@ func printTable(w io.Writer, systems []system, res map[string][]result, o option
 			}
 			totals = append(totals, t)
 			for k, v := range r.stmts {
+				if strings.Contains(k, "/") {
+					continue // a grain message breakdown: printed per round only
+				}
 				perStore[k] = append(perStore[k], v)
 			}
 			p50 = append(p50, float64(r.p50))

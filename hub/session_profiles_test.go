@@ -121,7 +121,7 @@ func TestSessionProfiles(t *testing.T) {
 		Title string `json:"title"`
 	}
 	require.NoError(t, json.Unmarshal(done.Result, &res1))
-	require.Equal(t, "cookie=sid=s3cret ls=t-123", res1.Title)
+	require.Equal(t, "cookie=sid=s3cret ls=t-123 idb=alice@0", res1.Title)
 	require.Equal(t, "s3cret", sawCookie.Load())
 
 	// s1 is closed: its worker's late write is stale.
@@ -143,7 +143,7 @@ func TestSessionProfiles(t *testing.T) {
 	require.Len(t, l.Profiles, 1, string(b))
 	require.Equal(t, s2.ID, l.Profiles[0].InUseBy)
 	command(s2.ID, `{"op":"navigate","url":"`+site.URL+`/check"}`)
-	require.Equal(t, "cookie=sid=s3cret ls=t-123", command(s2.ID, `{"op":"eval","expression":"document.title"}`))
+	require.Equal(t, "cookie=sid=s3cret ls=t-123 idb=alice@0", command(s2.ID, `{"op":"eval","expression":"document.title"}`))
 	command(s2.ID, `{"op":"eval","expression":"localStorage.setItem('token','t-456'); 'ok'"}`)
 	st, b = do(t, "DELETE", url+"/sessions/"+s2.ID, "")
 	require.Equal(t, http.StatusOK, st, string(b))
@@ -152,7 +152,7 @@ func TestSessionProfiles(t *testing.T) {
 	j := waitFinal(t, url, submit(t, url, `{"mode":"fetch","params":{"url":"`+site.URL+`/check","screenshot":false,"profile":"carol"}}`).ID, 60*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, j.Status, "%s %s", j.Reason, j.Error)
 	require.NoError(t, json.Unmarshal(j.Result, &res1))
-	require.Equal(t, "cookie=sid=s3cret ls=t-456", res1.Title)
+	require.Equal(t, "cookie=sid=s3cret ls=t-456 idb=alice@0", res1.Title)
 	st, b = do(t, "GET", url+"/profiles", "")
 	require.Equal(t, http.StatusOK, st, string(b))
 	var after profileList // a fresh one: decoding keeps fields the JSON omits

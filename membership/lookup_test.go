@@ -103,3 +103,34 @@ func TestMultiMemberLookupFollowsOwnerMove(t *testing.T) {
 	}
 	require.Nil(t, <-pending, "no owner answered: nothing, and the caller retries")
 }
+
+// TestMultiMemberActivationEndDropsCachedPID: when a grain's activation on
+// another member ends, the PID this member cached for it goes (protoactor
+// drops it only on the grain's own member): the next message looks it up
+// instead of going to a stopped grain, and the cache does not keep every
+// job ever run. A newer PID cached for the identity stays.
+func TestMultiMemberActivationEndDropsCachedPID(t *testing.T) {
+	kind := cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
+	m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Kinds: []*cluster.Kind{kind}, RequestTimeout: 2 * time.Second},
+		func() cluster.ClusterProvider { return &staticProvider{} })
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Stop(false) })
+
+	// As the grain's member broadcasts it (Lookup): to every member's
+	// event stream.
+	ended := actor.NewPID("127.0.0.1:1", "partition-activator/a$1")
+	m.Cluster.PidCache.Set("a", "echo", ended)
+	newer := actor.NewPID("127.0.0.1:1", "partition-activator/b$2")
+	m.Cluster.PidCache.Set("b", "echo", newer)
+	// b's first, so it has been handled once a's is.
+	m.Cluster.MemberList.BroadcastEvent(&cluster.ActivationTerminated{Pid: actor.NewPID("127.0.0.1:1", "partition-activator/b$1"),
+		ClusterIdentity: &cluster.ClusterIdentity{Identity: "b", Kind: "echo"}}, true)
+	m.Cluster.MemberList.BroadcastEvent(&cluster.ActivationTerminated{Pid: ended,
+		ClusterIdentity: &cluster.ClusterIdentity{Identity: "a", Kind: "echo"}}, true)
+	require.Eventually(t, func() bool { _, ok := m.Cluster.PidCache.Get("a", "echo"); return !ok },
+		5*time.Second, 10*time.Millisecond, "the ended activation's PID is dropped")
+	got, ok := m.Cluster.PidCache.Get("b", "echo")
+	require.True(t, ok)
+	require.True(t, got.Equal(newer), "an older activation's end leaves a newer PID")
+}

@@ -175,6 +175,13 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 	listed := make(chan struct{})
 	var listedOnce sync.Once
 	system.EventStream.Subscribe(func(evt interface{}) {
+		if at, ok := evt.(*cluster.ActivationTerminated); ok && at.ClusterIdentity != nil && at.Pid != nil {
+			// Every member hears that an activation ended (Lookup): its
+			// cached PID goes, or the cache would grow by every job ever
+			// run and send to stopped grains. A newer PID stays.
+			c.PidCache.RemoveByValue(at.ClusterIdentity.Identity, at.ClusterIdentity.Kind, at.Pid)
+			return
+		}
 		if t, ok := evt.(*cluster.ClusterTopology); ok {
 			self := system.Address()
 			for _, m := range t.Members {

@@ -81,13 +81,17 @@ func (x *Ref) GetId() string {
 
 // Reply is the one answer type of request/response grain calls.
 type Reply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ok            bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
-	Code          string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`       // snake_case error code when !ok
-	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"` // human-readable cause when !ok
-	Json          []byte                 `protobuf:"bytes,4,opt,name=json,proto3" json:"json,omitempty"`       // payload (a job or worker object) when there is one
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Ok      bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	Code    string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`       // snake_case error code when !ok
+	Message string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"` // human-readable cause when !ok
+	Json    []byte                 `protobuf:"bytes,4,opt,name=json,proto3" json:"json,omitempty"`       // payload (a job or worker object) when there is one
+	// placed_reported (a WorkerAssign's answer): the worker grain told the
+	// scheduler the placement is settled (SchedWorkerState.placed), so the
+	// job grain need not send SchedPlaced as well.
+	PlacedReported bool `protobuf:"varint,5,opt,name=placed_reported,json=placedReported,proto3" json:"placed_reported,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Reply) Reset() {
@@ -146,6 +150,13 @@ func (x *Reply) GetJson() []byte {
 		return x.Json
 	}
 	return nil
+}
+
+func (x *Reply) GetPlacedReported() bool {
+	if x != nil {
+		return x.PlacedReported
+	}
+	return false
 }
 
 // WorkerConnected: a WorkerConn accepted a hello for this worker.
@@ -327,10 +338,13 @@ func (x *WorkerDisconnected) GetConn() *Ref {
 
 // WorkerAssign asks the worker grain to reserve a slot and send the job.
 type WorkerAssign struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Frame         []byte                 `protobuf:"bytes,3,opt,name=frame,proto3" json:"frame,omitempty"` // the assign_job frame to send (JSON)
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Frame   []byte                 `protobuf:"bytes,3,opt,name=frame,proto3" json:"frame,omitempty"` // the assign_job frame to send (JSON)
+	// job: the job grain's activation, handed on to the link (ConnSend.job)
+	// so the worker's reports reach it without an identity lookup.
+	Job           *Ref `protobuf:"bytes,4,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -382,6 +396,13 @@ func (x *WorkerAssign) GetAttempt() int32 {
 func (x *WorkerAssign) GetFrame() []byte {
 	if x != nil {
 		return x.Frame
+	}
+	return nil
+}
+
+func (x *WorkerAssign) GetJob() *Ref {
+	if x != nil {
+		return x.Job
 	}
 	return nil
 }
@@ -656,8 +677,12 @@ type SchedWorkerState struct {
 	UnhealthyLanes  int32  `protobuf:"varint,30,opt,name=unhealthy_lanes,json=unhealthyLanes,proto3" json:"unhealthy_lanes,omitempty"`
 	UnhealthyReason string `protobuf:"bytes,31,opt,name=unhealthy_reason,json=unhealthyReason,proto3" json:"unhealthy_reason,omitempty"`
 	ShmLow          bool   `protobuf:"varint,32,opt,name=shm_low,json=shmLow,proto3" json:"shm_low,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// placed: jobs whose assignment this worker's link has just taken; the
+	// scheduler settles each as a SchedPlaced (one message instead of two
+	// per job).
+	Placed        []string `protobuf:"bytes,33,rep,name=placed,proto3" json:"placed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SchedWorkerState) Reset() {
@@ -795,6 +820,13 @@ func (x *SchedWorkerState) GetShmLow() bool {
 	return false
 }
 
+func (x *SchedWorkerState) GetPlaced() []string {
+	if x != nil {
+		return x.Placed
+	}
+	return nil
+}
+
 // SchedEnqueue asks the scheduler to place a queued job.
 type SchedEnqueue struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -813,7 +845,10 @@ type SchedEnqueue struct {
 	// profile is the job's profile ("" = none): one job at a time holds it,
 	// placed on the worker that ran the last holder when it is free
 	// (actors/grains/profiles.go).
-	Profile       string `protobuf:"bytes,7,opt,name=profile,proto3" json:"profile,omitempty"`
+	Profile string `protobuf:"bytes,7,opt,name=profile,proto3" json:"profile,omitempty"`
+	// job: the job grain's activation, so the scheduler's JobPlace needs no
+	// identity lookup (a round trip to the job's owner hub) first.
+	Job           *Ref `protobuf:"bytes,8,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -895,6 +930,13 @@ func (x *SchedEnqueue) GetProfile() string {
 		return x.Profile
 	}
 	return ""
+}
+
+func (x *SchedEnqueue) GetJob() *Ref {
+	if x != nil {
+		return x.Job
+	}
+	return nil
 }
 
 // SchedPlaced: the job grain claimed the job and the worker took it.
@@ -1656,7 +1698,11 @@ type ConnSend struct {
 	Frame []byte                 `protobuf:"bytes,1,opt,name=frame,proto3" json:"frame,omitempty"`
 	// ack asks for a Reply once the frame is queued on a live socket: an
 	// assignment must not be counted as sent to a WorkerConn that is gone.
-	Ack           bool `protobuf:"varint,2,opt,name=ack,proto3" json:"ack,omitempty"`
+	Ack bool `protobuf:"varint,2,opt,name=ack,proto3" json:"ack,omitempty"`
+	// job_id and job (an assignment's): the job grain's activation, which
+	// the link caches for the job's reports (job_started, job_done).
+	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Job           *Ref   `protobuf:"bytes,4,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1703,6 +1749,20 @@ func (x *ConnSend) GetAck() bool {
 		return x.Ack
 	}
 	return false
+}
+
+func (x *ConnSend) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *ConnSend) GetJob() *Ref {
+	if x != nil {
+		return x.Job
+	}
+	return nil
 }
 
 // ConnClose closes the socket with a reason (id taken, hub shutting down).
@@ -3181,12 +3241,13 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x15paprika_cluster.proto\x12\apaprika\"/\n" +
 	"\x03Ref\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"Y\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\x82\x01\n" +
 	"\x05Reply\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x12\n" +
-	"\x04json\x18\x04 \x01(\fR\x04json\"\x91\x01\n" +
+	"\x04json\x18\x04 \x01(\fR\x04json\x12'\n" +
+	"\x0fplaced_reported\x18\x05 \x01(\bR\x0eplacedReported\"\x91\x01\n" +
 	"\x0fWorkerConnected\x12\x15\n" +
 	"\x06hub_id\x18\x01 \x01(\tR\x05hubId\x12 \n" +
 	"\x04conn\x18\x02 \x01(\v2\f.paprika.RefR\x04conn\x12\x14\n" +
@@ -3197,11 +3258,12 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x05frame\x18\x02 \x01(\fR\x05frame\x12/\n" +
 	"\x14conn_started_unix_ns\x18\x03 \x01(\x03R\x11connStartedUnixNs\"6\n" +
 	"\x12WorkerDisconnected\x12 \n" +
-	"\x04conn\x18\x01 \x01(\v2\f.paprika.RefR\x04conn\"U\n" +
+	"\x04conn\x18\x01 \x01(\v2\f.paprika.RefR\x04conn\"u\n" +
 	"\fWorkerAssign\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
-	"\x05frame\x18\x03 \x01(\fR\x05frame\"@\n" +
+	"\x05frame\x18\x03 \x01(\fR\x05frame\x12\x1e\n" +
+	"\x03job\x18\x04 \x01(\v2\f.paprika.RefR\x03job\"@\n" +
 	"\rWorkerRelease\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"B\n" +
@@ -3214,7 +3276,7 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x12set_max_concurrent\x18\x03 \x01(\bR\x10setMaxConcurrent\"\x0f\n" +
 	"\rWorkerGetInfo\"\f\n" +
 	"\n" +
-	"WorkerSync\"\xea\x03\n" +
+	"WorkerSync\"\x82\x04\n" +
 	"\x10SchedWorkerState\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1c\n" +
@@ -3232,7 +3294,8 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x05modes\x18\f \x03(\tR\x05modes\x12'\n" +
 	"\x0funhealthy_lanes\x18\x1e \x01(\x05R\x0eunhealthyLanes\x12)\n" +
 	"\x10unhealthy_reason\x18\x1f \x01(\tR\x0funhealthyReason\x12\x17\n" +
-	"\ashm_low\x18  \x01(\bR\x06shmLow\"\xe6\x01\n" +
+	"\ashm_low\x18  \x01(\bR\x06shmLow\x12\x16\n" +
+	"\x06placed\x18! \x03(\tR\x06placed\"\x86\x02\n" +
 	"\fSchedEnqueue\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x02 \x01(\x03R\rcreatedUnixMs\x12\x12\n" +
@@ -3240,7 +3303,8 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\bpriority\x18\x04 \x01(\x05H\x00R\bpriority\x88\x01\x01\x12#\n" +
 	"\x0erun_at_unix_ms\x18\x05 \x01(\x03R\vrunAtUnixMs\x12\x16\n" +
 	"\x06tenant\x18\x06 \x01(\tR\x06tenant\x12\x18\n" +
-	"\aprofile\x18\a \x01(\tR\aprofileB\v\n" +
+	"\aprofile\x18\a \x01(\tR\aprofile\x12\x1e\n" +
+	"\x03job\x18\b \x01(\v2\f.paprika.RefR\x03jobB\v\n" +
 	"\t_priority\"A\n" +
 	"\vSchedPlaced\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
@@ -3285,10 +3349,12 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\rJobWorkerLost\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"\v\n" +
-	"\tConnProbe\"2\n" +
+	"\tConnProbe\"i\n" +
 	"\bConnSend\x12\x14\n" +
 	"\x05frame\x18\x01 \x01(\fR\x05frame\x12\x10\n" +
-	"\x03ack\x18\x02 \x01(\bR\x03ack\"9\n" +
+	"\x03ack\x18\x02 \x01(\bR\x03ack\x12\x15\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1e\n" +
+	"\x03job\x18\x04 \x01(\v2\f.paprika.RefR\x03job\"9\n" +
 	"\tConnClose\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\xc2\x01\n" +
@@ -3456,20 +3522,23 @@ var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
 	0,  // 1: paprika.WorkerHeartbeat.conn:type_name -> paprika.Ref
 	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
-	55, // 3: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
-	0,  // 4: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
-	0,  // 5: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
-	0,  // 6: paprika.TunnelAttach.peer:type_name -> paprika.Ref
-	0,  // 7: paprika.LiveJoin.viewer:type_name -> paprika.Ref
-	0,  // 8: paprika.LiveLeave.viewer:type_name -> paprika.Ref
-	0,  // 9: paprika.LiveAck.viewer:type_name -> paprika.Ref
-	0,  // 10: paprika.LiveInput.viewer:type_name -> paprika.Ref
-	0,  // 11: paprika.LiveAttach.source:type_name -> paprika.Ref
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	0,  // 3: paprika.WorkerAssign.job:type_name -> paprika.Ref
+	0,  // 4: paprika.SchedEnqueue.job:type_name -> paprika.Ref
+	0,  // 5: paprika.ConnSend.job:type_name -> paprika.Ref
+	55, // 6: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	0,  // 7: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
+	0,  // 8: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
+	0,  // 9: paprika.TunnelAttach.peer:type_name -> paprika.Ref
+	0,  // 10: paprika.LiveJoin.viewer:type_name -> paprika.Ref
+	0,  // 11: paprika.LiveLeave.viewer:type_name -> paprika.Ref
+	0,  // 12: paprika.LiveAck.viewer:type_name -> paprika.Ref
+	0,  // 13: paprika.LiveInput.viewer:type_name -> paprika.Ref
+	0,  // 14: paprika.LiveAttach.source:type_name -> paprika.Ref
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_paprika_cluster_proto_init() }

@@ -79,7 +79,10 @@ type Metrics struct {
 	LinkSlowConsumer prometheus.Counter // paprika_link_slow_consumer_total
 
 	// Actors and cluster.
-	ActorPanics           *prometheus.CounterVec // paprika_actor_panics_total{kind}
+	ActorPanics *prometheus.CounterVec // paprika_actor_panics_total{kind}
+	// GrainMessages counts what grains cost the cluster, per message:
+	// paprika_grain_messages_total{kind, op, to}.
+	GrainMessages         *prometheus.CounterVec
 	ActorSupervision      *prometheus.CounterVec // paprika_actor_supervision_total{directive}
 	ClusterMembershipLost prometheus.Counter     // paprika_cluster_membership_lost_total
 
@@ -212,6 +215,10 @@ func NewMetrics() *Metrics {
 
 	m.ActorPanics = vec("paprika_actor_panics_total",
 		"Actor panics, by actor kind; each is followed by a restart.", "kind")
+	m.GrainMessages = vec("paprika_grain_messages_total",
+		"Messages to grains sent by this hub, by target grain kind, op (send: one-way; request: one attempt of a request "+
+			"and its answer; lookup: an identity lookup, a round trip to the identity's owner) and to (local: this hub; remote: another).",
+		"kind", "op", "to")
 	m.ActorSupervision = vec("paprika_actor_supervision_total",
 		"Supervisor decisions about failed actors, by directive.", "directive")
 	m.ClusterMembershipLost = counter("paprika_cluster_membership_lost_total",

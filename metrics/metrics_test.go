@@ -62,6 +62,7 @@ func TestMetricsEveryFamilyHasHelp(t *testing.T) {
 	m.ActorSupervision.WithLabelValues("RestartDirective").Inc()
 	m.JobDuration.WithLabelValues("noop").Observe(1)
 	m.GrainRequest.WithLabelValues("job").Observe(0.01)
+	m.GrainMessages.WithLabelValues("job", "send", "local").Inc()
 	m.TenantWait.WithLabelValues("").Observe(1)
 	m.SchedHealthSkips.WithLabelValues("shm_low").Inc()
 	m.Fleet.SetSource(func(context.Context) (Fleet, error) {

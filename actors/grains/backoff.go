@@ -75,7 +75,7 @@ func (g *jobGrain) retryLater(ctx actor.Context, m *messages.JobFinished) *messa
 		slog.String("reason", m.Reason), slog.Duration("wait", wait), slog.Time("run_at", j.RunAt))
 	Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts)})
 	g.arm(ctx) // holds it with the scheduler until run_at
-	return ok(g.jobJSON())
+	return ok(nil)
 }
 
 // armScheduled arms a scheduled job: one not due yet is held by the

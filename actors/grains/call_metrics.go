@@ -34,3 +34,31 @@ func observeCall(system *actor.ActorSystem, kind string, began time.Time) {
 		e.m.GrainRequest.WithLabelValues(kind).Observe(time.Since(began).Seconds())
 	}
 }
+
+// Ops of paprika_grain_messages_total, and where a message went.
+const (
+	opSend    = "send"
+	opRequest = "request"
+	opLookup  = "lookup"
+	toLocal   = "local"
+	toRemote  = "remote"
+	// kindLink stands for a worker's link (a WorkerConn, on the hub that
+	// holds its socket) among the grain kinds.
+	kindLink = "link"
+)
+
+// countMessage counts one message of op to kind's grain at pid.
+func countMessage(system *actor.ActorSystem, kind, op string, pid *actor.PID) {
+	if system == nil || system.Extensions == nil || pid == nil {
+		return
+	}
+	e, ok := system.Extensions.Get(metricsExtensionID).(*metricsExtension)
+	if !ok || e.m == nil {
+		return
+	}
+	to := toRemote
+	if pid.Address == system.Address() {
+		to = toLocal
+	}
+	e.m.GrainMessages.WithLabelValues(kind, op, to).Inc()
+}

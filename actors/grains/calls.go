@@ -53,6 +53,19 @@ func pidOf(r *messages.Ref) *actor.PID {
 	return actor.NewPID(r.Address, r.Id)
 }
 
+// RememberPID caches the activation a grain named as its own in a message
+// (SchedEnqueue.job; ConnSend.job, for the link in actors/link), so the
+// next message to it needs no identity lookup — a round trip to the
+// identity's owner hub. A stale entry costs what any stale cache entry
+// does: a call's failed attempt removes it and looks up afresh; the cache
+// is emptied on each topology change, and an entry dropped when its
+// activation ends (membership).
+func RememberPID(cl *cluster.Cluster, identity, kind string, r *messages.Ref) {
+	if pid := pidOf(r); pid != nil && identity != "" && cl != nil {
+		cl.PidCache.Set(identity, kind, pid)
+	}
+}
+
 func samePID(a, b *actor.PID) bool {
 	return a != nil && b != nil && a.Address == b.Address && a.Id == b.Id
 }
@@ -64,6 +77,7 @@ func samePID(a, b *actor.PID) bool {
 // GrainCall elsewhere.
 func Send(ctx actor.SenderContext, cl *cluster.Cluster, identity, kind string, msg interface{}) {
 	if pid, ok := cl.PidCache.Get(identity, kind); ok {
+		countMessage(cl.ActorSystem, kind, opSend, pid)
 		ctx.Send(pid, msg)
 		return
 	}
@@ -71,6 +85,8 @@ func Send(ctx actor.SenderContext, cl *cluster.Cluster, identity, kind string, m
 	if pid == nil {
 		return
 	}
+	countMessage(cl.ActorSystem, kind, opLookup, pid)
+	countMessage(cl.ActorSystem, kind, opSend, pid)
 	cl.PidCache.Set(identity, kind, pid)
 	ctx.Send(pid, msg)
 }
@@ -161,6 +177,7 @@ func (c *GrainCall) Run(ctx actor.Context) {
 			c.retry(ctx, fmt.Errorf("no activation of %s/%s: %w", c.kind, c.identity, err))
 			return
 		}
+		countMessage(c.system, c.kind, opLookup, pid)
 		c.cl.PidCache.Set(c.identity, c.kind, pid)
 		c.request(ctx, pid, time.Until(c.deadline))
 	})
@@ -170,6 +187,7 @@ func (c *GrainCall) request(ctx actor.Context, pid *actor.PID, timeout time.Dura
 	if !c.once {
 		timeout = min(timeout, quickAttempt)
 	}
+	countMessage(c.system, c.kind, opRequest, pid)
 	fut := ctx.RequestFuture(pid, c.msg, max(timeout, time.Millisecond))
 	c.timers.Reenter(ctx, fut, func(res interface{}, err error) {
 		r, isReply := res.(*messages.Reply)

@@ -136,6 +136,8 @@ func Wake(cl *cluster.Cluster, jobID string) error {
 	if pid == nil {
 		return fmt.Errorf("wake job %s: no activation", jobID)
 	}
+	countMessage(cl.ActorSystem, KindJob, opLookup, pid)
+	countMessage(cl.ActorSystem, KindJob, opSend, pid)
 	cl.ActorSystem.Root.Send(pid, &messages.JobEnsure{})
 	return nil
 }

@@ -110,7 +110,11 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 			g.arm(ctx) // queues it when due, else holds it with the scheduler
 		}
 		g.enqueued = false
-		reply(ctx, ok(g.jobJSON()))
+		if ctx.Sender() != nil {
+			// Only a caller that asks gets the job; a wake (a Send) costs
+			// no encoding of a whole job.
+			reply(ctx, ok(g.jobJSON()))
+		}
 	case *messages.JobPlace:
 		g.place(ctx, msg)
 	case *messages.JobStarted:
@@ -220,7 +224,8 @@ func (g *jobGrain) arm(ctx actor.Context) {
 // enqueue asks the scheduler for a lane.
 func (g *jobGrain) enqueue(ctx actor.Context) {
 	msg := &messages.SchedEnqueue{JobId: g.id, CreatedUnixMs: g.job.CreatedAt.UnixMilli(), Mode: g.job.Mode,
-		Priority: proto.Int32(int32(g.job.Priority)), Tenant: g.job.Tenant, Profile: messages.ProfileOf(g.job.Params)}
+		Priority: proto.Int32(int32(g.job.Priority)), Tenant: g.job.Tenant, Profile: messages.ProfileOf(g.job.Params),
+		Job: RefOf(ctx.Self())}
 	if g.job.Status == persistence.StatusScheduled {
 		msg.RunAtUnixMs = g.job.RunAt.Add(time.Millisecond - 1).UnixMilli() // rounded up: never woken early
 	}
@@ -373,7 +378,8 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		return
 	}
 	Ask(ctx, g.timers, g.cl, msg.WorkerId, KindWorker,
-		&messages.WorkerAssign{JobId: g.id, Attempt: int32(claimed.Attempts), Frame: frame}, g.deps.Timing.AssignGrace,
+		&messages.WorkerAssign{JobId: g.id, Attempt: int32(claimed.Attempts), Frame: frame, Job: RefOf(ctx.Self())},
+		g.deps.Timing.AssignGrace,
 		func(res *messages.Reply, err error) { g.assigned(ctx, msg.WorkerId, claimed.Attempts, res, err) })
 }
 
@@ -417,7 +423,11 @@ func (g *jobGrain) assigned(ctx actor.Context, workerID string, attempt int, res
 		g.arm(ctx)
 	}
 	g.log.Debug("job placed", slog.String("worker_id", workerID), slog.Int("attempt", attempt))
-	g.sched(ctx, &messages.SchedPlaced{JobId: g.id, WorkerId: workerID})
+	if !res.PlacedReported {
+		// An older worker grain (or a retried request's answer): the
+		// scheduler hears it from here.
+		g.sched(ctx, &messages.SchedPlaced{JobId: g.id, WorkerId: workerID})
+	}
 }
 
 // refreshIfStale reloads the job before a report is judged stale: two
@@ -461,7 +471,7 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 	g.refreshIfStale(ctx, m.WorkerId, m.Attempt)
 	if !g.current(m.WorkerId, m.Attempt) {
 		if g.job.Status.Final() && g.job.WorkerID == m.WorkerId && int32(g.job.Attempts) == m.Attempt {
-			return ok(g.jobJSON()) // a re-sent report of what is stored: ack again
+			return ok(nil) // a re-sent report of what is stored: ack again
 		}
 		g.deps.Metrics.FencedReports.WithLabelValues("finished").Inc()
 		g.log.Warn("stale report refused", slog.String("worker_id", m.WorkerId), slog.Int("attempt", int(m.Attempt)),
@@ -491,7 +501,9 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 			lr().CloseLog(ctx, g.id)
 		}
 	}
-	return ok(g.jobJSON())
+	// The link only needs the verdict: no whole job crosses the cluster
+	// per finished attempt.
+	return ok(nil)
 }
 
 // rejected: the worker refused the assignment (no free lane after all, or it
@@ -508,7 +520,7 @@ func (g *jobGrain) rejected(ctx actor.Context, m *messages.JobFinished) *message
 	g.log.Info("worker rejected the job; queued again", slog.String("worker_id", m.WorkerId), slog.String("error", m.Error))
 	Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
 	g.load(ctx)
-	return ok(g.jobJSON())
+	return ok(nil)
 }
 
 // finish writes a final state fenced by attempt and frees the slot.

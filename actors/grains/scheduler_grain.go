@@ -124,10 +124,20 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		s.rebuild(ctx)
 		s.place(ctx)
 	case *messages.SchedWorkerState:
+		for _, id := range msg.Placed {
+			// As a SchedPlaced each, before the state that counts them.
+			s.settle(id, msg.WorkerId)
+			s.profiles.placed(id, msg.WorkerId)
+		}
 		s.workerState(msg)
 		s.place(ctx)
 	case *messages.SchedEnqueue:
 		s.deps.Metrics.SchedEnqueues.Inc()
+		if msg.RunAtUnixMs == 0 {
+			// Placed soon: JobPlace goes straight to the grain. A held job's
+			// grain passivates meanwhile; its wake looks it up afresh.
+			RememberPID(s.cl, msg.JobId, KindJob, msg.Job)
+		}
 		prio := persistence.DefaultPriority
 		if msg.Priority != nil {
 			prio = int(*msg.Priority)

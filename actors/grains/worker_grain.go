@@ -52,6 +52,9 @@ type workerGrain struct {
 	// skips: what the worker on link skipConn was last told of its
 	// skipped lanes (health.go, syncSkips).
 	skips skipSent
+	// placed: jobs whose assignment the link took since the last push to
+	// the scheduler; the next SchedWorkerState settles them there.
+	placed []string
 }
 
 // ConnAckTimeout bounds the wait for a WorkerConn to take a frame; a live
@@ -453,7 +456,8 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) {
 	// The frame counts as sent only when a live WorkerConn has queued it:
 	// a PID of a hub that restarted would swallow it, and the job would sit
 	// "running" on a worker that never heard of it.
-	fut := ctx.RequestFuture(conn, &messages.ConnSend{Frame: msg.Frame, Ack: true}, ConnAckTimeout)
+	countMessage(ctx.ActorSystem(), kindLink, opRequest, conn)
+	fut := ctx.RequestFuture(conn, &messages.ConnSend{Frame: msg.Frame, Ack: true, JobId: msg.JobId, Job: msg.Job}, ConnAckTimeout)
 	g.timers.Reenter(ctx, fut, func(res interface{}, err error) {
 		answer := g.assignSent(ctx, msg, conn, res, err)
 		for _, w := range g.sending[msg.JobId] {
@@ -488,8 +492,12 @@ func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, 
 		g.publish(ctx)
 		return fail(messages.CodeNotConnected, "worker %s link is gone: %s", g.id, ErrString(err, r))
 	}
+	// The state push that counts the slot also settles the placement, so
+	// the job grain sends no SchedPlaced of its own; the registry follows
+	// within registryFlushDelay.
+	g.placed = append(g.placed, msg.JobId)
 	g.publishSoon(ctx)
-	return ok(nil)
+	return &messages.Reply{Ok: true, PlacedReported: true}
 }
 
 // setStatus applies an operator's change: the status, the cap on the
@@ -617,7 +625,9 @@ func (g *workerGrain) pushScheduler(ctx actor.Context) {
 		Drivers:        g.info.Drivers,
 		DeclaresModes:  len(g.info.Modes) > 0,
 		Modes:          runnableModes(g.info.Modes, g.info.Drivers),
+		Placed:         g.placed,
 	}
+	g.placed = nil
 	g.judgeHealth(st)
 	Send(ctx, g.cl, SchedulerID, KindScheduler, st)
 }

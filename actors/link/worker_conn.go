@@ -146,6 +146,8 @@ func (c *workerConn) Receive(ctx actor.Context) {
 			c.closeWith(ctx, "hello_timeout", "no hello within "+helloWait.String())
 		}
 	case *messages.ConnSend:
+		// The job grain's reports from this link go straight to it.
+		grains.RememberPID(c.deps.Cluster(), msg.JobId, grains.KindJob, msg.Job)
 		queued := c.enqueue(ctx, msg.Frame)
 		if msg.Ack && ctx.Sender() != nil {
 			if queued {

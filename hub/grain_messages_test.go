@@ -1,0 +1,62 @@
+package hub
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/actors/grains"
+	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
+)
+
+// jobLookups is how many identity lookups of job grains h made: each is
+// a round trip to the job's owner hub before a message can go.
+func jobLookups(h *Hub) int64 {
+	m := h.Metrics()
+	return m.Get("paprika_grain_messages_total", "kind=job", "op=lookup", "to=local") +
+		m.Get("paprika_grain_messages_total", "kind=job", "op=lookup", "to=remote")
+}
+
+// placementsPending is the scheduler's count of placements not settled
+// yet (-1 when it does not answer).
+func placementsPending(t *testing.T, h *Hub) int {
+	r, err := grains.Call(h.member.Cluster, grains.SchedulerID, grains.KindScheduler, &messages.SchedGetStats{}, 5*time.Second)
+	if err != nil || !r.Ok {
+		return -1
+	}
+	var st grains.SchedStats
+	require.NoError(t, json.Unmarshal(r.Json, &st))
+	return st.Pending
+}
+
+// runJobs submits n no-op jobs through via and waits until each succeeded.
+func runJobs(t *testing.T, via *Hub, n int) {
+	ids := make([]string, 0, n)
+	for range n {
+		ids = append(ids, submit(t, via.URL(), `{"mode":"noop"}`).ID)
+	}
+	for _, id := range ids {
+		require.Eventually(t, func() bool { return getJob(t, via.URL(), id).Status == persistence.StatusSucceeded },
+			20*time.Second, 10*time.Millisecond, id)
+	}
+}
+
+// TestGrainMessagesJobLookupOncePerJob: a job's grain is looked up once, by
+// the hub that wakes it; the scheduler and the worker's link reach it by
+// the PID it hands on (SchedEnqueue.job, ConnSend.job), not by a lookup
+// each.
+func TestGrainMessagesJobLookupOncePerJob(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	startAgent(t, h.URL(), "wm", 2)
+	require.Eventually(t, func() bool { ws, err := h.Workers(t.Context()); return err == nil && len(ws) == 1 && ws[0].Alive },
+		10*time.Second, 10*time.Millisecond)
+	const n = 20
+	runJobs(t, h, n)
+	require.EqualValues(t, n, jobLookups(h), "one lookup per job: the wake")
+	// The worker grain's state push settled each placement (no
+	// SchedPlaced): none waits for its placement timeout.
+	require.Eventually(t, func() bool { return placementsPending(t, h) == 0 }, 2*time.Second, 10*time.Millisecond)
+}

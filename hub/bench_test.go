@@ -10,30 +10,34 @@ import (
 	"github.com/paprika-hub/paprika/persistence"
 )
 
-// BenchmarkLaneRefill measures how soon a freed lane gets the next queued
-// job (DESIGN.md target: p99 ≤ 50 ms; the source's sweep took up to 3 s).
-// One worker with one lane, b.N jobs queued at once; the gap is the next
-// job's started_at minus the previous job's finished_at, both stamped by
-// the hub.
-func BenchmarkLaneRefill(b *testing.B) {
-	cfg := testConfig(b)
-	h, err := New(cfg, testLogger(b))
+// startBenchHub starts a hub on the test config and one agent with lanes
+// lanes, both stopped with b, and returns once the hub sees it connected.
+func startBenchHub(b *testing.B, workerID string, lanes int) *Hub {
+	h, err := New(testConfig(b), testLogger(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	if err := h.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	defer h.Stop(context.Background())
-	stop := startAgentB(b, h.URL(), "wb", 1)
-	defer stop()
-	ctx := context.Background()
+	b.Cleanup(func() { h.Stop(context.Background()) })
+	b.Cleanup(startAgentB(b, h.URL(), workerID, lanes))
 	for {
-		if w, err := h.stores.Workers.Get(ctx, "wb"); err == nil && w.Connected {
-			break
+		if w, err := h.stores.Workers.Get(context.Background(), workerID); err == nil && w.Connected {
+			return h
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// BenchmarkLaneRefill measures how soon a freed lane gets the next queued
+// job (DESIGN.md target: p99 ≤ 50 ms; the source's sweep took up to 3 s).
+// One worker with one lane, b.N jobs queued at once; the gap is the next
+// job's started_at minus the previous job's finished_at, both stamped by
+// the hub.
+func BenchmarkLaneRefill(b *testing.B) {
+	h := startBenchHub(b, "wb", 1)
+	ctx := context.Background()
 	n := max(b.N, 20)
 	b.ResetTimer()
 	var ids []string
@@ -75,24 +79,8 @@ func BenchmarkLaneRefill(b *testing.B) {
 // come due one by one on a worker with free lanes; lateness is the hub's
 // started_at minus the job's run_at.
 func BenchmarkDelayedLateness(b *testing.B) {
-	cfg := testConfig(b)
-	h, err := New(cfg, testLogger(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := h.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	defer h.Stop(context.Background())
-	stop := startAgentB(b, h.URL(), "wd", 4)
-	defer stop()
+	h := startBenchHub(b, "wd", 4)
 	ctx := context.Background()
-	for {
-		if w, err := h.stores.Workers.Get(ctx, "wd"); err == nil && w.Connected {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	n := max(b.N, 20)
 	b.ResetTimer()
 	base := time.Now().Add(500 * time.Millisecond)

@@ -24,11 +24,17 @@ import (
 // token, wired to the hub as `paprika worker` is: job assets, session
 // downloads and profiles go through the hub.
 func startChromiumAgentAs(t *testing.T, url, id, token string) {
+	startChromiumAgentLanes(t, url, id, token, 1)
+}
+
+// startChromiumAgentLanes is startChromiumAgentAs with lanes lanes (each
+// its own browser process).
+func startChromiumAgentLanes(t *testing.T, url, id, token string, lanes int) {
 	if _, err := chromium.LookPath(""); err != nil {
 		storetest.Unavailable(t, "chromium", err)
 	}
 	var a *agent.Agent
-	drv, err := chromium.New(chromium.Config{Lanes: 1, WorkDir: t.TempDir(), Logger: testLogger(t),
+	drv, err := chromium.New(chromium.Config{Lanes: lanes, WorkDir: t.TempDir(), Logger: testLogger(t),
 		Upload: func(ctx context.Context, jobID, name, ct string, r io.Reader, size int64) error {
 			return a.UploadAsset(ctx, jobID, name, ct, r, size)
 		},
@@ -42,7 +48,7 @@ func startChromiumAgentAs(t *testing.T, url, id, token string) {
 			return a.SaveProfile(ctx, name, jobID, attempt, state)
 		}})
 	require.NoError(t, err)
-	a, err = agent.New(agent.Config{HubURLs: []string{url}, ID: id, Token: token, Lanes: 1, DriverImpl: drv, Logger: testLogger(t)})
+	a, err = agent.New(agent.Config{HubURLs: []string{url}, ID: id, Token: token, Lanes: lanes, DriverImpl: drv, Logger: testLogger(t)})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -112,8 +112,10 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	require.NoError(t, cfg.Set("scheduler.affinity_wait", "2s"))
 	h := startTestHub(t, cfg)
 	url := h.URL()
-	startChromiumAgentAs(t, url, "wp1", credential.Worker(secret, "wp1"))
-	startChromiumAgentAs(t, url, "wp2", credential.Worker(secret, "wp2"))
+	// Two lanes each: affinity goes down to the lane, and a worker's
+	// lowest free lane (what an unhinted job takes) is not always it.
+	startChromiumAgentLanes(t, url, "wp1", credential.Worker(secret, "wp1"), 2)
+	startChromiumAgentLanes(t, url, "wp2", credential.Worker(secret, "wp2"), 2)
 	waitWorkers(t, url, 2)
 
 	fetch := func(path, profile string) string {
@@ -141,23 +143,51 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	require.Equal(t, "cookie=sid=s3cret ls=t-123 idb=alice@0", res.Title)
 	require.Equal(t, "s3cret", sawCookie.Load(), "the cookie went with the page's first request")
 
-	// Affinity: both free, alice's jobs go to the worker that ran it last.
+	// The warm lane busy: alice's job is hinted to it, and takes the warm
+	// worker's other lane at once (the lane is a preference, not a wait).
+	busy := submit(t, url, `{"mode":"fetch","params":{"url":"`+site.URL+`/slower","screenshot":false}}`)
+	require.Eventually(t, func() bool {
+		j := getJob(t, url, busy.ID)
+		return j.Status == persistence.StatusRunning && j.Lane != ""
+	}, 30*time.Second, 10*time.Millisecond)
+	busy = getJob(t, url, busy.ID)
+	require.Equal(t, other, busy.WorkerID)
+	require.Equal(t, check.Lane, busy.Lane, "the lowest free lane, check's")
+	moved := waitFinal(t, url, submit(t, url, fetch("/check", "alice")).ID, 60*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, moved.Status, "%s %s", moved.Reason, moved.Error)
+	require.Equal(t, other, moved.WorkerID)
+	// Had it waited for the warm lane, it would have had it (free then).
+	require.NotEqual(t, busy.Lane, moved.Lane, "the warm lane was busy: it took the other, without waiting")
+	require.NotEmpty(t, moved.Lane)
+	waitFinal(t, url, busy.ID, 60*time.Second)
+
+	// Affinity: both free, alice's jobs go to the worker that ran it last,
+	// and on it to the lane (browser process) that ran it last — not the
+	// lowest free lane, busy's, which an unhinted job would take.
 	st, b = do(t, "PATCH", url+"/workers/"+first, `{"status":"active"}`)
 	require.Equal(t, http.StatusOK, st, string(b))
 	waitWorkers(t, url, 2)
+	prev := moved
 	for range 4 {
 		j := waitFinal(t, url, submit(t, url, fetch("/check", "alice")).ID, 60*time.Second)
 		require.Equal(t, persistence.StatusSucceeded, j.Status, "%s %s", j.Reason, j.Error)
 		require.Equal(t, other, j.WorkerID, "placed on the warm worker")
+		require.Equal(t, prev.Lane, j.Lane, "on the lane of the profile's previous job")
+		prev = j
 		waitWorkers(t, url, 2)
 	}
 
-	// The warm worker busy past affinity_wait: alice's job takes the other
-	// worker rather than wait for the busy one's lane.
+	// The warm worker busy (both its lanes) past affinity_wait: alice's
+	// job takes the other worker rather than wait for the busy one's lane.
 	st, b = do(t, "PATCH", url+"/workers/"+first, `{"status":"drain"}`)
 	require.Equal(t, http.StatusOK, st, string(b))
-	busy := submit(t, url, `{"mode":"fetch","params":{"url":"`+site.URL+`/slower","screenshot":false}}`)
-	require.Eventually(t, func() bool { return getJob(t, url, busy.ID).Status == persistence.StatusRunning }, 30*time.Second, 10*time.Millisecond)
+	busies := []persistence.Job{
+		submit(t, url, `{"mode":"fetch","params":{"url":"`+site.URL+`/slower","screenshot":false}}`),
+		submit(t, url, `{"mode":"fetch","params":{"url":"`+site.URL+`/slower","screenshot":false}}`),
+	}
+	require.Eventually(t, func() bool {
+		return getJob(t, url, busies[0].ID).Status == persistence.StatusRunning && getJob(t, url, busies[1].ID).Status == persistence.StatusRunning
+	}, 30*time.Second, 10*time.Millisecond)
 	st, b = do(t, "PATCH", url+"/workers/"+first, `{"status":"active"}`)
 	require.Equal(t, http.StatusOK, st, string(b))
 	waitWorkers(t, url, 1) // the reactivated one (the other is busy)
@@ -166,10 +196,12 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	require.Equal(t, first, cold.WorkerID, "after affinity_wait any worker takes it")
 	require.NoError(t, json.Unmarshal(cold.Result, &res))
 	require.Equal(t, "cookie=sid=s3cret ls=t-123 idb=alice@0", res.Title)
-	slower := waitFinal(t, url, busy.ID, 60*time.Second)
-	require.Equal(t, persistence.StatusSucceeded, slower.Status, "%s %s", slower.Reason, slower.Error)
-	require.Equal(t, other, slower.WorkerID)
-	require.True(t, cold.FinishedAt.Before(slower.FinishedAt), "it did not wait for the warm worker's lane")
+	for _, busy := range busies {
+		slower := waitFinal(t, url, busy.ID, 60*time.Second)
+		require.Equal(t, persistence.StatusSucceeded, slower.Status, "%s %s", slower.Reason, slower.Error)
+		require.Equal(t, other, slower.WorkerID)
+		require.True(t, cold.FinishedAt.Before(slower.FinishedAt), "it did not wait for the warm worker's lanes")
+	}
 	other = first // alice's warm worker now
 	waitWorkers(t, url, 2)
 

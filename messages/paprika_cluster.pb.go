@@ -1071,8 +1071,11 @@ func (x *SchedPlaceFailed) GetRetryAfterMs() int64 {
 
 // SchedRemove drops a job from the queue (canceled or final).
 type SchedRemove struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// lane: the lane the holder ran on (its last attempt's, or a session's),
+	// so that its profile's next holder is hinted to it; empty: not known.
+	Lane          string `protobuf:"bytes,2,opt,name=lane,proto3" json:"lane,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1110,6 +1113,13 @@ func (*SchedRemove) Descriptor() ([]byte, []int) {
 func (x *SchedRemove) GetJobId() string {
 	if x != nil {
 		return x.JobId
+	}
+	return ""
+}
+
+func (x *SchedRemove) GetLane() string {
+	if x != nil {
+		return x.Lane
 	}
 	return ""
 }
@@ -1153,8 +1163,11 @@ func (*SchedGetStats) Descriptor() ([]byte, []int) {
 
 // JobPlace: the scheduler chose worker_id for this job.
 type JobPlace struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// lane: the lane to hint in the assign_job frame (the profile's warm
+	// lane on worker_id); a preference, not a wait. Empty: no hint.
+	Lane          string `protobuf:"bytes,2,opt,name=lane,proto3" json:"lane,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1192,6 +1205,13 @@ func (*JobPlace) Descriptor() ([]byte, []int) {
 func (x *JobPlace) GetWorkerId() string {
 	if x != nil {
 		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *JobPlace) GetLane() string {
+	if x != nil {
+		return x.Lane
 	}
 	return ""
 }
@@ -3314,12 +3334,14 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x18\n" +
 	"\arequeue\x18\x03 \x01(\bR\arequeue\x12\x1a\n" +
 	"\breserved\x18\x04 \x01(\bR\breserved\x12$\n" +
-	"\x0eretry_after_ms\x18\x05 \x01(\x03R\fretryAfterMs\"$\n" +
+	"\x0eretry_after_ms\x18\x05 \x01(\x03R\fretryAfterMs\"8\n" +
 	"\vSchedRemove\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\x0f\n" +
-	"\rSchedGetStats\"'\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04lane\x18\x02 \x01(\tR\x04lane\"\x0f\n" +
+	"\rSchedGetStats\";\n" +
 	"\bJobPlace\x12\x1b\n" +
-	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"\v\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x12\n" +
+	"\x04lane\x18\x02 \x01(\tR\x04lane\"\v\n" +
 	"\tJobEnsure\"W\n" +
 	"\n" +
 	"JobStarted\x12\x1b\n" +

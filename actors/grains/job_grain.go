@@ -371,8 +371,10 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 	}
 	// The claim is the truth from here on, whatever the worker answers.
 	g.job = claimed
+	// msg.Lane: the profile's warm lane, a hint the worker honours when
+	// that lane is free (README "Profiles and affinity").
 	frame, err := messages.Frame{Type: messages.TypeAssignJob, JobID: g.id, Attempt: claimed.Attempts,
-		Mode: claimed.Mode, Params: params, Deadline: claimed.Deadline().UnixMilli()}.Encode()
+		Mode: claimed.Mode, Params: params, Deadline: claimed.Deadline().UnixMilli(), Lane: msg.Lane}.Encode()
 	if err != nil {
 		g.assigned(ctx, msg.WorkerId, claimed.Attempts, nil, err)
 		return
@@ -549,7 +551,8 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	switch prev.Status {
 	case persistence.StatusRunning:
 		Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts)})
-		g.sched(ctx, &messages.SchedRemove{JobId: g.id}) // its tenant's max_running frees
+		// Its tenant's max_running frees; its lane is its profile's warm one.
+		g.sched(ctx, &messages.SchedRemove{JobId: g.id, Lane: prev.Lane})
 	case persistence.StatusQueued, persistence.StatusScheduled:
 		g.sched(ctx, &messages.SchedRemove{JobId: g.id})
 	}

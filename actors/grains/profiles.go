@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"time"
@@ -23,7 +24,12 @@ import (
 // and the oldest goes when the holder ends. A holder whose profile a
 // worker used before first waits up to Timing.AffinityWait for that
 // worker (its lane's browser process kept the profile's cache and
-// connections warm), then goes to the queue like any job.
+// connections warm), then goes to the queue like any job. Placed on its
+// warm worker, it is hinted to the warm lane itself (the one its last
+// holder ran on, told by that holder's SchedRemove): each lane is its own
+// browser process, and what is warm is that process. The lane is a
+// preference, not a wait: the worker takes another free lane when that
+// one is busy (or skipped for health).
 //
 // A session with a profile holds the same lock under its slot key
 // ("session:<id>"), from its pick (SchedPickSession) to the SchedRemove
@@ -38,7 +44,7 @@ type profileLocks struct {
 	holder  map[string]string      // profile → the job holding it
 	of      map[string]string      // job → the profile it holds or waits for
 	waiters map[string][]queuedJob // profile → jobs waiting for it, in arrival order
-	last    map[string]string      // profile → the worker its last holder ran on
+	last    map[string]warmSpot    // profile → where its last holder ran
 	ranOn   map[string]string      // holding job → the worker it was placed on
 	warm    map[string]warmJob     // holding job → waiting for its warm worker
 	// suspect: holders the last audits found neither running nor
@@ -47,10 +53,17 @@ type profileLocks struct {
 	auditing bool
 }
 
+// warmSpot is where a profile's last holder ran: its worker, and the
+// lane on it (empty when the holder never reported one).
+type warmSpot struct {
+	worker, lane string
+}
+
 // warmJob is a holder waiting for the worker that ran its profile last.
 type warmJob struct {
 	q      queuedJob
 	worker string
+	lane   string // the hint it is placed with on worker
 	stop   supervise.Stop
 }
 
@@ -59,7 +72,7 @@ type affinityDue struct{ jobID string }
 
 func newProfileLocks() profileLocks {
 	return profileLocks{holder: map[string]string{}, of: map[string]string{}, waiters: map[string][]queuedJob{},
-		last: map[string]string{}, ranOn: map[string]string{}, warm: map[string]warmJob{}}
+		last: map[string]warmSpot{}, ranOn: map[string]string{}, warm: map[string]warmJob{}}
 }
 
 // acquire makes q's job the holder of p when p is free (true; also when
@@ -78,9 +91,9 @@ func (l *profileLocks) acquire(q queuedJob, p string) bool {
 }
 
 // release forgets job id: a holder frees its profile (remembering the
-// worker it ran on) and hands back the oldest waiter, if any; a waiter
-// leaves the line.
-func (l *profileLocks) release(id string) (next queuedJob, ok bool) {
+// worker it ran on, and lane, the lane there its SchedRemove named) and
+// hands back the oldest waiter, if any; a waiter leaves the line.
+func (l *profileLocks) release(id, lane string) (next queuedJob, ok bool) {
 	p := l.of[id]
 	if p == "" {
 		return next, false
@@ -101,7 +114,7 @@ func (l *profileLocks) release(id string) (next queuedJob, ok bool) {
 	}
 	delete(l.holder, p)
 	if w := l.ranOn[id]; w != "" {
-		l.last[p] = w
+		l.last[p] = warmSpot{worker: w, lane: lane}
 	}
 	delete(l.ranOn, id)
 	ws := l.waiters[p]
@@ -171,26 +184,43 @@ func (s *schedulerGrain) profileEnqueue(q queuedJob, p string) bool {
 		return true
 	}
 	w := s.profiles.last[p]
-	if w == "" || s.deps.Timing.AffinityWait <= 0 || s.workers[w] == nil {
+	if w.worker == "" || s.deps.Timing.AffinityWait <= 0 || s.workers[w.worker] == nil {
 		return false
 	}
 	q.enqueued = s.deps.Clock()
-	s.profiles.warm[q.id] = warmJob{q: q, worker: w, stop: s.timers.After(s.deps.Timing.AffinityWait, &affinityDue{jobID: q.id})}
+	s.profiles.warm[q.id] = warmJob{q: q, worker: w.worker, lane: w.lane,
+		stop: s.timers.After(s.deps.Timing.AffinityWait, &affinityDue{jobID: q.id})}
 	return true
 }
 
 // placeWarm places the jobs waiting for their warm worker whose worker
-// can take them now (place calls it first: they waited longest for it).
+// can take them now (place calls it first: they waited longest for it),
+// hinted to their warm lane.
 func (s *schedulerGrain) placeWarm(ctx actor.Context, now time.Time) {
-	for id, w := range s.profiles.warm {
-		c := s.workers[w.worker]
-		if c == nil || !s.rule.Eligible(c, w.q.mode, now) || (s.queue.tenants.capped != nil && s.queue.tenants.capped(w.q.tenant)) {
-			continue
+	for w := range s.warmReady(now) {
+		s.assign(ctx, w.q, s.workers[w.worker], w.lane, now)
+	}
+}
+
+// warmReady takes out of the warm set, one at a time, the jobs whose warm
+// worker can take them now (their timers stopped): a lazy sequence, since
+// each assignment fills its worker a little before the next is checked.
+func (s *schedulerGrain) warmReady(now time.Time) iter.Seq[warmJob] {
+	return func(yield func(warmJob) bool) {
+		for id, w := range s.profiles.warm {
+			c := s.workers[w.worker]
+			if c == nil || !s.rule.Eligible(c, w.q.mode, now) || (s.queue.tenants.capped != nil && s.queue.tenants.capped(w.q.tenant)) {
+				continue
+			}
+			if w.stop != nil {
+				w.stop()
+			}
+			delete(s.profiles.warm, id)
+			s.deps.Metrics.SchedAffinityHits.Inc()
+			if !yield(w) {
+				return
+			}
 		}
-		w.stop()
-		delete(s.profiles.warm, id)
-		s.deps.Metrics.SchedAffinityHits.Inc()
-		s.assign(ctx, w.q, c, now)
 	}
 }
 
@@ -202,44 +232,53 @@ func (s *schedulerGrain) affinityExpired(ctx actor.Context, id string) {
 		return
 	}
 	delete(s.profiles.warm, id)
-	s.enqueue(w.q)
+	s.enqueue(w.q) // no lane hint from here: any worker, any lane
 	s.place(ctx)
 }
 
-// pickSession picks a session's worker and takes its profile's lock for
-// the session's slot; a refusal (profile in use, no capacity) takes
-// nothing.
-func (s *schedulerGrain) pickSession(m *messages.SchedPickSession) (*Candidate, *messages.Reply) {
+// pickSession picks a session's worker (and, on its profile's warm
+// worker, the warm lane to hint) and takes its profile's lock for the
+// session's slot; a refusal (profile in use, no capacity) takes nothing.
+func (s *schedulerGrain) pickSession(m *messages.SchedPickSession) (*Candidate, string, *messages.Reply) {
 	slot := sessionSlot(m.SessionId)
 	if m.Profile != "" {
 		if h := s.profiles.holder[m.Profile]; h != "" && h != slot {
 			r := fail(messages.CodeProfileInUse, "profile %s is in use by %s", m.Profile, holderName(h))
 			r.Json, _ = json.Marshal(map[string]string{"in_use_by": h})
-			return nil, r
+			return nil, "", r
 		}
 	}
-	c := s.sessionWorker(m.Profile)
+	c, lane := s.sessionWorker(m.Profile)
 	if c == nil {
-		return nil, fail(messages.CodeNoCapacity, "no worker has a free chromium lane")
+		return nil, "", fail(messages.CodeNoCapacity, "no worker has a free chromium lane")
 	}
 	if m.Profile != "" {
 		s.profiles.acquire(queuedJob{id: slot, mode: messages.ModeMacro, created: s.deps.Clock()}, m.Profile)
 		s.profiles.placed(slot, c.ID)
 	}
-	return c, nil
+	return c, lane, nil
+}
+
+// sessionPick is the scheduler's answer to SchedPickSession (Reply.json).
+type sessionPick struct {
+	WorkerID string `json:"worker_id"`
+	// Lane is the profile's warm lane on WorkerID, the open's hint.
+	Lane    string `json:"lane,omitempty"`
+	InUseBy string `json:"in_use_by,omitempty"`
 }
 
 // sessionWorker picks the worker for a session: the one that ran its
-// profile last when it has a free chromium lane now (no wait), else any.
-func (s *schedulerGrain) sessionWorker(p string) *Candidate {
+// profile last when it has a free chromium lane now (no wait), with the
+// lane it ran on as the hint, else any (no hint).
+func (s *schedulerGrain) sessionWorker(p string) (*Candidate, string) {
 	now := s.deps.Clock()
-	if w := s.profiles.last[p]; p != "" && w != "" {
-		if c := s.workers[w]; c != nil && s.rule.Eligible(c, messages.ModeMacro, now) {
+	if w := s.profiles.last[p]; p != "" && w.worker != "" {
+		if c := s.workers[w.worker]; c != nil && s.rule.Eligible(c, messages.ModeMacro, now) {
 			s.deps.Metrics.SchedAffinityHits.Inc()
-			return c
+			return c, w.lane
 		}
 	}
-	return s.rule.PickWorker(s.cands, messages.ModeMacro, now, s.rng)
+	return s.rule.PickWorker(s.cands, messages.ModeMacro, now, s.rng), ""
 }
 
 // profileHandover wakes the jobs the profile lock holds outside the
@@ -256,9 +295,10 @@ func (s *schedulerGrain) profileHandover(ctx actor.Context) {
 	s.profiles = newProfileLocks()
 }
 
-// profileRelease frees a finished job's profile and lets its next job go.
-func (s *schedulerGrain) profileRelease(id string) {
-	next, ok := s.profiles.release(id)
+// profileRelease frees a finished job's profile (lane: where it ran, as
+// its SchedRemove says) and lets its next job go.
+func (s *schedulerGrain) profileRelease(id, lane string) {
+	next, ok := s.profiles.release(id, lane)
 	if !ok {
 		return
 	}
@@ -398,7 +438,7 @@ func (s *schedulerGrain) auditHolders(running map[string]string) {
 			continue
 		}
 		s.log.Info("scheduler: profile lock of a job or session that ended unheard dropped", slog.String("profile", p), slog.String("holder", h))
-		s.profileRelease(h)
+		s.profileRelease(h, "")
 	}
 	s.profiles.suspect = suspect
 }

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 
+	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/metrics"
 	"github.com/paprika-hub/paprika/persistence"
@@ -32,22 +34,22 @@ func TestProfileLockOneHolderWaitersInOrder(t *testing.T) {
 
 	l.placed("a", "w1")
 	l.placed("b", "w9") // a waiter's placement is not the holder's
-	next, ok := l.release("a")
+	next, ok := l.release("a", "")
 	require.True(t, ok)
 	require.Equal(t, "b", next.id)
-	require.Equal(t, "w1", l.last["p"])
+	require.Equal(t, warmSpot{worker: "w1"}, l.last["p"])
 	require.Empty(t, l.holder["p"], "free until the next job takes it")
 	require.True(t, l.acquire(next, "p"))
 
 	// A waiter that ends (canceled) leaves the line; nothing is handed on.
-	_, ok = l.release("c")
+	_, ok = l.release("c", "")
 	require.False(t, ok)
 	require.NotContains(t, l.waiters, "p")
-	next, ok = l.release("b")
+	next, ok = l.release("b", "")
 	require.False(t, ok, "no one waits: %v", next)
-	require.Equal(t, "w1", l.last["p"], "b was never placed: the warm worker stays")
+	require.Equal(t, warmSpot{worker: "w1"}, l.last["p"], "b was never placed: the warm worker stays")
 	require.Equal(t, map[string]string{"other": "x"}, l.inUse())
-	_, ok = l.release("unknown")
+	_, ok = l.release("unknown", "")
 	require.False(t, ok)
 }
 
@@ -58,7 +60,7 @@ func TestProfileLockReleaseStopsAffinityTimer(t *testing.T) {
 	require.True(t, l.acquire(queuedJob{id: "a"}, "p"))
 	stopped := false
 	l.warm["a"] = warmJob{q: queuedJob{id: "a"}, worker: "w1", stop: func() { stopped = true }}
-	_, ok := l.release("a")
+	_, ok := l.release("a", "")
 	require.False(t, ok)
 	require.True(t, stopped)
 	require.Empty(t, l.warm)
@@ -98,7 +100,7 @@ func TestStatsCountProfileWaiting(t *testing.T) {
 
 	// The holder ends: w1 takes the profile and the queue, w2 still waits.
 	s.queue.Remove("h")
-	s.profileRelease("h")
+	s.profileRelease("h", "")
 	st = s.stats()
 	require.Equal(t, 2, st.ProfileWaiting, "w2 and k")
 	require.Equal(t, 4, st.Queued, "q1, w1, w2, k")
@@ -137,7 +139,7 @@ func TestProfileLockSharedByJobsAndSessions(t *testing.T) {
 	s := testScheduler(t, now, w1, w2)
 
 	require.True(t, s.profiles.acquire(queuedJob{id: "j1"}, "p"))
-	c, r := s.pickSession(&messages.SchedPickSession{SessionId: "s-a", Profile: "p"})
+	c, _, r := s.pickSession(&messages.SchedPickSession{SessionId: "s-a", Profile: "p"})
 	require.Nil(t, c)
 	require.Equal(t, string(messages.CodeProfileInUse), r.Code)
 	require.JSONEq(t, `{"in_use_by":"j1"}`, string(r.Json))
@@ -145,44 +147,44 @@ func TestProfileLockSharedByJobsAndSessions(t *testing.T) {
 	require.Empty(t, s.profiles.waiters, "a session never waits in the scheduler")
 
 	// Another profile, or none, is no obstacle.
-	c, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-z"})
+	c, _, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-z"})
 	require.Nil(t, r)
 	require.NotNil(t, c)
 
 	s.profiles.placed("j1", "w2")
-	s.profileRelease("j1")
+	s.profileRelease("j1", "")
 	// w2 ran p last: with a free lane it is the session's worker.
-	c, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-a", Profile: "p"})
+	c, _, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-a", Profile: "p"})
 	require.Nil(t, r)
 	require.Equal(t, "w2", c.ID, "the warm worker")
 	require.Equal(t, map[string]string{"p": sessionSlot("s-a")}, s.profiles.inUse())
-	_, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-a", Profile: "p"})
+	_, _, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-a", Profile: "p"})
 	require.Nil(t, r, "the holder asking again still holds")
 
 	// A job with p waits for the session, outside the queue.
 	require.True(t, s.profileEnqueue(queuedJob{id: "j2", mode: messages.ModeFetch}, "p"))
 	require.Equal(t, 0, s.queue.Len())
-	_, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-b", Profile: "p"})
+	_, _, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-b", Profile: "p"})
 	require.Equal(t, string(messages.CodeProfileInUse), r.Code)
 	require.JSONEq(t, `{"in_use_by":"session:s-a"}`, string(r.Json))
 
 	// The session's end (SchedRemove with its slot) hands p to the job.
-	s.profileRelease(sessionSlot("s-a"))
+	s.profileRelease(sessionSlot("s-a"), "")
 	require.Equal(t, map[string]string{"p": "j2"}, s.profiles.inUse())
 	require.Equal(t, 1, s.queue.Len(), "the job is queued now")
-	require.Equal(t, "w2", s.profiles.last["p"])
+	require.Equal(t, "w2", s.profiles.last["p"].worker)
 
 	// The warm worker busy: the next session takes the other at once.
-	s.profileRelease("j2")
+	s.profileRelease("j2", "")
 	w2.InFlight = w2.MaxConcurrent
-	c, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-c", Profile: "p"})
+	c, _, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-c", Profile: "p"})
 	require.Nil(t, r)
 	require.Equal(t, "w1", c.ID, "no wait for the warm worker")
 
 	// No worker at all: refused, and the profile stays free.
-	s.profileRelease(sessionSlot("s-c"))
+	s.profileRelease(sessionSlot("s-c"), "")
 	w1.Connected, w2.Connected = false, false
-	_, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-d", Profile: "p"})
+	_, _, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-d", Profile: "p"})
 	require.Equal(t, string(messages.CodeNoCapacity), r.Code)
 	require.Nil(t, s.profiles.inUse())
 }
@@ -231,7 +233,98 @@ func TestLoadSessionHolders(t *testing.T) {
 	s.loadSessionHolders(ctx)
 	require.Equal(t, map[string]string{"p": sessionSlot("s-1")}, s.profiles.inUse())
 	require.True(t, s.profileEnqueue(queuedJob{id: "j"}, "p"), "a job waits for the session")
-	s.profileRelease(sessionSlot("s-1"))
-	require.Equal(t, "w1", s.profiles.last["p"])
+	s.profileRelease(sessionSlot("s-1"), "")
+	require.Equal(t, "w1", s.profiles.last["p"].worker)
 	require.Equal(t, map[string]string{"p": "j"}, s.profiles.inUse())
+}
+
+// testTimers is a timer set owned by a live actor of a fresh system (the
+// affinity wait arms one); the actor stops with the test.
+func testTimers(t *testing.T) *supervise.Timers {
+	t.Helper()
+	system := actor.NewActorSystem()
+	ready := make(chan *supervise.Timers, 1)
+	pid := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(*actor.Started); ok {
+			ready <- supervise.NewTimers(ctx, "test_profiles")
+		}
+	}))
+	ts := <-ready
+	t.Cleanup(func() {
+		ts.StopAll()
+		_ = system.Root.StopFuture(pid).Wait()
+	})
+	return ts
+}
+
+// TestProfileWarmLaneHint: a holder's end names the lane it ran on; the
+// profile's next job, placed on the warm worker, is hinted to that lane,
+// and so is a session picked there. Off the warm worker (busy, or the
+// wait over) nothing is hinted: a lane of one worker means nothing on
+// another.
+func TestProfileWarmLaneHint(t *testing.T) {
+	now := time.Now()
+	w1, w2 := idle("w1", now), idle("w2", now)
+	s := testScheduler(t, now, w1, w2)
+	s.timers = testTimers(t)
+	s.deps.Timing.AffinityWait = time.Hour // the test ends it, not the clock
+	const lane = "ws://w2.lanes/lane/1"
+
+	require.True(t, s.profiles.acquire(queuedJob{id: "j1"}, "p"))
+	s.profiles.placed("j1", "w2")
+	s.profileRelease("j1", lane)
+	require.Equal(t, warmSpot{worker: "w2", lane: lane}, s.profiles.last["p"])
+
+	// j2 waits for w2, which has a free lane: placed there with the hint.
+	require.True(t, s.profileEnqueue(queuedJob{id: "j2", mode: messages.ModeFetch}, "p"), "waits for its warm worker")
+	require.Equal(t, 0, s.queue.Len())
+	var got []warmJob
+	for w := range s.warmReady(now) {
+		got = append(got, w)
+	}
+	require.Len(t, got, 1)
+	require.Equal(t, "j2", got[0].q.id)
+	require.Equal(t, "w2", got[0].worker)
+	require.Equal(t, lane, got[0].lane, "the lane j1 ran on")
+	require.Empty(t, s.profiles.warm)
+
+	// j2 ends on another lane (its hint was busy): that lane is warm now.
+	s.profiles.placed("j2", "w2")
+	s.profileRelease("j2", "ws://w2.lanes/lane/3")
+	require.Equal(t, warmSpot{worker: "w2", lane: "ws://w2.lanes/lane/3"}, s.profiles.last["p"])
+
+	// The warm worker full: j3 is not placed warm; its wait over, it goes
+	// to the queue, where no lane is hinted (any worker takes it).
+	w2.InFlight = w2.MaxConcurrent
+	require.True(t, s.profileEnqueue(queuedJob{id: "j3", mode: messages.ModeFetch}, "p"))
+	for w := range s.warmReady(now) {
+		t.Fatalf("placed warm on a full worker: %+v", w)
+	}
+	w, ok := s.profiles.warm["j3"]
+	require.True(t, ok)
+	require.Equal(t, "ws://w2.lanes/lane/3", w.lane)
+	w.stop()
+	delete(s.profiles.warm, "j3")
+	s.enqueue(w.q)
+	require.Equal(t, 1, s.queue.Len())
+
+	// Sessions: the warm worker busy, another worker and no hint; free,
+	// the warm worker with the lane the last holder ran on.
+	s.profileRelease("j3", "") // never ran (never placed): w2's lane stays warm
+	require.Equal(t, warmSpot{worker: "w2", lane: "ws://w2.lanes/lane/3"}, s.profiles.last["p"])
+	c, hint, r := s.pickSession(&messages.SchedPickSession{SessionId: "s-a", Profile: "p"})
+	require.Nil(t, r)
+	require.Equal(t, "w1", c.ID)
+	require.Empty(t, hint, "no hint off the warm worker")
+	s.profileRelease(sessionSlot("s-a"), "ws://w1.lanes/lane/0")
+	require.Equal(t, warmSpot{worker: "w1", lane: "ws://w1.lanes/lane/0"}, s.profiles.last["p"])
+	c, hint, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-b", Profile: "p"})
+	require.Nil(t, r)
+	require.Equal(t, "w1", c.ID)
+	require.Equal(t, "ws://w1.lanes/lane/0", hint)
+
+	// A session without a profile is never hinted.
+	_, hint, r = s.pickSession(&messages.SchedPickSession{SessionId: "s-c"})
+	require.Nil(t, r)
+	require.Empty(t, hint)
 }

@@ -184,12 +184,12 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		s.remove(msg.JobId)
 		s.delayed.Remove(msg.JobId)
 		s.book.stop(msg.JobId)
-		s.profileRelease(msg.JobId) // its profile's next job may go
-		s.place(ctx)                // its tenant may be under max_running now
+		s.profileRelease(msg.JobId, msg.Lane) // its profile's next job may go
+		s.place(ctx)                          // its tenant may be under max_running now
 	case *tenantResync:
 		s.resyncTenants(ctx)
 	case *messages.SchedPickSession:
-		c, refused := s.pickSession(msg) // profiles.go
+		c, lane, refused := s.pickSession(msg) // profiles.go
 		s.flushHealthSkips()
 		if refused != nil {
 			reply(ctx, refused)
@@ -200,7 +200,8 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		c.InFlight = c.reported + c.placing
 		s.pending[slot], s.pendingSince[slot] = c.ID, s.deps.Clock()
 		s.armPlaceTimeout(slot, c.ID)
-		reply(ctx, ok([]byte(`{"worker_id":"`+c.ID+`"}`)))
+		b, _ := json.Marshal(sessionPick{WorkerID: c.ID, Lane: lane})
+		reply(ctx, ok(b))
 	case *messages.SchedGetStats:
 		b, _ := json.Marshal(s.stats())
 		reply(ctx, ok(b))
@@ -487,13 +488,13 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 		if !found {
 			return
 		}
-		s.assign(ctx, q, c, now)
+		s.assign(ctx, q, c, "", now)
 	}
 }
 
-// assign sends q to c: a step of place, and of the warm placements of
-// profiles.go.
-func (s *schedulerGrain) assign(ctx actor.Context, q queuedJob, c *Candidate, now time.Time) {
+// assign sends q to c, hinting lane (a warm placement of profiles.go;
+// empty: no hint): a step of place, and of the warm placements.
+func (s *schedulerGrain) assign(ctx actor.Context, q queuedJob, c *Candidate, lane string, now time.Time) {
 	c.placing++ // at once, so the next pick of this pass sees it
 	c.InFlight = c.reported + c.placing
 	s.queue.Take(q.id)
@@ -502,7 +503,7 @@ func (s *schedulerGrain) assign(ctx actor.Context, q queuedJob, c *Candidate, no
 	s.placingJobs[q.id] = q
 	s.deps.Metrics.SchedPlacements.Inc()
 	s.deps.Metrics.PlacementLatency.Observe(now.Sub(laterOf(q.enqueued, c.freedAt)).Seconds())
-	Send(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID})
+	Send(ctx, s.cl, q.id, KindJob, &messages.JobPlace{WorkerId: c.ID, Lane: lane})
 	s.armPlaceTimeout(q.id, c.ID)
 }
 

@@ -385,10 +385,7 @@ func (g *sessionGrain) pick(ctx actor.Context, o *sessionOpening) {
 	caller, m := o.caller, o.msg
 	Ask(ctx, g.timers, g.cl, SchedulerID, KindScheduler, &messages.SchedPickSession{SessionId: g.id, Profile: o.profile}, g.deps.Timing.GrainTimeout,
 		func(res *messages.Reply, err error) {
-			var pick struct {
-				WorkerID string `json:"worker_id"`
-				InUseBy  string `json:"in_use_by"`
-			}
+			var pick sessionPick
 			if err == nil {
 				_ = json.Unmarshal(res.Json, &pick)
 			}
@@ -429,7 +426,7 @@ func (g *sessionGrain) pick(ctx actor.Context, o *sessionOpening) {
 				ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
 				return
 			}
-			g.assignLane(ctx, caller, pick.WorkerID, m.IdleTimeoutS, m.Options)
+			g.assignLane(ctx, caller, pick.WorkerID, pick.Lane, m.IdleTimeoutS, m.Options)
 		})
 }
 
@@ -442,25 +439,27 @@ func holderName(key string) string {
 	return key
 }
 
-// profileDone gives the session's profile lock back (once).
+// profileDone gives the session's profile lock back (once), naming the
+// lane it ran on: the profile's next holder is hinted to it.
 func (g *sessionGrain) profileDone(ctx actor.Context) {
 	if g.profileHeld {
 		g.profileHeld = false
-		g.sched(ctx, &messages.SchedRemove{JobId: sessionSlot(g.id)})
+		g.sched(ctx, &messages.SchedRemove{JobId: sessionSlot(g.id), Lane: g.s.Lane})
 	}
 }
 
 // assignLane reserves the picked worker's lane and sends it the open
-// command, with the session's browser options (JSON, or empty); the
+// command, with the session's browser options (JSON, or empty) and the
+// scheduler's lane hint (the profile's warm lane; empty: none); the
 // worker's session_result finishes the open.
-func (g *sessionGrain) assignLane(ctx actor.Context, caller *actor.PID, workerID string, idleTimeoutS int32, options []byte) {
+func (g *sessionGrain) assignLane(ctx actor.Context, caller *actor.PID, workerID, lane string, idleTimeoutS int32, options []byte) {
 	g.s.WorkerID = workerID
 	cmdID := g.nextCommand()
 	open := fmt.Sprintf(`{"op":%q,"idle_timeout_s":%d}`, messages.OpOpen, idleTimeoutS)
 	if len(options) > 0 && json.Valid(options) {
 		open = fmt.Sprintf(`{"op":%q,"idle_timeout_s":%d,"options":%s}`, messages.OpOpen, idleTimeoutS, options)
 	}
-	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: cmdID,
+	frame, _ := messages.Frame{Type: messages.TypeSessionCommand, SessionID: g.id, CommandID: cmdID, Lane: lane,
 		Command: json.RawMessage(open)}.Encode()
 	// Parked before the answer: the worker's result may overtake it.
 	g.await(ctx, caller, cmdID)

@@ -40,6 +40,8 @@ type jobGrain struct {
 	// JobEnsure that woke the grain (a new job's) need not ask again.
 	enqueued bool
 	missing  bool // the store says the job does not exist
+	// activated: the first message after ClusterInit was read (activate).
+	activated bool
 }
 
 // storeRetry is how long a job waits before it is placed again after the
@@ -80,16 +82,32 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		return
 	case *cluster.ClusterInit:
 		g.begin(ctx, g.deps, msg, KindJob, "job_id")
-		g.load(ctx)
-		g.enqueued = g.job.Status == persistence.StatusQueued || g.job.Status == persistence.StatusScheduled
+		// The job is taken when the message that activated the grain is
+		// read (it may carry it: activate); should none come — a restart
+		// after a panic — the timeout loads it, so its timers are re-armed.
+		ctx.SetReceiveTimeout(activationWait)
 		return
 	case *actor.ReceiveTimeout:
+		if !g.activated {
+			g.activate(ctx, nil)
+			return
+		}
 		// A scheduled job needs no grain until its time: the scheduler
 		// holds it and wakes it then.
 		if g.job.Status.Final() || !g.loaded || g.job.Status == persistence.StatusScheduled {
 			ctx.Stop(ctx.Self()) // idle and final: passivate
 		}
 		return
+	}
+	if !g.activated {
+		var created *messages.JobRecord
+		if e, isEnsure := ctx.Message().(*messages.JobEnsure); isEnsure {
+			created = e.Created
+		}
+		if !g.activate(ctx, created) {
+			g.refuse(ctx)
+			return
+		}
 	}
 	if !g.loaded && !g.load(ctx) {
 		g.refuse(ctx)
@@ -174,6 +192,38 @@ func (g *jobGrain) refuse(ctx actor.Context) {
 		return
 	}
 	reply(ctx, fail(messages.CodeUnavailable, "job %s could not be loaded", g.id))
+}
+
+// activationWait is how long a new activation waits for its first message
+// before it loads the job on its own (a restarted incarnation gets none).
+const activationWait = 200 * time.Millisecond
+
+// activate takes the job into a new activation and arms what its state
+// needs; false as load. created is the record of the wake that activated
+// the grain, when that wake is a new job's: it is taken as is, with no read
+// of the store, because it is provably the current state. Create stored it
+// a moment ago and the submit's wake is this activation's first message;
+// every transition of a job is made by its grain, and this activation is
+// the first to exist (a grain activated before — by a cancel that came
+// first, a re-drive — read the store and is loaded, so its created is
+// ignored). The one way another copy can exist, two activations for a
+// moment after a topology change (protoactor #799), is the one every
+// activation already lives with: each transition is a conditional write
+// (the claim wants queued and unassigned, the others the attempt), so a
+// copy that is behind loses its first write and reloads. Every other wake
+// (hub start, re-drive, reconciler, scheduler) carries no record and the
+// activation reads the store.
+func (g *jobGrain) activate(ctx actor.Context, created *messages.JobRecord) bool {
+	g.activated = true
+	if j, ok := jobOfRecord(g.id, created); ok {
+		g.job, g.loaded = j, true
+		g.arm(ctx)
+	} else {
+		g.load(ctx)
+	}
+	// The wake's JobEnsure, read next (or now), need not enqueue again.
+	g.enqueued = g.job.Status == persistence.StatusQueued || g.job.Status == persistence.StatusScheduled
+	return g.loaded
 }
 
 // load reads the job and arms what its state needs. False when the store

@@ -1,9 +1,9 @@
 package hub
 
 import (
+	"context"
 	"runtime"
 	"strings"
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"

@@ -65,6 +65,7 @@ type laneTick struct{ attempt int }
 // and GET /jobs/{id}, which reads the store, shows a longer job's lane
 // from this long after it started.
 const laneSaveAfter = time.Second
+
 type queuedTimeoutTick struct{}
 
 // auditTick: the worker has not reported the attempt yet; ask it.

@@ -1217,9 +1217,13 @@ func (x *JobPlace) GetLane() string {
 }
 
 // JobEnsure activates the job grain so it re-arms its timers and, when
-// queued, enqueues itself (hub start, re-drive, submit).
+// queued, enqueues itself (hub start, re-drive, submit). created is set
+// only by the submit that just stored the job (Create said created): the
+// record as stored, so the activation it causes need not read it back.
+// Every other wake leaves it empty and the grain reads the store.
 type JobEnsure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	Created       *JobRecord             `protobuf:"bytes,1,opt,name=created,proto3" json:"created,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1252,6 +1256,13 @@ func (x *JobEnsure) ProtoReflect() protoreflect.Message {
 // Deprecated: Use JobEnsure.ProtoReflect.Descriptor instead.
 func (*JobEnsure) Descriptor() ([]byte, []int) {
 	return file_paprika_cluster_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *JobEnsure) GetCreated() *JobRecord {
+	if x != nil {
+		return x.Created
+	}
+	return nil
 }
 
 // JobStarted: the worker began the attempt on a lane.
@@ -3254,6 +3265,174 @@ func (x *LiveStop) GetReason() string {
 	return ""
 }
 
+// JobRecord is a job as its store holds it right after Create: the fields
+// a new job can have (attempts log, result, worker and lane are empty by
+// construction). Times are Unix nanoseconds, 0 for none.
+type JobRecord struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Mode        string                 `protobuf:"bytes,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	Params      []byte                 `protobuf:"bytes,3,opt,name=params,proto3" json:"params,omitempty"`
+	Status      string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	Attempts    int32                  `protobuf:"varint,5,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	MaxAttempts int32                  `protobuf:"varint,6,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	Priority    int32                  `protobuf:"varint,7,opt,name=priority,proto3" json:"priority,omitempty"`
+	Tenant      string                 `protobuf:"bytes,8,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	TimeoutS    int32                  `protobuf:"varint,9,opt,name=timeout_s,json=timeoutS,proto3" json:"timeout_s,omitempty"`
+	RunAtUnixNs int64                  `protobuf:"varint,10,opt,name=run_at_unix_ns,json=runAtUnixNs,proto3" json:"run_at_unix_ns,omitempty"`
+	// has_retry_backoff: the job has its own schedule (persistence.RetryBackoff).
+	HasRetryBackoff bool              `protobuf:"varint,11,opt,name=has_retry_backoff,json=hasRetryBackoff,proto3" json:"has_retry_backoff,omitempty"`
+	RetryBaseS      float64           `protobuf:"fixed64,12,opt,name=retry_base_s,json=retryBaseS,proto3" json:"retry_base_s,omitempty"`
+	RetryMaxS       float64           `protobuf:"fixed64,13,opt,name=retry_max_s,json=retryMaxS,proto3" json:"retry_max_s,omitempty"`
+	CreatedAtUnixNs int64             `protobuf:"varint,14,opt,name=created_at_unix_ns,json=createdAtUnixNs,proto3" json:"created_at_unix_ns,omitempty"`
+	Labels          map[string]string `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	IdempotencyKey  string            `protobuf:"bytes,16,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *JobRecord) Reset() {
+	*x = JobRecord{}
+	mi := &file_paprika_cluster_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobRecord) ProtoMessage() {}
+
+func (x *JobRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobRecord.ProtoReflect.Descriptor instead.
+func (*JobRecord) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *JobRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *JobRecord) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *JobRecord) GetParams() []byte {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+func (x *JobRecord) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *JobRecord) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *JobRecord) GetMaxAttempts() int32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *JobRecord) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *JobRecord) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *JobRecord) GetTimeoutS() int32 {
+	if x != nil {
+		return x.TimeoutS
+	}
+	return 0
+}
+
+func (x *JobRecord) GetRunAtUnixNs() int64 {
+	if x != nil {
+		return x.RunAtUnixNs
+	}
+	return 0
+}
+
+func (x *JobRecord) GetHasRetryBackoff() bool {
+	if x != nil {
+		return x.HasRetryBackoff
+	}
+	return false
+}
+
+func (x *JobRecord) GetRetryBaseS() float64 {
+	if x != nil {
+		return x.RetryBaseS
+	}
+	return 0
+}
+
+func (x *JobRecord) GetRetryMaxS() float64 {
+	if x != nil {
+		return x.RetryMaxS
+	}
+	return 0
+}
+
+func (x *JobRecord) GetCreatedAtUnixNs() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNs
+	}
+	return 0
+}
+
+func (x *JobRecord) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *JobRecord) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
 var File_paprika_cluster_proto protoreflect.FileDescriptor
 
 const file_paprika_cluster_proto_rawDesc = "" +
@@ -3341,8 +3520,9 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\rSchedGetStats\";\n" +
 	"\bJobPlace\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x12\n" +
-	"\x04lane\x18\x02 \x01(\tR\x04lane\"\v\n" +
-	"\tJobEnsure\"W\n" +
+	"\x04lane\x18\x02 \x01(\tR\x04lane\"9\n" +
+	"\tJobEnsure\x12,\n" +
+	"\acreated\x18\x01 \x01(\v2\x12.paprika.JobRecordR\acreated\"W\n" +
 	"\n" +
 	"JobStarted\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
@@ -3467,7 +3647,29 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\alive_id\x18\x01 \x01(\tR\x06liveId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\"\n" +
 	"\bLiveStop\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reasonB)Z'github.com/paprika-hub/paprika/messagesb\x06proto3"
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xcb\x04\n" +
+	"\tJobRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04mode\x18\x02 \x01(\tR\x04mode\x12\x16\n" +
+	"\x06params\x18\x03 \x01(\fR\x06params\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x1a\n" +
+	"\battempts\x18\x05 \x01(\x05R\battempts\x12!\n" +
+	"\fmax_attempts\x18\x06 \x01(\x05R\vmaxAttempts\x12\x1a\n" +
+	"\bpriority\x18\a \x01(\x05R\bpriority\x12\x16\n" +
+	"\x06tenant\x18\b \x01(\tR\x06tenant\x12\x1b\n" +
+	"\ttimeout_s\x18\t \x01(\x05R\btimeoutS\x12#\n" +
+	"\x0erun_at_unix_ns\x18\n" +
+	" \x01(\x03R\vrunAtUnixNs\x12*\n" +
+	"\x11has_retry_backoff\x18\v \x01(\bR\x0fhasRetryBackoff\x12 \n" +
+	"\fretry_base_s\x18\f \x01(\x01R\n" +
+	"retryBaseS\x12\x1e\n" +
+	"\vretry_max_s\x18\r \x01(\x01R\tretryMaxS\x12+\n" +
+	"\x12created_at_unix_ns\x18\x0e \x01(\x03R\x0fcreatedAtUnixNs\x126\n" +
+	"\x06labels\x18\x0f \x03(\v2\x1e.paprika.JobRecord.LabelsEntryR\x06labels\x12'\n" +
+	"\x0fidempotency_key\x18\x10 \x01(\tR\x0eidempotencyKey\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B)Z'github.com/paprika-hub/paprika/messagesb\x06proto3"
 
 var (
 	file_paprika_cluster_proto_rawDescOnce sync.Once
@@ -3481,7 +3683,7 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                 // 0: paprika.Ref
 	(*Reply)(nil),               // 1: paprika.Reply
@@ -3538,7 +3740,9 @@ var file_paprika_cluster_proto_goTypes = []any{
 	(*LiveAttach)(nil),          // 52: paprika.LiveAttach
 	(*LiveEnd)(nil),             // 53: paprika.LiveEnd
 	(*LiveStop)(nil),            // 54: paprika.LiveStop
-	nil,                         // 55: paprika.SessionOpen.LabelsEntry
+	(*JobRecord)(nil),           // 55: paprika.JobRecord
+	nil,                         // 56: paprika.SessionOpen.LabelsEntry
+	nil,                         // 57: paprika.JobRecord.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
@@ -3546,21 +3750,23 @@ var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
 	0,  // 3: paprika.WorkerAssign.job:type_name -> paprika.Ref
 	0,  // 4: paprika.SchedEnqueue.job:type_name -> paprika.Ref
-	0,  // 5: paprika.ConnSend.job:type_name -> paprika.Ref
-	55, // 6: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
-	0,  // 7: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
-	0,  // 8: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
-	0,  // 9: paprika.TunnelAttach.peer:type_name -> paprika.Ref
-	0,  // 10: paprika.LiveJoin.viewer:type_name -> paprika.Ref
-	0,  // 11: paprika.LiveLeave.viewer:type_name -> paprika.Ref
-	0,  // 12: paprika.LiveAck.viewer:type_name -> paprika.Ref
-	0,  // 13: paprika.LiveInput.viewer:type_name -> paprika.Ref
-	0,  // 14: paprika.LiveAttach.source:type_name -> paprika.Ref
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	55, // 5: paprika.JobEnsure.created:type_name -> paprika.JobRecord
+	0,  // 6: paprika.ConnSend.job:type_name -> paprika.Ref
+	56, // 7: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	0,  // 8: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
+	0,  // 9: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
+	0,  // 10: paprika.TunnelAttach.peer:type_name -> paprika.Ref
+	0,  // 11: paprika.LiveJoin.viewer:type_name -> paprika.Ref
+	0,  // 12: paprika.LiveLeave.viewer:type_name -> paprika.Ref
+	0,  // 13: paprika.LiveAck.viewer:type_name -> paprika.Ref
+	0,  // 14: paprika.LiveInput.viewer:type_name -> paprika.Ref
+	0,  // 15: paprika.LiveAttach.source:type_name -> paprika.Ref
+	57, // 16: paprika.JobRecord.labels:type_name -> paprika.JobRecord.LabelsEntry
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_paprika_cluster_proto_init() }
@@ -3575,7 +3781,7 @@ func file_paprika_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   56,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

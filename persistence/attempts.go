@@ -88,6 +88,9 @@ type Reschedule struct {
 	Error  string
 	At     time.Time // when the attempt ended; now when zero
 	Hub    string
+	// Lane is the lane the attempt ran on, recorded when none is stored
+	// yet (as Finish.Lane).
+	Lane string
 }
 
 // ApplyPromote applies JobStore.Promote: scheduled → queued (its run_at
@@ -110,6 +113,7 @@ func ApplyReschedule(j *Job, attempt int, r Reschedule) error {
 	if err := requireRunning(j, "reschedule", attempt); err != nil {
 		return err
 	}
+	recordLane(j, r.Lane)
 	endAttempt(j, Finish{Status: StatusFailed, Reason: r.Reason, Error: r.Error, At: r.At, Hub: r.Hub})
 	j.Status = StatusScheduled
 	j.RunAt = UTC(r.RunAt)

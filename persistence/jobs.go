@@ -203,6 +203,11 @@ type Finish struct {
 	At     time.Time
 	// Hub is the hub that records the end, for the attempts log.
 	Hub string
+	// Lane is the lane the attempt ran on, recorded with the end when the
+	// job has none stored yet (the job grain writes a short job's lane
+	// with its finish, not on its own). Only with a real attempt: the
+	// fence says it is that attempt's; AnyAttempt ignores it.
+	Lane string
 }
 
 // AnyAttempt disables the attempt fence of Finish: the hub's own decisions

@@ -158,6 +158,7 @@ func ApplyFinish(j *Job, attempt int, f Finish) error {
 		if err := requireRunning(j, "finish", attempt); err != nil {
 			return err
 		}
+		recordLane(j, f.Lane)
 	}
 	f.At = UTC(orNow(f.At))
 	if j.Status == StatusRunning {
@@ -170,6 +171,14 @@ func ApplyFinish(j *Job, attempt int, f Finish) error {
 	j.Assets = slices.Clone(f.Assets)
 	j.FinishedAt = UTC(orNow(f.At))
 	return nil
+}
+
+// recordLane sets the lane of j's running attempt, checked by the caller,
+// when none is stored: one written on its own earlier (SetLane) stays.
+func recordLane(j *Job, lane string) {
+	if lane != "" && j.Lane == "" {
+		j.Lane = lane
+	}
 }
 
 func requireRunning(j *Job, op string, attempt int) error {

@@ -61,7 +61,7 @@ func (g *jobGrain) retryLater(ctx actor.Context, m *messages.JobFinished) *messa
 	prev := g.job
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
 	j, err := g.deps.Jobs.Reschedule(rctx, g.id, int(m.Attempt), persistence.Reschedule{
-		RunAt: now.Add(wait), Reason: m.Reason, Error: m.Error, At: now, Hub: g.deps.HubID})
+		RunAt: now.Add(wait), Reason: m.Reason, Error: m.Error, At: now, Hub: g.deps.HubID, Lane: g.unsavedLane(int(m.Attempt))})
 	cancel()
 	if err != nil {
 		if errors.Is(err, persistence.ErrConflict) {
@@ -69,6 +69,7 @@ func (g *jobGrain) retryLater(ctx actor.Context, m *messages.JobFinished) *messa
 		}
 		return fail(messages.CodeStore, "reschedule job %s: %v", g.id, err)
 	}
+	g.laneSaved()
 	g.job = j
 	g.deps.Metrics.JobRetries.Inc()
 	g.log.Info("attempt failed; retrying after its backoff", slog.Int("attempt", prev.Attempts),

@@ -131,14 +131,18 @@ func EnsureMessage() interface{} { return &messages.JobEnsure{} }
 
 // Wake activates a job grain without waiting: it loads the job, arms its
 // timers and, when queued, enqueues itself.
-func Wake(cl *cluster.Cluster, jobID string) error {
+func Wake(cl *cluster.Cluster, jobID string) error { return wake(cl, jobID, nil) }
+
+// wake is Wake; a non-nil created is the record Create just stored, which
+// the activation takes instead of reading it back (jobGrain.activate).
+func wake(cl *cluster.Cluster, jobID string, created *messages.JobRecord) error {
 	pid := cl.Get(jobID, KindJob)
 	if pid == nil {
 		return fmt.Errorf("wake job %s: no activation", jobID)
 	}
 	countMessage(cl.ActorSystem, KindJob, opLookup, pid)
 	countMessage(cl.ActorSystem, KindJob, opSend, pid)
-	cl.ActorSystem.Root.Send(pid, &messages.JobEnsure{})
+	cl.ActorSystem.Root.Send(pid, &messages.JobEnsure{Created: created})
 	return nil
 }
 

@@ -43,7 +43,9 @@ func (f *Front) Submit(ctx context.Context, j persistence.Job) (persistence.Job,
 	}
 	if created {
 		f.d.Metrics.JobsSubmitted.WithLabelValues(metricMode(stored.Mode)).Inc()
-		if err := Wake(f.d.Cluster(), stored.ID); err != nil {
+		// The wake carries the record just stored: the grain it activates
+		// need not read it back.
+		if err := wake(f.d.Cluster(), stored.ID, recordOf(stored)); err != nil {
 			// Stored and queued: the re-drive picks it up.
 			f.d.Log.Warn("could not wake a new job; re-drive will", "job_id", stored.ID, "err", err)
 		}

@@ -40,6 +40,12 @@ type jobGrain struct {
 	// JobEnsure that woke the grain (a new job's) need not ask again.
 	enqueued bool
 	missing  bool // the store says the job does not exist
+	// activated: the first message after ClusterInit was read (activate).
+	activated bool
+	// laneUnsaved is the attempt whose lane (job.Lane) the store does not
+	// hold yet (0: none); laneSave fires its write (laneSaveAfter).
+	laneUnsaved int
+	laneSave    supervise.Stop
 }
 
 // storeRetry is how long a job waits before it is placed again after the
@@ -47,6 +53,19 @@ type jobGrain struct {
 const storeRetry = time.Second
 
 type deadlineTick struct{}
+
+// laneTick: the lane of attempt is still unsaved laneSaveAfter after its
+// job_started; write it on its own.
+type laneTick struct{ attempt int }
+
+// laneSaveAfter is how long a running attempt's lane waits to be written
+// with its end before it is written on its own. Nothing needs the lane
+// durable sooner (see started): a job shorter than this — the no-op and
+// most short jobs — gets its lane with its finish, one store write fewer,
+// and GET /jobs/{id}, which reads the store, shows a longer job's lane
+// from this long after it started.
+const laneSaveAfter = time.Second
+
 type queuedTimeoutTick struct{}
 
 // auditTick: the worker has not reported the attempt yet; ask it.
@@ -80,16 +99,32 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		return
 	case *cluster.ClusterInit:
 		g.begin(ctx, g.deps, msg, KindJob, "job_id")
-		g.load(ctx)
-		g.enqueued = g.job.Status == persistence.StatusQueued || g.job.Status == persistence.StatusScheduled
+		// The job is taken when the message that activated the grain is
+		// read (it may carry it: activate); should none come — a restart
+		// after a panic — the timeout loads it, so its timers are re-armed.
+		ctx.SetReceiveTimeout(activationWait)
 		return
 	case *actor.ReceiveTimeout:
+		if !g.activated {
+			g.activate(ctx, nil)
+			return
+		}
 		// A scheduled job needs no grain until its time: the scheduler
 		// holds it and wakes it then.
 		if g.job.Status.Final() || !g.loaded || g.job.Status == persistence.StatusScheduled {
 			ctx.Stop(ctx.Self()) // idle and final: passivate
 		}
 		return
+	}
+	if !g.activated {
+		var created *messages.JobRecord
+		if e, isEnsure := ctx.Message().(*messages.JobEnsure); isEnsure {
+			created = e.Created
+		}
+		if !g.activate(ctx, created) {
+			g.refuse(ctx)
+			return
+		}
 	}
 	if !g.loaded && !g.load(ctx) {
 		g.refuse(ctx)
@@ -143,6 +178,9 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		}
 	case *messages.JobAudit:
 		g.onAudit(ctx, msg)
+	case *laneTick:
+		g.laneSave = nil
+		g.saveLane(ctx, msg.attempt)
 	case *deadlineTick:
 		g.deadline = nil
 		if !g.job.Status.Final() {
@@ -176,6 +214,38 @@ func (g *jobGrain) refuse(ctx actor.Context) {
 	reply(ctx, fail(messages.CodeUnavailable, "job %s could not be loaded", g.id))
 }
 
+// activationWait is how long a new activation waits for its first message
+// before it loads the job on its own (a restarted incarnation gets none).
+const activationWait = 200 * time.Millisecond
+
+// activate takes the job into a new activation and arms what its state
+// needs; false as load. created is the record of the wake that activated
+// the grain, when that wake is a new job's: it is taken as is, with no read
+// of the store, because it is provably the current state. Create stored it
+// a moment ago and the submit's wake is this activation's first message;
+// every transition of a job is made by its grain, and this activation is
+// the first to exist (a grain activated before — by a cancel that came
+// first, a re-drive — read the store and is loaded, so its created is
+// ignored). The one way another copy can exist, two activations for a
+// moment after a topology change (protoactor #799), is the one every
+// activation already lives with: each transition is a conditional write
+// (the claim wants queued and unassigned, the others the attempt), so a
+// copy that is behind loses its first write and reloads. Every other wake
+// (hub start, re-drive, reconciler, scheduler) carries no record and the
+// activation reads the store.
+func (g *jobGrain) activate(ctx actor.Context, created *messages.JobRecord) bool {
+	g.activated = true
+	if j, ok := jobOfRecord(g.id, created); ok {
+		g.job, g.loaded = j, true
+		g.arm(ctx)
+	} else {
+		g.load(ctx)
+	}
+	// The wake's JobEnsure, read next (or now), need not enqueue again.
+	g.enqueued = g.job.Status == persistence.StatusQueued || g.job.Status == persistence.StatusScheduled
+	return g.loaded
+}
+
 // load reads the job and arms what its state needs. False when the store
 // failed (the next message retries) or the job does not exist.
 func (g *jobGrain) load(ctx actor.Context) bool {
@@ -189,6 +259,12 @@ func (g *jobGrain) load(ctx actor.Context) bool {
 		}
 		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
 		return false
+	}
+	if g.laneUnsaved != 0 && j.Status == persistence.StatusRunning && j.Attempts == g.laneUnsaved &&
+		j.WorkerID == g.job.WorkerID && j.Lane == "" {
+		j.Lane = g.job.Lane // the store is behind on it by design, not stale
+	} else {
+		g.laneSaved()
 	}
 	g.job, g.loaded = j, true
 	g.arm(ctx)
@@ -454,19 +530,85 @@ func (g *jobGrain) started(ctx actor.Context, m *messages.JobStarted) *messages.
 		g.deps.Metrics.FencedReports.WithLabelValues("started").Inc()
 		return fail(messages.CodeStale, "attempt %d on %s is not current", m.Attempt, m.WorkerId)
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
-	defer cancel()
-	if err := g.deps.Jobs.SetLane(rctx, g.id, int(m.Attempt), m.Lane); err != nil {
-		return fail(messages.CodeStore, "set lane: %v", err)
+	// The lane is kept here and written with the attempt's end (Finish.Lane,
+	// Reschedule.Lane), or on its own laneSaveAfter from now if the attempt
+	// runs that long: nothing needs it durable before. What reads the
+	// stored lane: GET /jobs/{id} and the list (shown, from laneSaveAfter
+	// on); the attempts log (written with the end); the reconciler, which
+	// wakes a running job with no stored lane 2×AssignAuditAfter after its
+	// claim (it has one by then); a new activation's unconfirmed() (lane
+	// empty: ask the worker). The live view needs only the worker. So a
+	// hub that dies between job_started and the lane's write leaves the
+	// lane unknown in the store, and that costs one job_query: the job's
+	// next activation asks the worker (AssignAuditAfter after the claim)
+	// whether it runs the attempt, as for any attempt whose start it never
+	// heard of; "running" settles it and the job goes on under the same
+	// attempt — never run twice, never lost (the claim, not the lane, is
+	// the record of who runs it). The lane stays unknown for that attempt.
+	if g.job.Lane == "" && m.Lane != "" {
+		g.job.Lane, g.laneUnsaved = m.Lane, int(m.Attempt)
+		if g.laneSave == nil {
+			g.laneSave = g.timers.After(laneSaveAfter, &laneTick{attempt: int(m.Attempt)})
+		}
 	}
 	if m.Attempt == 1 && g.waitSeen != m.Attempt {
 		// Once per activation: a re-sent job_started is not a second wait.
 		g.waitSeen = m.Attempt
 		g.deps.Metrics.QueueWait.Observe(g.deps.Clock().Sub(g.job.CreatedAt).Seconds())
 	}
-	g.job.Lane = m.Lane
 	g.stopAudit()
 	return ok(nil)
+}
+
+// saveLane writes the unsaved lane of attempt on its own: the attempt ran
+// laneSaveAfter without ending (or it is about to end by the hub's own
+// decision, which cannot carry it: flushLane). A failed write is tried
+// again later; a lost one (the attempt moved on) reloads.
+func (g *jobGrain) saveLane(ctx actor.Context, attempt int) {
+	if g.laneUnsaved == 0 || g.laneUnsaved != attempt || !g.current(g.job.WorkerID, int32(attempt)) {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	err := g.deps.Jobs.SetLane(rctx, g.id, attempt, g.job.Lane)
+	cancel()
+	switch {
+	case err == nil:
+		g.laneSaved()
+	case errors.Is(err, persistence.ErrConflict), errors.Is(err, persistence.ErrNotFound):
+		g.laneSaved()
+		g.load(ctx)
+	default:
+		g.log.Warn("saving the lane failed; trying again", slog.Any("err", err))
+		if g.laneSave == nil {
+			g.laneSave = g.timers.After(storeRetry, &laneTick{attempt: attempt})
+		}
+	}
+}
+
+// flushLane saves an unsaved lane before a transition that cannot carry
+// it (a requeue, an end under AnyAttempt): rare paths, one write more.
+func (g *jobGrain) flushLane(ctx actor.Context) {
+	if g.laneUnsaved != 0 {
+		g.saveLane(ctx, g.laneUnsaved)
+	}
+}
+
+// laneSaved: the store holds the lane, or the attempt ended with it.
+func (g *jobGrain) laneSaved() {
+	g.laneUnsaved = 0
+	if g.laneSave != nil {
+		g.laneSave()
+		g.laneSave = nil
+	}
+}
+
+// unsavedLane is the lane to write with the end of attempt, "" when the
+// store has it already (or it is another attempt's).
+func (g *jobGrain) unsavedLane(attempt int) string {
+	if g.laneUnsaved != 0 && g.laneUnsaved == attempt {
+		return g.job.Lane
+	}
+	return ""
 }
 
 func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *messages.Reply {
@@ -531,6 +673,11 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 		f.At = g.deps.Clock()
 	}
 	f.Hub = g.deps.HubID
+	if attempt == persistence.AnyAttempt {
+		g.flushLane(ctx) // AnyAttempt cannot say whose lane it is
+	} else {
+		f.Lane = g.unsavedLane(attempt)
+	}
 	prev := g.job
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
 	j, err := g.deps.Jobs.Finish(rctx, g.id, attempt, f)
@@ -541,6 +688,7 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 		}
 		return fmt.Errorf("finish job %s: %w", g.id, err)
 	}
+	g.laneSaved()
 	g.job = j
 	g.arm(ctx)
 	g.deps.Metrics.JobsFinished.WithLabelValues(string(j.Status), j.Reason).Inc()
@@ -552,7 +700,7 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	case persistence.StatusRunning:
 		Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts)})
 		// Its tenant's max_running frees; its lane is its profile's warm one.
-		g.sched(ctx, &messages.SchedRemove{JobId: g.id, Lane: prev.Lane})
+		g.sched(ctx, &messages.SchedRemove{JobId: g.id, Lane: j.Lane})
 	case persistence.StatusQueued, persistence.StatusScheduled:
 		g.sched(ctx, &messages.SchedRemove{JobId: g.id})
 	}
@@ -595,6 +743,7 @@ func (g *jobGrain) workerLost(ctx actor.Context, m *messages.JobWorkerLost) {
 		return
 	}
 	if g.job.Attempts < g.job.MaxAttempts {
+		g.flushLane(ctx) // the attempts log keeps the lost attempt's lane
 		rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
 		err := g.deps.Jobs.Requeue(rctx, g.id, g.job.Attempts)
 		cancel()

@@ -150,6 +150,9 @@ func (s *JobStore) Promote(ctx context.Context, id string) (persistence.Job, err
 // Reschedule ends a running attempt that is tried again later
 // (persistence.ApplyReschedule).
 func (s *JobStore) Reschedule(ctx context.Context, id string, attempt int, r persistence.Reschedule) (persistence.Job, error) {
+	if len(r.Lane) > maxLaneLen {
+		return persistence.Job{}, fmt.Errorf("reschedule job %s: lane is %d bytes, at most %d", id, len(r.Lane), maxLaneLen)
+	}
 	return s.mutate(ctx, "reschedule", id, func(j *persistence.Job) error { return persistence.ApplyReschedule(j, attempt, r) })
 }
 

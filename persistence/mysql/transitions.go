@@ -96,6 +96,9 @@ func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persist
 	if len(p.Reason) > maxReasonLen {
 		return persistence.Job{}, fmt.Errorf("finish job %s: reason is %d bytes, at most %d", id, len(p.Reason), maxReasonLen)
 	}
+	if len(f.Lane) > maxLaneLen {
+		return persistence.Job{}, fmt.Errorf("finish job %s: lane is %d bytes, at most %d", id, len(f.Lane), maxLaneLen)
+	}
 	// The ended attempt goes to the attempts log, computed from the row
 	// (mutate); f.At is fixed here so a retried transaction writes the same.
 	f.At = p.FinishedAt

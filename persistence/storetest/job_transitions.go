@@ -19,6 +19,7 @@ var jobTransitionTests = []jobTest{
 	{"Finish", testJobFinish},
 	{"FinishAnyAttempt", testJobFinishAnyAttempt},
 	{"FinishNotFinal", testJobFinishNotFinal},
+	{"LaneWithEnd", testJobLaneWithEnd},
 	{"TimesUTC", testJobTimesUTC},
 }
 
@@ -227,4 +228,50 @@ func testJobTimesUTC(t *testing.T, s persistence.JobStore) {
 	requireTime(t, started, got.StartedAt, "started_at")
 	requireTime(t, finished, got.FinishedAt, "finished_at")
 	require.Equal(t, 3*time.Second+845*time.Millisecond, got.FinishedAt.Sub(got.CreatedAt).Truncate(time.Millisecond))
+}
+
+// testJobLaneWithEnd: a lane given with the end of an attempt (Finish.Lane,
+// Reschedule.Lane) is recorded on the job and in its attempts log when none
+// was stored; a lane stored already stays, and AnyAttempt ignores it.
+func testJobLaneWithEnd(t *testing.T, s persistence.JobStore) {
+	ctx := t.Context()
+	done := persistence.Finish{Status: persistence.StatusSucceeded, Lane: "lane-1"}
+
+	j := mustCreate(t, s, newJob(1))
+	_, err := s.Claim(ctx, j.ID, "w1", time.Now())
+	require.NoError(t, err)
+	fin, err := s.Finish(ctx, j.ID, 1, done)
+	require.NoError(t, err)
+	require.Equal(t, "lane-1", fin.Lane)
+	got, err := s.Get(ctx, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, "lane-1", got.Lane)
+	require.Len(t, got.AttemptsLog, 1)
+	require.Equal(t, "lane-1", got.AttemptsLog[0].Lane)
+
+	j = mustCreate(t, s, newJob(2))
+	_, err = s.Claim(ctx, j.ID, "w1", time.Now())
+	require.NoError(t, err)
+	require.NoError(t, s.SetLane(ctx, j.ID, 1, "lane-0"))
+	fin, err = s.Finish(ctx, j.ID, 1, done)
+	require.NoError(t, err)
+	require.Equal(t, "lane-0", fin.Lane, "a stored lane stays")
+
+	j = mustCreate(t, s, newJob(3))
+	_, err = s.Claim(ctx, j.ID, "w1", time.Now())
+	require.NoError(t, err)
+	fin, err = s.Finish(ctx, j.ID, persistence.AnyAttempt, persistence.Finish{Status: persistence.StatusCanceled,
+		Reason: persistence.ReasonCanceled, Lane: "lane-1"})
+	require.NoError(t, err)
+	require.Empty(t, fin.Lane, "AnyAttempt cannot say whose lane it is")
+
+	j = mustCreate(t, s, newJob(4))
+	_, err = s.Claim(ctx, j.ID, "w1", time.Now())
+	require.NoError(t, err)
+	re, err := s.Reschedule(ctx, j.ID, 1, persistence.Reschedule{RunAt: time.Now().Add(time.Hour),
+		Reason: persistence.ReasonJobError, Lane: "lane-2"})
+	require.NoError(t, err)
+	require.Empty(t, re.Lane, "the next attempt has no lane yet")
+	require.Len(t, re.AttemptsLog, 1)
+	require.Equal(t, "lane-2", re.AttemptsLog[0].Lane)
 }

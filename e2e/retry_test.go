@@ -88,7 +88,9 @@ func TestTenantQuotasSurviveHubKill(t *testing.T) {
 	// Each job runs 10 s: the first still runs when the restarted hub is
 	// asked, so two are queued then.
 	acme := func() (client.Job, error) {
-		return c.Submit(ctx, client.SubmitRequest{Mode: client.ModeNoop, Tenant: "acme", Params: map[string]any{"sleep_ms": 10000}}, "")
+		// timeout_s counts from the submit and the three run one after
+		// the other: leave room for a loaded machine's gaps between them.
+		return c.Submit(ctx, client.SubmitRequest{Mode: client.ModeNoop, Tenant: "acme", TimeoutS: 120, Params: map[string]any{"sleep_ms": 10000}}, "")
 	}
 	var ids []string
 	for i := range 3 {

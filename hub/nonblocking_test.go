@@ -129,22 +129,22 @@ func TestTimersStopWithTheirActor(t *testing.T) {
 		{grains.KindJob, job.ID}, {grains.KindScheduler, ""}, {grains.KindWorker, "w-away"},
 		{"reconciler", ""}, {"log_flusher", ""}, {"hub_beat", ""},
 	} {
-		require.Eventually(t, func() bool { return supervise.LiveTimers(k.kind) > 0 }, 5*time.Second, 10*time.Millisecond,
+		require.Eventually(t, func() bool { return supervise.LiveTimersIn(h.member.System, k.kind) > 0 }, 5*time.Second, 10*time.Millisecond,
 			"%s arms a timer in this state", k.kind)
-		before := supervise.LiveTimers(k.kind)
+		before := supervise.LiveTimersIn(h.member.System, k.kind)
 		restarts := h.Metrics().Get("paprika_actor_supervision_total", "directive=RestartDirective")
 		require.NoError(t, h.InjectPanic(ctx, k.kind, k.id), k.kind)
 		require.Eventually(t, func() bool {
 			return h.Metrics().Get("paprika_actor_supervision_total", "directive=RestartDirective") > restarts
 		}, 5*time.Second, 10*time.Millisecond, "%s restarted", k.kind)
-		require.Eventually(t, func() bool { return supervise.LiveTimers(k.kind) == before }, 5*time.Second, 10*time.Millisecond,
-			"%s: %d timers before the restart, %d after", k.kind, before, supervise.LiveTimers(k.kind))
+		require.Eventually(t, func() bool { return supervise.LiveTimersIn(h.member.System, k.kind) == before }, 5*time.Second, 10*time.Millisecond,
+			"%s: %d timers before the restart, %d after", k.kind, before, supervise.LiveTimersIn(h.member.System, k.kind))
 		// Nothing re-armed twice behind it: a duplicated periodic timer
 		// would keep the count above before for good, while a one-off
 		// (a log write retried on a loaded machine) comes and goes.
 		time.Sleep(100 * time.Millisecond)
-		require.Eventually(t, func() bool { return supervise.LiveTimers(k.kind) == before }, 3*time.Second, 10*time.Millisecond,
-			"%s: %d timers before the restart, %d a while after", k.kind, before, supervise.LiveTimers(k.kind))
+		require.Eventually(t, func() bool { return supervise.LiveTimersIn(h.member.System, k.kind) == before }, 3*time.Second, 10*time.Millisecond,
+			"%s: %d timers before the restart, %d a while after", k.kind, before, supervise.LiveTimersIn(h.member.System, k.kind))
 	}
 	// The job and the worker's work still end as they should.
 	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: job.ID, Attempt: a.Attempt, Result: []byte(`{}`)})

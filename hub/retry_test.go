@@ -76,8 +76,12 @@ func TestFinalFailuresAreNotRetried(t *testing.T) {
 	require.Len(t, f.AttemptsLog, 1)
 
 	// A deadline is final: the attempt is not retried though attempts remain.
-	slow := submit(t, h.URL(), `{"mode":"noop","params":{"sleep_ms":5000},"timeout_s":1,"max_attempts":3,"retry_backoff":{"base_s":0.01,"max_s":0.01}}`)
-	f = waitFinal(t, h.URL(), slow.ID, 10*time.Second)
+	// timeout_s counts from the submit: 3 s leave a loaded machine time to
+	// start the attempt, which must be running before the deadline ends it.
+	slow := submit(t, h.URL(), `{"mode":"noop","params":{"sleep_ms":10000},"timeout_s":3,"max_attempts":3,"retry_backoff":{"base_s":0.01,"max_s":0.01}}`)
+	require.Eventually(t, func() bool { return getJob(t, h.URL(), slow.ID).Status == persistence.StatusRunning },
+		3*time.Second, 10*time.Millisecond, "the attempt starts before its deadline")
+	f = waitFinal(t, h.URL(), slow.ID, 15*time.Second)
 	require.Equal(t, persistence.ReasonDeadlineExceeded, f.Reason)
 	require.Equal(t, 1, f.Attempts)
 }

@@ -18,6 +18,7 @@ import (
 // actor calls StopAll in Stopping and Restarting.
 type Timers struct {
 	kind string
+	sys  *actor.ActorSystem // whose count in LiveTimersIn this timer is
 	self *actor.PID
 	send func(pid *actor.PID, msg interface{})
 
@@ -45,11 +46,43 @@ func liveCounter(kind string) *atomic.Int64 {
 // this process.
 func LiveTimers(kind string) int64 { return liveCounter(kind).Load() }
 
+// systemKind keys the per-actor-system counts.
+type systemKind struct {
+	sys  *actor.ActorSystem
+	kind string
+}
+
+// liveBySystem counts armed timers per actor system and kind: a test with
+// several hubs in one process (or the leftovers of an earlier test's
+// stopped hub, whose one-shot timers still fire) reads its own hub's.
+var liveBySystem sync.Map // systemKind → *atomic.Int64
+
+func systemCounter(sys *actor.ActorSystem, kind string) *atomic.Int64 {
+	k := systemKind{sys, kind}
+	if c, ok := liveBySystem.Load(k); ok {
+		return c.(*atomic.Int64)
+	}
+	c, _ := liveBySystem.LoadOrStore(k, new(atomic.Int64))
+	return c.(*atomic.Int64)
+}
+
+// LiveTimersIn reports how many timers of actors of kind in actor system
+// sys are armed now.
+func LiveTimersIn(sys *actor.ActorSystem, kind string) int64 {
+	return systemCounter(sys, kind).Load()
+}
+
+// count moves the live counts of t's kind by d.
+func (t *Timers) count(d int64) {
+	liveCounter(t.kind).Add(d)
+	systemCounter(t.sys, t.kind).Add(d)
+}
+
 // NewTimers returns the timer set of the actor whose context this is; kind
 // names it in LiveTimers.
 func NewTimers(ctx actor.Context, kind string) *Timers {
 	root := ctx.ActorSystem().Root
-	return &Timers{kind: kind, self: ctx.Self(), send: func(pid *actor.PID, msg interface{}) { root.Send(pid, msg) },
+	return &Timers{kind: kind, sys: ctx.ActorSystem(), self: ctx.Self(), send: func(pid *actor.PID, msg interface{}) { root.Send(pid, msg) },
 		live: map[*time.Timer]struct{}{}}
 }
 
@@ -90,7 +123,7 @@ func (t *Timers) arm(d time.Duration, fire func(), repeat bool) Stop {
 		fire()
 	})
 	t.live[tm] = struct{}{}
-	liveCounter(t.kind).Add(1)
+	t.count(1)
 	return func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -147,5 +180,5 @@ func (t *Timers) Stopped() bool {
 
 func (t *Timers) dropLocked(tm *time.Timer) {
 	delete(t.live, tm)
-	liveCounter(t.kind).Add(-1)
+	t.count(-1)
 }

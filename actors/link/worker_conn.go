@@ -115,11 +115,13 @@ func (c *workerConn) Receive(ctx actor.Context) {
 		}
 		c.timers.StopAll()
 		c.shutdownIO()
+		c.logs.LinkClosed(ctx.Self().Id)
 	case *supervise.InjectPanic:
 		panic("injected panic in worker connection " + c.workerID)
 	case *actor.Stopping:
 		c.timers.StopAll()
 		c.shutdownIO()
+		c.logs.LinkClosed(ctx.Self().Id)
 	case *grains.GrainCall:
 		msg.Run(ctx)
 	case *inFrame:
@@ -148,7 +150,16 @@ func (c *workerConn) Receive(ctx actor.Context) {
 	case *messages.ConnSend:
 		// The job grain's reports from this link go straight to it.
 		grains.RememberPID(c.deps.Cluster(), msg.JobId, grains.KindJob, msg.Job)
+		// Noted before the frame can leave, so that the worker's first line
+		// finds it: the job's log stream here then knows its holder.
+		assignment := msg.Ack && msg.JobId != "" && msg.Attempt > 0 && !c.closing
+		if assignment {
+			c.logs.Assigned(msg.JobId, c.workerID, int(msg.Attempt), ctx.Self().Id)
+		}
 		queued := c.enqueue(ctx, msg.Frame)
+		if assignment && !queued {
+			c.logs.Rejected(msg.JobId, int(msg.Attempt), ctx.Self().Id)
+		}
 		if msg.Ack && ctx.Sender() != nil {
 			if queued {
 				ctx.Respond(&messages.Reply{Ok: true})
@@ -434,7 +445,8 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		grains.Send(ctx, cl, f.JobID, grains.KindJob, &messages.JobStarted{WorkerId: c.workerID, Attempt: int32(f.Attempt), Lane: f.Lane})
 	case messages.TypeJobFailed, messages.TypeJobDone:
 		if f.Reason == persistence.ReasonRejected {
-			c.reportFinish(ctx, in, 0) // never ran: its log stays open
+			c.logs.Rejected(f.JobID, f.Attempt, ctx.Self().Id) // the claim is rolled back
+			c.reportFinish(ctx, in, 0)                         // never ran: its log stays open
 			return
 		}
 		// The result is reported only once the log, done sentinel included,

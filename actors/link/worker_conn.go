@@ -1,6 +1,7 @@
 package link
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -133,7 +134,7 @@ func (c *workerConn) Receive(ctx actor.Context) {
 		if f := msg.f; (f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed) && f.JobID != "" {
 			// A report refused for good is acknowledged as decided, so the
 			// worker drops it instead of re-sending it on every reconnect.
-			c.sendFrame(ctx, messages.Frame{Type: messages.TypeJobAck, JobID: f.JobID, Attempt: f.Attempt})
+			_ = c.enqueue(ctx, messages.JobAckFrame(f.JobID, f.Attempt))
 		}
 	case *frameTooLarge:
 		// Counted and answered before the close: the reader cannot find
@@ -228,8 +229,9 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 		case <-ctx.Done():
 		}
 	}()
+	var buf bytes.Buffer // reader-confined: a log line's frame is decoded from it and forgotten
 	for {
-		typ, data, err := readFrame(c.ws)
+		typ, data, err := readFrame(c.ws, &buf)
 		if errors.Is(err, errFrameTooLarge) {
 			root.Send(self, &frameTooLarge{})
 			return
@@ -270,9 +272,13 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 		if f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed {
 			delete(streams, f.JobID)
 		}
-		root.Send(self, &inFrame{f: f, raw: data})
+		root.Send(self, &inFrame{f: f, raw: bytes.Clone(data)}) // data is buf's, reused for the next frame
 	}
 }
+
+// readBufKeep is the largest frame buffer a link's reader keeps between
+// frames.
+const readBufKeep = 64 << 10
 
 // hardFrameBytes is gorilla's read limit on the link: far above
 // messages.MaxFrameBytes, which readFrame enforces with an answer.
@@ -281,18 +287,23 @@ const hardFrameBytes = 64 * messages.MaxFrameBytes
 // errFrameTooLarge: a message longer than messages.MaxFrameBytes.
 var errFrameTooLarge = errors.New("frame too large")
 
-// readFrame reads one message, at most messages.MaxFrameBytes of it: a
-// longer one is errFrameTooLarge after MaxFrameBytes+1 bytes, its rest
-// left unread.
-func readFrame(ws *websocket.Conn) (int, []byte, error) {
+// readFrame reads one message into buf, at most messages.MaxFrameBytes of
+// it: a longer one is errFrameTooLarge after MaxFrameBytes+1 bytes, its
+// rest left unread. The bytes returned are buf's, valid until the next
+// call; a buffer grown past readBufKeep by a big frame is let go after it.
+func readFrame(ws *websocket.Conn, buf *bytes.Buffer) (int, []byte, error) {
 	typ, r, err := ws.NextReader()
 	if err != nil {
 		return 0, nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(r, messages.MaxFrameBytes+1))
-	if err != nil {
+	if buf.Cap() > readBufKeep {
+		*buf = bytes.Buffer{}
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(io.LimitReader(r, messages.MaxFrameBytes+1)); err != nil {
 		return 0, nil, err
 	}
+	data := buf.Bytes()
 	if len(data) > messages.MaxFrameBytes {
 		return 0, nil, errFrameTooLarge
 	}
@@ -545,7 +556,7 @@ func (c *workerConn) reportFinish(ctx actor.Context, in *inFrame, try int) {
 				c.retryFinish(ctx, in, try, fmt.Errorf("%s", grains.ErrString(err, r)))
 				return
 			}
-			c.sendFrame(ctx, messages.Frame{Type: messages.TypeJobAck, JobID: f.JobID, Attempt: f.Attempt})
+			_ = c.enqueue(ctx, messages.JobAckFrame(f.JobID, f.Attempt))
 		})
 }
 

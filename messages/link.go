@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"unicode/utf8"
@@ -518,6 +519,38 @@ func checkRunning(ids []string) error {
 		}
 	}
 	return nil
+}
+
+// JobAckFrame renders Frame{Type: TypeJobAck, JobID: jobID, Attempt:
+// attempt}.Encode()'s JSON: an ack goes out for every finished job, and
+// encoding the whole Frame by reflection for three fields is most of the
+// link's encoding work.
+func JobAckFrame(jobID string, attempt int) []byte {
+	b := make([]byte, 0, 48+len(jobID))
+	b = append(b, `{"type":"job_ack"`...)
+	if jobID != "" {
+		b = append(b, `,"job_id":`...)
+		b = appendJSONString(b, jobID)
+	}
+	if attempt != 0 {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, int64(attempt), 10)
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string: as is when it needs no
+// escaping (an id), else as encoding/json writes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // Encode renders a frame for the wire.

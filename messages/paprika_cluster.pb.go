@@ -1732,8 +1732,11 @@ type ConnSend struct {
 	Ack bool `protobuf:"varint,2,opt,name=ack,proto3" json:"ack,omitempty"`
 	// job_id and job (an assignment's): the job grain's activation, which
 	// the link caches for the job's reports (job_started, job_done).
-	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Job           *Ref   `protobuf:"bytes,4,opt,name=job,proto3" json:"job,omitempty"`
+	JobId string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Job   *Ref   `protobuf:"bytes,4,opt,name=job,proto3" json:"job,omitempty"`
+	// attempt is the assignment's attempt: the link remembers what it sent
+	// its worker, so the log pipe knows the holder without a store read.
+	Attempt       int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1794,6 +1797,13 @@ func (x *ConnSend) GetJob() *Ref {
 		return x.Job
 	}
 	return nil
+}
+
+func (x *ConnSend) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
 }
 
 // ConnClose closes the socket with a reason (id taken, hub shutting down).
@@ -3551,12 +3561,13 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\rJobWorkerLost\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"\v\n" +
-	"\tConnProbe\"i\n" +
+	"\tConnProbe\"\x83\x01\n" +
 	"\bConnSend\x12\x14\n" +
 	"\x05frame\x18\x01 \x01(\fR\x05frame\x12\x10\n" +
 	"\x03ack\x18\x02 \x01(\bR\x03ack\x12\x15\n" +
 	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1e\n" +
-	"\x03job\x18\x04 \x01(\v2\f.paprika.RefR\x03job\"9\n" +
+	"\x03job\x18\x04 \x01(\v2\f.paprika.RefR\x03job\x12\x18\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\"9\n" +
 	"\tConnClose\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\xc2\x01\n" +

@@ -457,7 +457,7 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) {
 	// a PID of a hub that restarted would swallow it, and the job would sit
 	// "running" on a worker that never heard of it.
 	countMessage(ctx.ActorSystem(), kindLink, opRequest, conn)
-	fut := ctx.RequestFuture(conn, &messages.ConnSend{Frame: msg.Frame, Ack: true, JobId: msg.JobId, Job: msg.Job}, ConnAckTimeout)
+	fut := ctx.RequestFuture(conn, &messages.ConnSend{Frame: msg.Frame, Ack: true, JobId: msg.JobId, Job: msg.Job, Attempt: msg.Attempt}, ConnAckTimeout)
 	g.timers.Reenter(ctx, fut, func(res interface{}, err error) {
 		answer := g.assignSent(ctx, msg, conn, res, err)
 		for _, w := range g.sending[msg.JobId] {

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -115,11 +116,13 @@ func (c *workerConn) Receive(ctx actor.Context) {
 		}
 		c.timers.StopAll()
 		c.shutdownIO()
+		c.logs.LinkClosed(ctx.Self().Id)
 	case *supervise.InjectPanic:
 		panic("injected panic in worker connection " + c.workerID)
 	case *actor.Stopping:
 		c.timers.StopAll()
 		c.shutdownIO()
+		c.logs.LinkClosed(ctx.Self().Id)
 	case *grains.GrainCall:
 		msg.Run(ctx)
 	case *inFrame:
@@ -131,7 +134,7 @@ func (c *workerConn) Receive(ctx actor.Context) {
 		if f := msg.f; (f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed) && f.JobID != "" {
 			// A report refused for good is acknowledged as decided, so the
 			// worker drops it instead of re-sending it on every reconnect.
-			c.sendFrame(ctx, messages.Frame{Type: messages.TypeJobAck, JobID: f.JobID, Attempt: f.Attempt})
+			_ = c.enqueue(ctx, messages.JobAckFrame(f.JobID, f.Attempt))
 		}
 	case *frameTooLarge:
 		// Counted and answered before the close: the reader cannot find
@@ -148,7 +151,16 @@ func (c *workerConn) Receive(ctx actor.Context) {
 	case *messages.ConnSend:
 		// The job grain's reports from this link go straight to it.
 		grains.RememberPID(c.deps.Cluster(), msg.JobId, grains.KindJob, msg.Job)
+		// Noted before the frame can leave, so that the worker's first line
+		// finds it: the job's log stream here then knows its holder.
+		assignment := msg.Ack && msg.JobId != "" && msg.Attempt > 0 && !c.closing
+		if assignment {
+			c.logs.Assigned(msg.JobId, c.workerID, int(msg.Attempt), ctx.Self().Id)
+		}
 		queued := c.enqueue(ctx, msg.Frame)
+		if assignment && !queued {
+			c.logs.Rejected(msg.JobId, int(msg.Attempt), ctx.Self().Id)
+		}
 		if msg.Ack && ctx.Sender() != nil {
 			if queued {
 				ctx.Respond(&messages.Reply{Ok: true})
@@ -217,8 +229,9 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 		case <-ctx.Done():
 		}
 	}()
+	var buf bytes.Buffer // reader-confined: a log line's frame is decoded from it and forgotten
 	for {
-		typ, data, err := readFrame(c.ws)
+		typ, data, err := readFrame(c.ws, &buf)
 		if errors.Is(err, errFrameTooLarge) {
 			root.Send(self, &frameTooLarge{})
 			return
@@ -259,9 +272,13 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 		if f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed {
 			delete(streams, f.JobID)
 		}
-		root.Send(self, &inFrame{f: f, raw: data})
+		root.Send(self, &inFrame{f: f, raw: bytes.Clone(data)}) // data is buf's, reused for the next frame
 	}
 }
+
+// readBufKeep is the largest frame buffer a link's reader keeps between
+// frames.
+const readBufKeep = 64 << 10
 
 // hardFrameBytes is gorilla's read limit on the link: far above
 // messages.MaxFrameBytes, which readFrame enforces with an answer.
@@ -270,18 +287,23 @@ const hardFrameBytes = 64 * messages.MaxFrameBytes
 // errFrameTooLarge: a message longer than messages.MaxFrameBytes.
 var errFrameTooLarge = errors.New("frame too large")
 
-// readFrame reads one message, at most messages.MaxFrameBytes of it: a
-// longer one is errFrameTooLarge after MaxFrameBytes+1 bytes, its rest
-// left unread.
-func readFrame(ws *websocket.Conn) (int, []byte, error) {
+// readFrame reads one message into buf, at most messages.MaxFrameBytes of
+// it: a longer one is errFrameTooLarge after MaxFrameBytes+1 bytes, its
+// rest left unread. The bytes returned are buf's, valid until the next
+// call; a buffer grown past readBufKeep by a big frame is let go after it.
+func readFrame(ws *websocket.Conn, buf *bytes.Buffer) (int, []byte, error) {
 	typ, r, err := ws.NextReader()
 	if err != nil {
 		return 0, nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(r, messages.MaxFrameBytes+1))
-	if err != nil {
+	if buf.Cap() > readBufKeep {
+		*buf = bytes.Buffer{}
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(io.LimitReader(r, messages.MaxFrameBytes+1)); err != nil {
 		return 0, nil, err
 	}
+	data := buf.Bytes()
 	if len(data) > messages.MaxFrameBytes {
 		return 0, nil, errFrameTooLarge
 	}
@@ -434,7 +456,8 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		grains.Send(ctx, cl, f.JobID, grains.KindJob, &messages.JobStarted{WorkerId: c.workerID, Attempt: int32(f.Attempt), Lane: f.Lane})
 	case messages.TypeJobFailed, messages.TypeJobDone:
 		if f.Reason == persistence.ReasonRejected {
-			c.reportFinish(ctx, in, 0) // never ran: its log stays open
+			c.logs.Rejected(f.JobID, f.Attempt, ctx.Self().Id) // the claim is rolled back
+			c.reportFinish(ctx, in, 0)                         // never ran: its log stays open
 			return
 		}
 		// The result is reported only once the log, done sentinel included,
@@ -533,7 +556,7 @@ func (c *workerConn) reportFinish(ctx actor.Context, in *inFrame, try int) {
 				c.retryFinish(ctx, in, try, fmt.Errorf("%s", grains.ErrString(err, r)))
 				return
 			}
-			c.sendFrame(ctx, messages.Frame{Type: messages.TypeJobAck, JobID: f.JobID, Attempt: f.Attempt})
+			_ = c.enqueue(ctx, messages.JobAckFrame(f.JobID, f.Attempt))
 		})
 }
 

@@ -22,6 +22,10 @@ type Timing struct {
 	// further lines are refused. 0 = no bound.
 	MaxLines int64
 	MaxBytes int64
+	// HolderTTL is how long an assignment a link noted (Router.Assigned)
+	// answers for its job's holder: the orphan grace, past which the job
+	// may have been placed anew. 0 = always ask Holder.
+	HolderTTL time.Duration
 }
 
 // Deps is what the log actors of a hub share: fixed after the hub starts.

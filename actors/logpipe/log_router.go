@@ -36,6 +36,8 @@ type Router struct {
 	system *actor.ActorSystem
 	pid    *actor.PID
 	budget *lineBudget
+	book   *holderBook
+	now    func() time.Time
 }
 
 // streamFor asks the router for a job's stream (spawned on first use).
@@ -60,6 +62,7 @@ type logRouterActor struct {
 	// fixed after construction
 	deps   *Deps
 	budget *lineBudget
+	book   *holderBook
 
 	// actor-confined state
 	flusher *actor.PID
@@ -72,15 +75,30 @@ type logRouterActor struct {
 // places it under the hub's supervisor.
 func Start(system *actor.ActorSystem, d *Deps, spawn func(*actor.Props, string) (*actor.PID, error)) (*Router, error) {
 	budget := newLineBudget(max(d.Timing.LogBudgetLines, 1))
+	book := newHolderBook(d.Timing.HolderTTL)
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &logRouterActor{deps: d, budget: budget}
+		return &logRouterActor{deps: d, budget: budget, book: book}
 	}, actor.WithSupervisor(supervise.Strategy()), actor.WithReceiverMiddleware(supervise.Recover("log_router", d.Log, d.Metrics)))
 	pid, err := spawn(props, "logs")
 	if err != nil {
 		return nil, err
 	}
-	return &Router{system: system, pid: pid, budget: budget}, nil
+	return &Router{system: system, pid: pid, budget: budget, book: book, now: d.now}, nil
 }
+
+// Assigned notes that link (a WorkerConn's PID id) queued an assignment of
+// jobID's attempt for worker: the job's stream on this hub takes that as
+// its holder instead of reading the job (see holderBook).
+func (r *Router) Assigned(jobID, worker string, attempt int, link string) {
+	r.book.put(jobID, assignment{worker: worker, attempt: attempt, link: link, at: r.now()})
+}
+
+// Rejected forgets what Assigned noted for jobID's attempt through link:
+// the worker refused it, and the claim is rolled back.
+func (r *Router) Rejected(jobID string, attempt int, link string) { r.book.drop(jobID, attempt, link) }
+
+// LinkClosed forgets every assignment link noted.
+func (r *Router) LinkClosed(link string) { r.book.dropLink(link) }
 
 // Stream returns the PID of jobID's LogStream on this hub. It waits for the
 // router, so it is for goroutines (the socket readers), not actor turns:
@@ -166,7 +184,7 @@ func (a *logRouterActor) stream(ctx actor.Context, jobID string) *actor.PID {
 	if !ok {
 		carry := &streamCarry{}
 		pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
-			return &logStream{deps: a.deps, jobID: jobID, flusher: a.flusher, budget: a.budget, carry: carry}
+			return &logStream{deps: a.deps, jobID: jobID, flusher: a.flusher, budget: a.budget, book: a.book, carry: carry}
 		}, actor.WithReceiverMiddleware(supervise.Recover("log_stream", a.deps.Log, a.deps.Metrics))))
 		a.streams[jobID] = pid
 		a.byPID[pid.Id] = jobID

@@ -22,6 +22,7 @@ type logStream struct {
 	jobID   string
 	flusher *actor.PID
 	budget  *lineBudget
+	book    *holderBook // nil in tests of the stream alone
 	// carry hands the position to the next incarnation after a panic: the
 	// store cannot tell it, since the last batch may still be in flight.
 	// Incarnations of one actor never run at once, so no lock is needed.
@@ -321,8 +322,9 @@ func (s *logStream) flush(ctx actor.Context, notify *actor.PID, payload interfac
 }
 
 // holds reports whether worker holds the job under attempt, by the job
-// store's claim of record. The stream asks the store once, and again when
-// a later attempt speaks (the job was placed anew); while the store cannot
+// store's claim of record. The stream asks once, and again when a later
+// attempt speaks (the job was placed anew): the assignment this hub's link
+// sent answers when there is one (holderBook), else the store; while the store cannot
 // answer it trusts the sender for holderRetry rather than lose honest
 // lines — the job grain still fences the job's end.
 func (s *logStream) holds(ctx actor.Context, worker string, attempt int) bool {
@@ -331,6 +333,12 @@ func (s *logStream) holds(ctx actor.Context, worker string, attempt int) bool {
 	}
 	now := s.deps.now()
 	if !s.holderKnown || attempt > s.holderAttempt {
+		// An assignment older than the speaker's attempt says nothing of
+		// it: the store does.
+		if w, a, ok := s.book.take(s.jobID, now); ok && a >= attempt && a >= s.holderAttempt {
+			s.holder, s.holderAttempt, s.holderKnown = w, a, true
+			return worker == s.holder && attempt == s.holderAttempt
+		}
 		if now.Before(s.holderRetryAt) {
 			return true
 		}

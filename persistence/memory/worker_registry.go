@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -39,7 +40,8 @@ func (r *WorkerRegistry) Put(ctx context.Context, w persistence.WorkerInfo, ttl 
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.workers.put(w.ID, cloneWorker(w), now, ttl)
+	// Even an expired record's slices are ours to reuse: none was handed out.
+	r.workers.put(w.ID, keepWorker(w, r.workers[w.ID].val), now, ttl)
 	return nil
 }
 
@@ -106,10 +108,87 @@ func (r *WorkerRegistry) ReleaseOwner(ctx context.Context, workerID, hubID strin
 	return nil
 }
 
+// keepWorker is w owning its memory, for storing over prev (the stored
+// record, or the zero value). A worker grain writes its record on every
+// assignment and release while its lanes, drivers and modes seldom change:
+// a list equal to prev's keeps prev's copy (no caller holds it: reads
+// clone), and only what changed is copied.
+func keepWorker(w, prev persistence.WorkerInfo) persistence.WorkerInfo {
+	if !sameNil(w.Lanes, prev.Lanes) || !slices.EqualFunc(w.Lanes, prev.Lanes, laneEqual) {
+		w.Lanes = cloneLanes(w.Lanes)
+	} else {
+		w.Lanes = prev.Lanes
+	}
+	w.Drivers = keep(w.Drivers, prev.Drivers, eq[string])
+	w.Running = keep(w.Running, prev.Running, eq[string])
+	w.Reported = keep(w.Reported, prev.Reported, eq[string])
+	w.Modes = keep(w.Modes, prev.Modes, modeEqual) // WorkerMode values; their schemas are never written in place
+	if w.ShmFreeMB != nil {
+		if prev.ShmFreeMB != nil && *prev.ShmFreeMB == *w.ShmFreeMB {
+			w.ShmFreeMB = prev.ShmFreeMB
+		} else {
+			v := *w.ShmFreeMB
+			w.ShmFreeMB = &v
+		}
+	}
+	w.LastSeen = persistence.UTC(w.LastSeen)
+	return w
+}
+
+// keep is s as the store may hold it: prev when equal (nil stays nil),
+// else a copy.
+func keep[T any](s, prev []T, equal func(a, b T) bool) []T {
+	if sameNil(s, prev) && slices.EqualFunc(s, prev, equal) {
+		return prev
+	}
+	return slices.Clone(s)
+}
+
+func sameNil[T any](a, b []T) bool { return (a == nil) == (b == nil) }
+
+// cloneLanes copies lanes with their health: one allocation for all of it.
+func cloneLanes(lanes []persistence.LaneStatus) []persistence.LaneStatus {
+	if lanes == nil {
+		return nil
+	}
+	out := slices.Clone(lanes)
+	var health []persistence.LaneHealth
+	for i := range out {
+		if h := out[i].Health; h != nil {
+			if health == nil {
+				health = make([]persistence.LaneHealth, 0, len(out)-i)
+			}
+			health = append(health, *h)
+			out[i].Health = &health[len(health)-1]
+		}
+	}
+	return out
+}
+
+func eq[T comparable](a, b T) bool { return a == b }
+
+// laneEqual compares health by value: the grain sets a fresh pointer on
+// every report, equal or not.
+func laneEqual(a, b persistence.LaneStatus) bool {
+	if a.Lane != b.Lane || a.State != b.State || a.Skipped != b.Skipped || (a.Health == nil) != (b.Health == nil) {
+		return false
+	}
+	return a.Health == nil || *a.Health == *b.Health
+}
+
+func modeEqual(a, b persistence.WorkerMode) bool {
+	return a.Name == b.Name && a.Lane == b.Lane && bytes.Equal(a.Schema, b.Schema)
+}
+
 func cloneWorker(w persistence.WorkerInfo) persistence.WorkerInfo {
-	w.Lanes = slices.Clone(w.Lanes)
+	w.Lanes = cloneLanes(w.Lanes)
 	w.Drivers = slices.Clone(w.Drivers)
 	w.Running = slices.Clone(w.Running)
+	w.Reported = slices.Clone(w.Reported)
+	if w.ShmFreeMB != nil {
+		v := *w.ShmFreeMB
+		w.ShmFreeMB = &v
+	}
 	w.Modes = slices.Clone(w.Modes) // WorkerMode values; their schemas are never written in place
 	w.LastSeen = persistence.UTC(w.LastSeen)
 	return w

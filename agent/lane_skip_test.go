@@ -1,14 +1,14 @@
 package agent
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paprika-hub/paprika/internal/syncbuf"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -70,7 +70,7 @@ func TestLanePoolPrefersLanesNotSkipped(t *testing.T) {
 // and so does a new link (its hub says which lanes it skips).
 func TestLaneSkipSteersJobs(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	hub, _ := linked(t, Config{Lanes: 3, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	lane := func(id string) string {
 		t.Helper()
@@ -91,14 +91,14 @@ func TestLaneSkipSteersJobs(t *testing.T) {
 	hub.assign("c", `{"sleep_ms": 60000}`)
 	require.Equal(t, "sim://w5150/lane/0", lane("c"), "the skipped lane, the only free one, still takes the job")
 	require.Eventually(t, func() bool {
-		return logs.contains("job runs on a lane the hub skips") && logs.contains("hub skips lanes for their health")
+		return strings.Contains(logs.String(), "job runs on a lane the hub skips") && strings.Contains(logs.String(), "hub skips lanes for their health")
 	}, waitTimeout, 10*time.Millisecond)
 	cancel("a", "b", "c")
 
 	hub.sendRaw([]byte(`{"type":"lane_skip","skip_lanes":[{"lane":-1,"reason":"lane_rss"}]}`))
 	hub.assign("d", `{"sleep_ms": 60000}`)
 	require.Equal(t, "sim://w5150/lane/1", lane("d"), "the bad frame changed nothing")
-	require.True(t, logs.contains("bad frame from hub"), "a bad lane_skip is logged")
+	require.True(t, strings.Contains(logs.String(), "bad frame from hub"), "a bad lane_skip is logged")
 	require.Equal(t, 1, hub.connCount(), "a bad lane_skip keeps the link")
 	cancel("d")
 
@@ -115,22 +115,4 @@ func TestLaneSkipSteersJobs(t *testing.T) {
 	hub.waitFor(func(rf recvFrame) bool { return rf.conn == 1 && rf.f.Type == messages.TypeHello }, "hello on a new link")
 	hub.assign("g", `{"lines": 0}`)
 	require.Equal(t, "sim://w5150/lane/0", lane("g"), "a new link starts with no lane skipped")
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) contains(sub string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Contains(s.b.Bytes(), []byte(sub))
 }

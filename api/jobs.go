@@ -123,37 +123,23 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, redacted(job))
 }
 
-// readErr keeps the first error of its reader but io.EOF, so that a
-// decoding error can be told from a failed or oversized read.
-type readErr struct {
-	r   io.Reader
-	err error
-}
-
-func (e *readErr) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil && err != io.EOF && e.err == nil {
-		e.err = err
-	}
-	return n, err
-}
-
 // decodeSubmit reads and validates a submission, with a 4xx for each fault.
+// The body is read whole before it is decoded: a body over the limit is a
+// 413 whatever its first bytes are, not a 400 for the JSON error a
+// streaming decoder would meet first.
 func (s *Server) decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitRequest, error) {
 	var req SubmitRequest
-	// Decoded as it is read, to its end (decodeBody): one buffer, the
-	// decoder's, rather than the body read whole and then copied into it.
-	body := &readErr{r: http.MaxBytesReader(w, r.Body, maxBodyBytes)}
-	dec := json.NewDecoder(body)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return req, Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "the body is over %d bytes", maxBodyBytes)
+		}
+		return req, Errorf(http.StatusBadRequest, "bad_body", "read body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := decodeBody(dec, &req); err != nil {
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(body.err, &tooBig):
-			return req, Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "the body is over %d bytes", maxBodyBytes)
-		case body.err != nil:
-			return req, Errorf(http.StatusBadRequest, "bad_body", "read body: %v", body.err)
-		}
 		return req, Errorf(http.StatusBadRequest, "bad_json", "the body is not a valid job: %v", err)
 	}
 	if req.TimeoutS < 0 || req.TimeoutS > maxTimeoutS {

@@ -83,6 +83,26 @@ func waitWorkers(t *testing.T, url string, n int) {
 	}, 30*time.Second, 50*time.Millisecond)
 }
 
+// profileSecret is the worker secret of the profile tests' hubs.
+const profileSecret = "test-worker-secret-0123456789"
+
+// profileFleet starts a hub with profileSecret and the settings (key,
+// value pairs), and two Chromium workers w1 and w2 of lanes lanes each
+// holding their credentials; it returns once both are alive and idle.
+func profileFleet(t *testing.T, lanes int, w1, w2 string, settings ...string) string {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("auth.worker_secret", profileSecret))
+	for i := 0; i+1 < len(settings); i += 2 {
+		require.NoError(t, cfg.Set(settings[i], settings[i+1]))
+	}
+	url := startTestHub(t, cfg).URL()
+	for _, id := range []string{w1, w2} {
+		startChromiumAgentLanes(t, url, id, credential.Worker(profileSecret, id), lanes)
+	}
+	waitWorkers(t, url, 2)
+	return url
+}
+
 type profileList struct {
 	Profiles []struct {
 		Name       string    `json:"name"`
@@ -104,19 +124,12 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives Chromium; skipped with -short")
 	}
-	const secret = "test-worker-secret-0123456789"
+	const secret = profileSecret
 	var sawCookie atomic.Value
 	site := profileSite(t, &sawCookie)
-	cfg := testConfig(t)
-	require.NoError(t, cfg.Set("auth.worker_secret", secret))
-	require.NoError(t, cfg.Set("scheduler.affinity_wait", "2s"))
-	h := startTestHub(t, cfg)
-	url := h.URL()
 	// Two lanes each: affinity goes down to the lane, and a worker's
 	// lowest free lane (what an unhinted job takes) is not always it.
-	startChromiumAgentLanes(t, url, "wp1", credential.Worker(secret, "wp1"), 2)
-	startChromiumAgentLanes(t, url, "wp2", credential.Worker(secret, "wp2"), 2)
-	waitWorkers(t, url, 2)
+	url := profileFleet(t, 2, "wp1", "wp2", "scheduler.affinity_wait", "2s")
 
 	fetch := func(path, profile string) string {
 		wait := ""

@@ -26,18 +26,10 @@ func TestSessionProfiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives Chromium; skipped with -short")
 	}
-	const secret = "test-worker-secret-0123456789"
+	const secret = profileSecret
 	var sawCookie atomic.Value
 	site := profileSite(t, &sawCookie)
-	cfg := testConfig(t)
-	require.NoError(t, cfg.Set("auth.worker_secret", secret))
-	require.NoError(t, cfg.Set("scheduler.affinity_wait", "300ms"))
-	require.NoError(t, cfg.Set("scheduler.session_profile_wait", "1500ms"))
-	h := startTestHub(t, cfg)
-	url := h.URL()
-	startChromiumAgentAs(t, url, "ws1", credential.Worker(secret, "ws1"))
-	startChromiumAgentAs(t, url, "ws2", credential.Worker(secret, "ws2"))
-	waitWorkers(t, url, 2)
+	url := profileFleet(t, 1, "ws1", "ws2", "scheduler.affinity_wait", "300ms", "scheduler.session_profile_wait", "1500ms")
 
 	type session struct {
 		ID       string `json:"id"`

@@ -152,24 +152,16 @@ type reader struct {
 	err error
 }
 
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errTruncated
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *reader) uvarint() uint64 { return readVar(r, binary.Uvarint) }
 
-func (r *reader) varint() int64 {
+func (r *reader) varint() int64 { return readVar(r, binary.Varint) }
+
+// readVar reads one varint with dec (binary.Uvarint or Varint).
+func readVar[T uint64 | int64](r *reader, dec func([]byte) (T, int)) T {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(r.b)
+	v, n := dec(r.b)
 	if n <= 0 {
 		r.err = errTruncated
 		return 0

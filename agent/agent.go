@@ -25,6 +25,9 @@ const (
 	cancelGrace = 5 * time.Second
 	// closeWait is how long a normal close waits for the hub's close frame.
 	closeWait = time.Second
+	// leaveWait bounds a stopping link's wait for leave_ack (an older hub
+	// never sends one; it only costs this much of the stop).
+	leaveWait = 2 * time.Second
 	// maxPendingFrames makes job log emitters wait while this many frames
 	// are queued for a live link that is slow to take them (backpressure
 	// through the socket instead of unbounded growth).
@@ -56,6 +59,9 @@ type Agent struct {
 	statErr  atomic.Bool  // a failed host reading was logged once already
 	jobsRun  atomic.Int64 // jobs finished since start (restart threshold)
 	bootTime time.Time    // when this process's agent was built (job_status uptime)
+	// drained wakes the current link to tell its hub the worker is leaving
+	// (Drain); capacity 1, never closed.
+	drained chan struct{}
 
 	// Guarded by mu; shared by the connect loop, the link readers and the
 	// job goroutines.
@@ -112,6 +118,7 @@ func New(cfg Config) (*Agent, error) {
 		sampler:    sysstat.NewSampler(cfg.WorkDir),
 		box:        newOutbox(maxPendingFrames),
 		bootTime:   time.Now(),
+		drained:    make(chan struct{}, 1),
 		jobs:       make(map[string]*runningJob),
 		sessions:   make(map[string]*sessionRunner),
 		hbInterval: cfg.HeartbeatInterval,
@@ -140,6 +147,10 @@ func (a *Agent) Drain() {
 	if !a.localDrain {
 		a.localDrain = true
 		a.lg().Info("draining: no new jobs", "running", len(a.jobs))
+		select { // the hub then places nothing more here (connect.go)
+		case a.drained <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -402,8 +402,40 @@ func TestLocalDrain(t *testing.T) {
 	hub, b := linked(t, Config{})
 	b.a.Drain()
 	b.a.Drain() // twice is fine
+	hub.waitType(messages.TypeLeaving) // the hub places nothing more here
 	hub.assign("n", `{}`)
 	require.Equal(t, ReasonRejected, hub.waitFor(isJob("n", messages.TypeJobFailed), "rejected").f.Reason)
+}
+
+// An assignment the hub sent just before it read the stopping worker's
+// leaving frame is answered before the close frame: were it left unread,
+// the hub would find the attempt unknown to the worker's next process and
+// could only take it for lost (a failed job, TestWorkerSelfRestart).
+func TestStopAnswersAssignmentsCrossingIt(t *testing.T) {
+	t.Parallel()
+	hub, b := linked(t, Config{})
+	hub.answerLeaving(func(c *fakeConn) {
+		time.Sleep(50 * time.Millisecond) // the hub's turn is slow; the agent must wait for it
+		c.send(t, messages.Frame{Type: messages.TypeAssignJob, JobID: "crossing", Attempt: 1, Mode: "noop", Params: []byte(`{}`)})
+		c.send(t, messages.Frame{Type: messages.TypeLeaveAck})
+	})
+	hub.waitType(messages.TypeHeartbeat) // welcomed: assignments may come
+	b.stop(t)
+	require.Eventually(t, func() bool {
+		hub.mu.Lock()
+		defer hub.mu.Unlock()
+		return len(hub.closeCodes) == 1
+	}, waitTimeout, 5*time.Millisecond)
+	var rejected *messages.Frame
+	for _, rf := range hub.all() { // the reader records nothing after the close frame
+		if rf.f.JobID == "crossing" {
+			rejected = &rf.f
+		}
+	}
+	require.NotNil(t, rejected, "the crossing assignment was answered before the close: %s", hub.describe())
+	require.Equal(t, messages.TypeJobFailed, rejected.Type)
+	require.Equal(t, ReasonRejected, rejected.Reason)
+	require.Contains(t, rejected.Error, "stopping")
 }
 
 func TestGracefulStopWaitsForJobs(t *testing.T) {

@@ -137,12 +137,20 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 		laneChanges = w.LaneChanges()
 	}
 	poolChanges := a.lanes.changed // fixed after New; read by one link at a time
+	if a.Draining() {
+		l.send(messages.Frame{Type: messages.TypeLeaving}) // this hub has not heard it yet
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			// Run has stopped: every assignment read from here on is
+			// rejected, and leave_ack says none is still on its way.
+			l.leave(leaveWait)
 			l.closeNormal(closeWait)
 			a.box.detach(l.ready)
 			return true, false, nil
+		case <-a.drained:
+			l.send(messages.Frame{Type: messages.TypeLeaving})
 		case <-l.done:
 			l.abort()
 			a.box.detach(l.ready)

@@ -50,6 +50,8 @@ type fakeHub struct {
 	closeCodes  []int
 	closed      bool
 	noPong      bool // swallow pings, like a hub that hangs
+	// onLeaving answers a leaving frame; nil: a leave_ack at once.
+	onLeaving func(c *fakeConn)
 }
 
 // fakeConn is one worker link on the fake hub.
@@ -124,9 +126,13 @@ func (h *fakeHub) serveLink(w http.ResponseWriter, r *http.Request) {
 		h.consumed = append(h.consumed, false)
 		close(h.changed)
 		h.changed = make(chan struct{})
-		taken, ack, hb := h.taken[f.WorkerID], h.autoAck, h.heartbeatMS
+		taken, ack, hb, onLeaving := h.taken[f.WorkerID], h.autoAck, h.heartbeatMS, h.onLeaving
 		h.mu.Unlock()
 		switch {
+		case f.Type == messages.TypeLeaving && onLeaving != nil:
+			onLeaving(c)
+		case f.Type == messages.TypeLeaving:
+			c.send(h.t, messages.Frame{Type: messages.TypeLeaveAck})
 		case f.Type == messages.TypeHello && taken:
 			c.send(h.t, messages.Frame{Type: messages.TypeError, Code: CodeIDTaken, Message: "id held by another ip"})
 		case f.Type == messages.TypeHello:
@@ -146,6 +152,13 @@ func (h *fakeHub) setAutoAck(on bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.autoAck = on
+}
+
+// answerLeaving makes the hub answer leaving frames with fn.
+func (h *fakeHub) answerLeaving(fn func(c *fakeConn)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.onLeaving = fn
 }
 
 // takeID makes the hub answer a hello for id with id_taken.

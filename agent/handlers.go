@@ -45,6 +45,8 @@ func (a *Agent) handleFrame(l *link, f messages.Frame) {
 		a.handleLiveOpen(f)
 	case messages.TypeLaneSkip:
 		a.onLaneSkip(f.SkipLanes)
+	case messages.TypeLeaveAck:
+		l.leaveAcked()
 	default:
 		a.lg().Warn("unexpected frame from hub", "type", f.Type)
 	}

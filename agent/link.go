@@ -46,6 +46,8 @@ type link struct {
 	ready    chan struct{}       // outbox wake-up, capacity 1
 	hs       chan messages.Frame // welcome or id_taken, read by the handshake
 	closeReq chan struct{}       // asks the writer to flush and send a close frame
+	left     chan struct{}       // closed when the hub's leave_ack came
+	leftOnce sync.Once
 
 	closeOnce  sync.Once
 	failOnce   sync.Once
@@ -66,6 +68,7 @@ func newLink(conn *websocket.Conn, box *outbox, pingInterval time.Duration, log 
 		ready:        make(chan struct{}, 1),
 		hs:           make(chan messages.Frame, 4),
 		closeReq:     make(chan struct{}),
+		left:         make(chan struct{}),
 		done:         make(chan struct{}),
 		readerDone:   make(chan struct{}),
 		writerDone:   make(chan struct{}),
@@ -100,6 +103,26 @@ func (l *link) handshake(f messages.Frame) {
 	select {
 	case l.hs <- f:
 	default:
+	}
+}
+
+// leaveAcked records the hub's leave_ack (any number of them).
+func (l *link) leaveAcked() { l.leftOnce.Do(func() { close(l.left) }) }
+
+// leave tells the hub the worker takes no more work and waits, up to wait,
+// for its leave_ack: by then every assignment the hub sent has been read
+// and answered, and the answers are queued ahead of the close frame.
+func (l *link) leave(wait time.Duration) {
+	if !l.send(messages.Frame{Type: messages.TypeLeaving}) {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-l.left:
+	case <-l.done:
+	case <-t.C:
+		l.log.Warn("no leave_ack from the hub; closing the link anyway", "waited", wait)
 	}
 }
 

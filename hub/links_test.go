@@ -268,3 +268,49 @@ func TestUnconfirmedAssignmentIsAskedAbout(t *testing.T) {
 	_, m := do(t, "GET", url+"/metrics", "")
 	require.Contains(t, string(m), "paprika_assignments_recovered_total 1")
 }
+
+// A worker that says it is leaving (it drains, or it stops) gets nothing
+// more on that link, and leave_ack comes after every assignment sent on it
+// before; its next link is placed on again.
+func TestLeavingWorkerGetsNoAssignments(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	url := h.URL()
+	a := dialRawLink(t, url, "w-leave", 2)
+	a.send(messages.Frame{Type: messages.TypeLeaving})
+	require.Equal(t, messages.TypeLeaveAck, a.next(5*time.Second).Type)
+
+	// Alone in the fleet, the leaving worker still gets none of them.
+	var ids []string
+	for range 4 {
+		ids = append(ids, submit(t, url, `{"mode":"noop"}`).ID)
+	}
+	require.Equal(t, "", a.next(time.Second).Type, "a leaving worker was assigned a job")
+	b := dialRawLink(t, url, "w-stays", 4)
+	got := map[string]bool{}
+	for len(got) < len(ids) {
+		f := b.next(5 * time.Second)
+		require.Equal(t, messages.TypeAssignJob, f.Type, "the jobs go to the worker that stays")
+		got[f.JobID] = true
+		b.send(messages.Frame{Type: messages.TypeJobStarted, JobID: f.JobID, Attempt: f.Attempt, Lane: "sim://w-stays/lane/0"})
+		b.send(messages.Frame{Type: messages.TypeJobDone, JobID: f.JobID, Attempt: f.Attempt})
+	}
+	for _, id := range ids {
+		require.True(t, got[id], "job %s assigned", id)
+		require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, id, 10*time.Second).Status)
+	}
+	require.Equal(t, "", a.next(200*time.Millisecond).Type)
+
+	// The same worker on a new link (its next process) takes work again.
+	_ = a.conn.Close()
+	_ = b.conn.Close()
+	a2 := dialRawLink(t, url, "w-leave", 2)
+	c := submit(t, url, `{"mode":"noop"}`)
+	for {
+		f := a2.next(10 * time.Second)
+		require.NotEqual(t, "", f.Type, "the new link got no assignment")
+		if f.Type == messages.TypeAssignJob {
+			require.Equal(t, c.ID, f.JobID)
+			break
+		}
+	}
+}

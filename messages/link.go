@@ -29,6 +29,10 @@ const (
 	// TypeJobStatus answers job_query: whether the worker holds the
 	// assignment (State is one of the JobState* values).
 	TypeJobStatus = "job_status"
+	// TypeLeaving says the worker takes no more work: it drains, or it
+	// stops. The hub places nothing more on it over this link and answers
+	// leave_ack (no fields of its own either way).
+	TypeLeaving = "leaving"
 
 	// Hub → worker.
 	TypeWelcome        = "welcome"
@@ -65,6 +69,12 @@ const (
 	// the set changes and on a new link that has any; a worker starts each
 	// link with none. An older worker logs it as unknown and keeps the link.
 	TypeLaneSkip = "lane_skip"
+	// TypeLeaveAck answers leaving. It comes after every assign_job the
+	// hub sent on the link before, so a stopping worker that has read it
+	// has answered each of them before its close frame: an assignment
+	// never crosses the close unanswered (which the hub, after the worker's
+	// restart, could only take for a lost attempt).
+	TypeLeaveAck = "leave_ack"
 	// TypeError answers a malformed or unknown frame; the link stays open.
 	TypeError = "error"
 )
@@ -314,7 +324,7 @@ var knownTypes = map[string]bool{
 	TypeWelcome: true, TypeAssignJob: true, TypeCancelJob: true,
 	TypeSessionCommand: true, TypeDrain: true, TypeJobAck: true, TypeError: true,
 	TypeJobQuery: true, TypeJobStatus: true, TypeTunnelOpen: true,
-	TypeLiveOpen: true, TypeLaneSkip: true,
+	TypeLiveOpen: true, TypeLaneSkip: true, TypeLeaving: true, TypeLeaveAck: true,
 }
 
 // DecodeFrame parses one frame and checks the fields its type needs. It never

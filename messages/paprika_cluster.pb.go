@@ -336,6 +336,53 @@ func (x *WorkerDisconnected) GetConn() *Ref {
 	return nil
 }
 
+// WorkerLeaving: the worker on link conn sent a leaving frame (it drains
+// or stops); the worker grain assigns it nothing more on that link and
+// answers leave_ack through it.
+type WorkerLeaving struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Conn          *Ref                   `protobuf:"bytes,1,opt,name=conn,proto3" json:"conn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerLeaving) Reset() {
+	*x = WorkerLeaving{}
+	mi := &file_paprika_cluster_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerLeaving) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerLeaving) ProtoMessage() {}
+
+func (x *WorkerLeaving) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerLeaving.ProtoReflect.Descriptor instead.
+func (*WorkerLeaving) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WorkerLeaving) GetConn() *Ref {
+	if x != nil {
+		return x.Conn
+	}
+	return nil
+}
+
 // WorkerAssign asks the worker grain to reserve a slot and send the job.
 type WorkerAssign struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -351,7 +398,7 @@ type WorkerAssign struct {
 
 func (x *WorkerAssign) Reset() {
 	*x = WorkerAssign{}
-	mi := &file_paprika_cluster_proto_msgTypes[5]
+	mi := &file_paprika_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -363,7 +410,7 @@ func (x *WorkerAssign) String() string {
 func (*WorkerAssign) ProtoMessage() {}
 
 func (x *WorkerAssign) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[5]
+	mi := &file_paprika_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -376,7 +423,7 @@ func (x *WorkerAssign) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerAssign.ProtoReflect.Descriptor instead.
 func (*WorkerAssign) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{5}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WorkerAssign) GetJobId() string {
@@ -418,7 +465,7 @@ type WorkerRelease struct {
 
 func (x *WorkerRelease) Reset() {
 	*x = WorkerRelease{}
-	mi := &file_paprika_cluster_proto_msgTypes[6]
+	mi := &file_paprika_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -430,7 +477,7 @@ func (x *WorkerRelease) String() string {
 func (*WorkerRelease) ProtoMessage() {}
 
 func (x *WorkerRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[6]
+	mi := &file_paprika_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -443,7 +490,7 @@ func (x *WorkerRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerRelease.ProtoReflect.Descriptor instead.
 func (*WorkerRelease) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{6}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WorkerRelease) GetJobId() string {
@@ -471,7 +518,7 @@ type WorkerCancelJob struct {
 
 func (x *WorkerCancelJob) Reset() {
 	*x = WorkerCancelJob{}
-	mi := &file_paprika_cluster_proto_msgTypes[7]
+	mi := &file_paprika_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +530,7 @@ func (x *WorkerCancelJob) String() string {
 func (*WorkerCancelJob) ProtoMessage() {}
 
 func (x *WorkerCancelJob) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[7]
+	mi := &file_paprika_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +543,7 @@ func (x *WorkerCancelJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerCancelJob.ProtoReflect.Descriptor instead.
 func (*WorkerCancelJob) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{7}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WorkerCancelJob) GetJobId() string {
@@ -528,7 +575,7 @@ type WorkerSetStatus struct {
 
 func (x *WorkerSetStatus) Reset() {
 	*x = WorkerSetStatus{}
-	mi := &file_paprika_cluster_proto_msgTypes[8]
+	mi := &file_paprika_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +587,7 @@ func (x *WorkerSetStatus) String() string {
 func (*WorkerSetStatus) ProtoMessage() {}
 
 func (x *WorkerSetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[8]
+	mi := &file_paprika_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +600,7 @@ func (x *WorkerSetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerSetStatus.ProtoReflect.Descriptor instead.
 func (*WorkerSetStatus) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{8}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WorkerSetStatus) GetStatus() string {
@@ -586,7 +633,7 @@ type WorkerGetInfo struct {
 
 func (x *WorkerGetInfo) Reset() {
 	*x = WorkerGetInfo{}
-	mi := &file_paprika_cluster_proto_msgTypes[9]
+	mi := &file_paprika_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -598,7 +645,7 @@ func (x *WorkerGetInfo) String() string {
 func (*WorkerGetInfo) ProtoMessage() {}
 
 func (x *WorkerGetInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[9]
+	mi := &file_paprika_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -611,7 +658,7 @@ func (x *WorkerGetInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerGetInfo.ProtoReflect.Descriptor instead.
 func (*WorkerGetInfo) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{9}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 // WorkerSync asks the worker grain to send its state to the scheduler again
@@ -624,7 +671,7 @@ type WorkerSync struct {
 
 func (x *WorkerSync) Reset() {
 	*x = WorkerSync{}
-	mi := &file_paprika_cluster_proto_msgTypes[10]
+	mi := &file_paprika_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +683,7 @@ func (x *WorkerSync) String() string {
 func (*WorkerSync) ProtoMessage() {}
 
 func (x *WorkerSync) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[10]
+	mi := &file_paprika_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +696,7 @@ func (x *WorkerSync) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerSync.ProtoReflect.Descriptor instead.
 func (*WorkerSync) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{10}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 // SchedWorkerState is the worker grain's view, pushed on every change.
@@ -687,7 +734,7 @@ type SchedWorkerState struct {
 
 func (x *SchedWorkerState) Reset() {
 	*x = SchedWorkerState{}
-	mi := &file_paprika_cluster_proto_msgTypes[11]
+	mi := &file_paprika_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -699,7 +746,7 @@ func (x *SchedWorkerState) String() string {
 func (*SchedWorkerState) ProtoMessage() {}
 
 func (x *SchedWorkerState) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[11]
+	mi := &file_paprika_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -712,7 +759,7 @@ func (x *SchedWorkerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedWorkerState.ProtoReflect.Descriptor instead.
 func (*SchedWorkerState) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{11}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SchedWorkerState) GetWorkerId() string {
@@ -855,7 +902,7 @@ type SchedEnqueue struct {
 
 func (x *SchedEnqueue) Reset() {
 	*x = SchedEnqueue{}
-	mi := &file_paprika_cluster_proto_msgTypes[12]
+	mi := &file_paprika_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +914,7 @@ func (x *SchedEnqueue) String() string {
 func (*SchedEnqueue) ProtoMessage() {}
 
 func (x *SchedEnqueue) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[12]
+	mi := &file_paprika_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +927,7 @@ func (x *SchedEnqueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedEnqueue.ProtoReflect.Descriptor instead.
 func (*SchedEnqueue) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{12}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SchedEnqueue) GetJobId() string {
@@ -950,7 +997,7 @@ type SchedPlaced struct {
 
 func (x *SchedPlaced) Reset() {
 	*x = SchedPlaced{}
-	mi := &file_paprika_cluster_proto_msgTypes[13]
+	mi := &file_paprika_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1009,7 @@ func (x *SchedPlaced) String() string {
 func (*SchedPlaced) ProtoMessage() {}
 
 func (x *SchedPlaced) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[13]
+	mi := &file_paprika_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1022,7 @@ func (x *SchedPlaced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedPlaced.ProtoReflect.Descriptor instead.
 func (*SchedPlaced) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{13}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SchedPlaced) GetJobId() string {
@@ -1006,7 +1053,7 @@ type SchedPlaceFailed struct {
 
 func (x *SchedPlaceFailed) Reset() {
 	*x = SchedPlaceFailed{}
-	mi := &file_paprika_cluster_proto_msgTypes[14]
+	mi := &file_paprika_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1065,7 @@ func (x *SchedPlaceFailed) String() string {
 func (*SchedPlaceFailed) ProtoMessage() {}
 
 func (x *SchedPlaceFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[14]
+	mi := &file_paprika_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1078,7 @@ func (x *SchedPlaceFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedPlaceFailed.ProtoReflect.Descriptor instead.
 func (*SchedPlaceFailed) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{14}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SchedPlaceFailed) GetJobId() string {
@@ -1082,7 +1129,7 @@ type SchedRemove struct {
 
 func (x *SchedRemove) Reset() {
 	*x = SchedRemove{}
-	mi := &file_paprika_cluster_proto_msgTypes[15]
+	mi := &file_paprika_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1141,7 @@ func (x *SchedRemove) String() string {
 func (*SchedRemove) ProtoMessage() {}
 
 func (x *SchedRemove) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[15]
+	mi := &file_paprika_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1154,7 @@ func (x *SchedRemove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedRemove.ProtoReflect.Descriptor instead.
 func (*SchedRemove) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{15}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SchedRemove) GetJobId() string {
@@ -1133,7 +1180,7 @@ type SchedGetStats struct {
 
 func (x *SchedGetStats) Reset() {
 	*x = SchedGetStats{}
-	mi := &file_paprika_cluster_proto_msgTypes[16]
+	mi := &file_paprika_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1192,7 @@ func (x *SchedGetStats) String() string {
 func (*SchedGetStats) ProtoMessage() {}
 
 func (x *SchedGetStats) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[16]
+	mi := &file_paprika_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1205,7 @@ func (x *SchedGetStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedGetStats.ProtoReflect.Descriptor instead.
 func (*SchedGetStats) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{16}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 // JobPlace: the scheduler chose worker_id for this job.
@@ -1174,7 +1221,7 @@ type JobPlace struct {
 
 func (x *JobPlace) Reset() {
 	*x = JobPlace{}
-	mi := &file_paprika_cluster_proto_msgTypes[17]
+	mi := &file_paprika_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1233,7 @@ func (x *JobPlace) String() string {
 func (*JobPlace) ProtoMessage() {}
 
 func (x *JobPlace) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[17]
+	mi := &file_paprika_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1246,7 @@ func (x *JobPlace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobPlace.ProtoReflect.Descriptor instead.
 func (*JobPlace) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{17}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *JobPlace) GetWorkerId() string {
@@ -1230,7 +1277,7 @@ type JobEnsure struct {
 
 func (x *JobEnsure) Reset() {
 	*x = JobEnsure{}
-	mi := &file_paprika_cluster_proto_msgTypes[18]
+	mi := &file_paprika_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1289,7 @@ func (x *JobEnsure) String() string {
 func (*JobEnsure) ProtoMessage() {}
 
 func (x *JobEnsure) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[18]
+	mi := &file_paprika_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1302,7 @@ func (x *JobEnsure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnsure.ProtoReflect.Descriptor instead.
 func (*JobEnsure) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{18}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *JobEnsure) GetCreated() *JobRecord {
@@ -1277,7 +1324,7 @@ type JobStarted struct {
 
 func (x *JobStarted) Reset() {
 	*x = JobStarted{}
-	mi := &file_paprika_cluster_proto_msgTypes[19]
+	mi := &file_paprika_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1336,7 @@ func (x *JobStarted) String() string {
 func (*JobStarted) ProtoMessage() {}
 
 func (x *JobStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[19]
+	mi := &file_paprika_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1349,7 @@ func (x *JobStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStarted.ProtoReflect.Descriptor instead.
 func (*JobStarted) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{19}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *JobStarted) GetWorkerId() string {
@@ -1345,7 +1392,7 @@ type JobFinished struct {
 
 func (x *JobFinished) Reset() {
 	*x = JobFinished{}
-	mi := &file_paprika_cluster_proto_msgTypes[20]
+	mi := &file_paprika_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1404,7 @@ func (x *JobFinished) String() string {
 func (*JobFinished) ProtoMessage() {}
 
 func (x *JobFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[20]
+	mi := &file_paprika_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1417,7 @@ func (x *JobFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobFinished.ProtoReflect.Descriptor instead.
 func (*JobFinished) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{20}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *JobFinished) GetWorkerId() string {
@@ -1438,7 +1485,7 @@ type JobCancel struct {
 
 func (x *JobCancel) Reset() {
 	*x = JobCancel{}
-	mi := &file_paprika_cluster_proto_msgTypes[21]
+	mi := &file_paprika_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1497,7 @@ func (x *JobCancel) String() string {
 func (*JobCancel) ProtoMessage() {}
 
 func (x *JobCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[21]
+	mi := &file_paprika_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1510,7 @@ func (x *JobCancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobCancel.ProtoReflect.Descriptor instead.
 func (*JobCancel) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{21}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 // JobRetry: POST /jobs/{id}/retry, run a failed job again under a new
@@ -1476,7 +1523,7 @@ type JobRetry struct {
 
 func (x *JobRetry) Reset() {
 	*x = JobRetry{}
-	mi := &file_paprika_cluster_proto_msgTypes[22]
+	mi := &file_paprika_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1535,7 @@ func (x *JobRetry) String() string {
 func (*JobRetry) ProtoMessage() {}
 
 func (x *JobRetry) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[22]
+	mi := &file_paprika_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1548,7 @@ func (x *JobRetry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRetry.ProtoReflect.Descriptor instead.
 func (*JobRetry) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{22}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 // JobAudit: a worker's job_status answer to a job_query about an
@@ -1520,7 +1567,7 @@ type JobAudit struct {
 
 func (x *JobAudit) Reset() {
 	*x = JobAudit{}
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1579,7 @@ func (x *JobAudit) String() string {
 func (*JobAudit) ProtoMessage() {}
 
 func (x *JobAudit) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1592,7 @@ func (x *JobAudit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobAudit.ProtoReflect.Descriptor instead.
 func (*JobAudit) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *JobAudit) GetWorkerId() string {
@@ -1588,7 +1635,7 @@ type JobCheck struct {
 
 func (x *JobCheck) Reset() {
 	*x = JobCheck{}
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1647,7 @@ func (x *JobCheck) String() string {
 func (*JobCheck) ProtoMessage() {}
 
 func (x *JobCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1660,7 @@ func (x *JobCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobCheck.ProtoReflect.Descriptor instead.
 func (*JobCheck) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *JobCheck) GetWorkerId() string {
@@ -1641,7 +1688,7 @@ type JobWorkerLost struct {
 
 func (x *JobWorkerLost) Reset() {
 	*x = JobWorkerLost{}
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1700,7 @@ func (x *JobWorkerLost) String() string {
 func (*JobWorkerLost) ProtoMessage() {}
 
 func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1713,7 @@ func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobWorkerLost.ProtoReflect.Descriptor instead.
 func (*JobWorkerLost) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *JobWorkerLost) GetWorkerId() string {
@@ -1696,7 +1743,7 @@ type ConnProbe struct {
 
 func (x *ConnProbe) Reset() {
 	*x = ConnProbe{}
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1708,7 +1755,7 @@ func (x *ConnProbe) String() string {
 func (*ConnProbe) ProtoMessage() {}
 
 func (x *ConnProbe) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1721,7 +1768,7 @@ func (x *ConnProbe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnProbe.ProtoReflect.Descriptor instead.
 func (*ConnProbe) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 type ConnSend struct {
@@ -1743,7 +1790,7 @@ type ConnSend struct {
 
 func (x *ConnSend) Reset() {
 	*x = ConnSend{}
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +1802,7 @@ func (x *ConnSend) String() string {
 func (*ConnSend) ProtoMessage() {}
 
 func (x *ConnSend) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +1815,7 @@ func (x *ConnSend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnSend.ProtoReflect.Descriptor instead.
 func (*ConnSend) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ConnSend) GetFrame() []byte {
@@ -1817,7 +1864,7 @@ type ConnClose struct {
 
 func (x *ConnClose) Reset() {
 	*x = ConnClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +1876,7 @@ func (x *ConnClose) String() string {
 func (*ConnClose) ProtoMessage() {}
 
 func (x *ConnClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +1889,7 @@ func (x *ConnClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnClose.ProtoReflect.Descriptor instead.
 func (*ConnClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ConnClose) GetCode() string {
@@ -1875,7 +1922,7 @@ type SessionOpen struct {
 
 func (x *SessionOpen) Reset() {
 	*x = SessionOpen{}
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1887,7 +1934,7 @@ func (x *SessionOpen) String() string {
 func (*SessionOpen) ProtoMessage() {}
 
 func (x *SessionOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1900,7 +1947,7 @@ func (x *SessionOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOpen.ProtoReflect.Descriptor instead.
 func (*SessionOpen) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SessionOpen) GetIdleTimeoutS() int32 {
@@ -1935,7 +1982,7 @@ type SessionCommand struct {
 
 func (x *SessionCommand) Reset() {
 	*x = SessionCommand{}
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +1994,7 @@ func (x *SessionCommand) String() string {
 func (*SessionCommand) ProtoMessage() {}
 
 func (x *SessionCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2007,7 @@ func (x *SessionCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCommand.ProtoReflect.Descriptor instead.
 func (*SessionCommand) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SessionCommand) GetCommand() []byte {
@@ -1979,7 +2026,7 @@ type SessionClose struct {
 
 func (x *SessionClose) Reset() {
 	*x = SessionClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1991,7 +2038,7 @@ func (x *SessionClose) String() string {
 func (*SessionClose) ProtoMessage() {}
 
 func (x *SessionClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2004,7 +2051,7 @@ func (x *SessionClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionClose.ProtoReflect.Descriptor instead.
 func (*SessionClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 // SessionGet asks for the session object (Reply.json).
@@ -2016,7 +2063,7 @@ type SessionGet struct {
 
 func (x *SessionGet) Reset() {
 	*x = SessionGet{}
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2028,7 +2075,7 @@ func (x *SessionGet) String() string {
 func (*SessionGet) ProtoMessage() {}
 
 func (x *SessionGet) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2041,7 +2088,7 @@ func (x *SessionGet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionGet.ProtoReflect.Descriptor instead.
 func (*SessionGet) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 // SessionResult is a worker's answer to a session_command.
@@ -2060,7 +2107,7 @@ type SessionResult struct {
 
 func (x *SessionResult) Reset() {
 	*x = SessionResult{}
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2072,7 +2119,7 @@ func (x *SessionResult) String() string {
 func (*SessionResult) ProtoMessage() {}
 
 func (x *SessionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2085,7 +2132,7 @@ func (x *SessionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResult.ProtoReflect.Descriptor instead.
 func (*SessionResult) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SessionResult) GetCommandId() string {
@@ -2133,7 +2180,7 @@ type SessionWorkerGone struct {
 
 func (x *SessionWorkerGone) Reset() {
 	*x = SessionWorkerGone{}
-	mi := &file_paprika_cluster_proto_msgTypes[34]
+	mi := &file_paprika_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2192,7 @@ func (x *SessionWorkerGone) String() string {
 func (*SessionWorkerGone) ProtoMessage() {}
 
 func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[34]
+	mi := &file_paprika_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2205,7 @@ func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionWorkerGone.ProtoReflect.Descriptor instead.
 func (*SessionWorkerGone) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{34}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SessionWorkerGone) GetWorkerId() string {
@@ -2181,7 +2228,7 @@ type SessionEnsure struct {
 
 func (x *SessionEnsure) Reset() {
 	*x = SessionEnsure{}
-	mi := &file_paprika_cluster_proto_msgTypes[35]
+	mi := &file_paprika_cluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2240,7 @@ func (x *SessionEnsure) String() string {
 func (*SessionEnsure) ProtoMessage() {}
 
 func (x *SessionEnsure) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[35]
+	mi := &file_paprika_cluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2253,7 @@ func (x *SessionEnsure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnsure.ProtoReflect.Descriptor instead.
 func (*SessionEnsure) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{35}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SessionEnsure) GetWorkerId() string {
@@ -2233,7 +2280,7 @@ type SchedPickSession struct {
 
 func (x *SchedPickSession) Reset() {
 	*x = SchedPickSession{}
-	mi := &file_paprika_cluster_proto_msgTypes[36]
+	mi := &file_paprika_cluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2245,7 +2292,7 @@ func (x *SchedPickSession) String() string {
 func (*SchedPickSession) ProtoMessage() {}
 
 func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[36]
+	mi := &file_paprika_cluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2258,7 +2305,7 @@ func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedPickSession.ProtoReflect.Descriptor instead.
 func (*SchedPickSession) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{36}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SchedPickSession) GetSessionId() string {
@@ -2285,7 +2332,7 @@ type WorkerForward struct {
 
 func (x *WorkerForward) Reset() {
 	*x = WorkerForward{}
-	mi := &file_paprika_cluster_proto_msgTypes[37]
+	mi := &file_paprika_cluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2344,7 @@ func (x *WorkerForward) String() string {
 func (*WorkerForward) ProtoMessage() {}
 
 func (x *WorkerForward) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[37]
+	mi := &file_paprika_cluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2357,7 @@ func (x *WorkerForward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerForward.ProtoReflect.Descriptor instead.
 func (*WorkerForward) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{37}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *WorkerForward) GetFrame() []byte {
@@ -2335,7 +2382,7 @@ type SessionTunnelOpen struct {
 
 func (x *SessionTunnelOpen) Reset() {
 	*x = SessionTunnelOpen{}
-	mi := &file_paprika_cluster_proto_msgTypes[38]
+	mi := &file_paprika_cluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2347,7 +2394,7 @@ func (x *SessionTunnelOpen) String() string {
 func (*SessionTunnelOpen) ProtoMessage() {}
 
 func (x *SessionTunnelOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[38]
+	mi := &file_paprika_cluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2360,7 +2407,7 @@ func (x *SessionTunnelOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelOpen.ProtoReflect.Descriptor instead.
 func (*SessionTunnelOpen) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{38}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SessionTunnelOpen) GetTunnelId() string {
@@ -2397,7 +2444,7 @@ type SessionTunnelAttach struct {
 
 func (x *SessionTunnelAttach) Reset() {
 	*x = SessionTunnelAttach{}
-	mi := &file_paprika_cluster_proto_msgTypes[39]
+	mi := &file_paprika_cluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2409,7 +2456,7 @@ func (x *SessionTunnelAttach) String() string {
 func (*SessionTunnelAttach) ProtoMessage() {}
 
 func (x *SessionTunnelAttach) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[39]
+	mi := &file_paprika_cluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2422,7 +2469,7 @@ func (x *SessionTunnelAttach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelAttach.ProtoReflect.Descriptor instead.
 func (*SessionTunnelAttach) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{39}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SessionTunnelAttach) GetTunnelId() string {
@@ -2451,7 +2498,7 @@ type SessionTunnelTouch struct {
 
 func (x *SessionTunnelTouch) Reset() {
 	*x = SessionTunnelTouch{}
-	mi := &file_paprika_cluster_proto_msgTypes[40]
+	mi := &file_paprika_cluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2463,7 +2510,7 @@ func (x *SessionTunnelTouch) String() string {
 func (*SessionTunnelTouch) ProtoMessage() {}
 
 func (x *SessionTunnelTouch) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[40]
+	mi := &file_paprika_cluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2476,7 +2523,7 @@ func (x *SessionTunnelTouch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelTouch.ProtoReflect.Descriptor instead.
 func (*SessionTunnelTouch) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{40}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SessionTunnelTouch) GetTunnelId() string {
@@ -2503,7 +2550,7 @@ type SessionTunnelEnd struct {
 
 func (x *SessionTunnelEnd) Reset() {
 	*x = SessionTunnelEnd{}
-	mi := &file_paprika_cluster_proto_msgTypes[41]
+	mi := &file_paprika_cluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2515,7 +2562,7 @@ func (x *SessionTunnelEnd) String() string {
 func (*SessionTunnelEnd) ProtoMessage() {}
 
 func (x *SessionTunnelEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[41]
+	mi := &file_paprika_cluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2528,7 +2575,7 @@ func (x *SessionTunnelEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelEnd.ProtoReflect.Descriptor instead.
 func (*SessionTunnelEnd) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{41}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SessionTunnelEnd) GetTunnelId() string {
@@ -2551,7 +2598,7 @@ type TunnelData struct {
 
 func (x *TunnelData) Reset() {
 	*x = TunnelData{}
-	mi := &file_paprika_cluster_proto_msgTypes[42]
+	mi := &file_paprika_cluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2610,7 @@ func (x *TunnelData) String() string {
 func (*TunnelData) ProtoMessage() {}
 
 func (x *TunnelData) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[42]
+	mi := &file_paprika_cluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2623,7 @@ func (x *TunnelData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelData.ProtoReflect.Descriptor instead.
 func (*TunnelData) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{42}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TunnelData) GetData() []byte {
@@ -2611,7 +2658,7 @@ type TunnelCredit struct {
 
 func (x *TunnelCredit) Reset() {
 	*x = TunnelCredit{}
-	mi := &file_paprika_cluster_proto_msgTypes[43]
+	mi := &file_paprika_cluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2623,7 +2670,7 @@ func (x *TunnelCredit) String() string {
 func (*TunnelCredit) ProtoMessage() {}
 
 func (x *TunnelCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[43]
+	mi := &file_paprika_cluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2636,7 +2683,7 @@ func (x *TunnelCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelCredit.ProtoReflect.Descriptor instead.
 func (*TunnelCredit) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{43}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TunnelCredit) GetBytes() int64 {
@@ -2656,7 +2703,7 @@ type TunnelAttach struct {
 
 func (x *TunnelAttach) Reset() {
 	*x = TunnelAttach{}
-	mi := &file_paprika_cluster_proto_msgTypes[44]
+	mi := &file_paprika_cluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2668,7 +2715,7 @@ func (x *TunnelAttach) String() string {
 func (*TunnelAttach) ProtoMessage() {}
 
 func (x *TunnelAttach) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[44]
+	mi := &file_paprika_cluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2681,7 +2728,7 @@ func (x *TunnelAttach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelAttach.ProtoReflect.Descriptor instead.
 func (*TunnelAttach) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{44}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TunnelAttach) GetPeer() *Ref {
@@ -2703,7 +2750,7 @@ type TunnelClose struct {
 
 func (x *TunnelClose) Reset() {
 	*x = TunnelClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[45]
+	mi := &file_paprika_cluster_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +2762,7 @@ func (x *TunnelClose) String() string {
 func (*TunnelClose) ProtoMessage() {}
 
 func (x *TunnelClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[45]
+	mi := &file_paprika_cluster_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +2775,7 @@ func (x *TunnelClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelClose.ProtoReflect.Descriptor instead.
 func (*TunnelClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{45}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TunnelClose) GetCode() int32 {
@@ -2760,7 +2807,7 @@ type LiveJoin struct {
 
 func (x *LiveJoin) Reset() {
 	*x = LiveJoin{}
-	mi := &file_paprika_cluster_proto_msgTypes[46]
+	mi := &file_paprika_cluster_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2772,7 +2819,7 @@ func (x *LiveJoin) String() string {
 func (*LiveJoin) ProtoMessage() {}
 
 func (x *LiveJoin) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[46]
+	mi := &file_paprika_cluster_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2785,7 +2832,7 @@ func (x *LiveJoin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveJoin.ProtoReflect.Descriptor instead.
 func (*LiveJoin) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{46}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *LiveJoin) GetViewer() *Ref {
@@ -2833,7 +2880,7 @@ type LiveLeave struct {
 
 func (x *LiveLeave) Reset() {
 	*x = LiveLeave{}
-	mi := &file_paprika_cluster_proto_msgTypes[47]
+	mi := &file_paprika_cluster_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2845,7 +2892,7 @@ func (x *LiveLeave) String() string {
 func (*LiveLeave) ProtoMessage() {}
 
 func (x *LiveLeave) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[47]
+	mi := &file_paprika_cluster_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2858,7 +2905,7 @@ func (x *LiveLeave) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveLeave.ProtoReflect.Descriptor instead.
 func (*LiveLeave) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{47}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *LiveLeave) GetViewer() *Ref {
@@ -2880,7 +2927,7 @@ type LiveAck struct {
 
 func (x *LiveAck) Reset() {
 	*x = LiveAck{}
-	mi := &file_paprika_cluster_proto_msgTypes[48]
+	mi := &file_paprika_cluster_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2892,7 +2939,7 @@ func (x *LiveAck) String() string {
 func (*LiveAck) ProtoMessage() {}
 
 func (x *LiveAck) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[48]
+	mi := &file_paprika_cluster_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2905,7 +2952,7 @@ func (x *LiveAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveAck.ProtoReflect.Descriptor instead.
 func (*LiveAck) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{48}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *LiveAck) GetViewer() *Ref {
@@ -2935,7 +2982,7 @@ type LiveInput struct {
 
 func (x *LiveInput) Reset() {
 	*x = LiveInput{}
-	mi := &file_paprika_cluster_proto_msgTypes[49]
+	mi := &file_paprika_cluster_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2947,7 +2994,7 @@ func (x *LiveInput) String() string {
 func (*LiveInput) ProtoMessage() {}
 
 func (x *LiveInput) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[49]
+	mi := &file_paprika_cluster_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2960,7 +3007,7 @@ func (x *LiveInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveInput.ProtoReflect.Descriptor instead.
 func (*LiveInput) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{49}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *LiveInput) GetViewer() *Ref {
@@ -2999,7 +3046,7 @@ type LiveFrame struct {
 
 func (x *LiveFrame) Reset() {
 	*x = LiveFrame{}
-	mi := &file_paprika_cluster_proto_msgTypes[50]
+	mi := &file_paprika_cluster_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3011,7 +3058,7 @@ func (x *LiveFrame) String() string {
 func (*LiveFrame) ProtoMessage() {}
 
 func (x *LiveFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[50]
+	mi := &file_paprika_cluster_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3024,7 +3071,7 @@ func (x *LiveFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveFrame.ProtoReflect.Descriptor instead.
 func (*LiveFrame) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{50}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *LiveFrame) GetLiveId() string {
@@ -3073,7 +3120,7 @@ type LiveStatus struct {
 
 func (x *LiveStatus) Reset() {
 	*x = LiveStatus{}
-	mi := &file_paprika_cluster_proto_msgTypes[51]
+	mi := &file_paprika_cluster_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3085,7 +3132,7 @@ func (x *LiveStatus) String() string {
 func (*LiveStatus) ProtoMessage() {}
 
 func (x *LiveStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[51]
+	mi := &file_paprika_cluster_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3098,7 +3145,7 @@ func (x *LiveStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveStatus.ProtoReflect.Descriptor instead.
 func (*LiveStatus) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{51}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *LiveStatus) GetState() string {
@@ -3128,7 +3175,7 @@ type LiveAttach struct {
 
 func (x *LiveAttach) Reset() {
 	*x = LiveAttach{}
-	mi := &file_paprika_cluster_proto_msgTypes[52]
+	mi := &file_paprika_cluster_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3140,7 +3187,7 @@ func (x *LiveAttach) String() string {
 func (*LiveAttach) ProtoMessage() {}
 
 func (x *LiveAttach) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[52]
+	mi := &file_paprika_cluster_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3153,7 +3200,7 @@ func (x *LiveAttach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveAttach.ProtoReflect.Descriptor instead.
 func (*LiveAttach) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{52}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *LiveAttach) GetLiveId() string {
@@ -3188,7 +3235,7 @@ type LiveEnd struct {
 
 func (x *LiveEnd) Reset() {
 	*x = LiveEnd{}
-	mi := &file_paprika_cluster_proto_msgTypes[53]
+	mi := &file_paprika_cluster_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3200,7 +3247,7 @@ func (x *LiveEnd) String() string {
 func (*LiveEnd) ProtoMessage() {}
 
 func (x *LiveEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[53]
+	mi := &file_paprika_cluster_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3213,7 +3260,7 @@ func (x *LiveEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveEnd.ProtoReflect.Descriptor instead.
 func (*LiveEnd) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{53}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *LiveEnd) GetLiveId() string {
@@ -3240,7 +3287,7 @@ type LiveStop struct {
 
 func (x *LiveStop) Reset() {
 	*x = LiveStop{}
-	mi := &file_paprika_cluster_proto_msgTypes[54]
+	mi := &file_paprika_cluster_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3252,7 +3299,7 @@ func (x *LiveStop) String() string {
 func (*LiveStop) ProtoMessage() {}
 
 func (x *LiveStop) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[54]
+	mi := &file_paprika_cluster_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3265,7 +3312,7 @@ func (x *LiveStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveStop.ProtoReflect.Descriptor instead.
 func (*LiveStop) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{54}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *LiveStop) GetReason() string {
@@ -3303,7 +3350,7 @@ type JobRecord struct {
 
 func (x *JobRecord) Reset() {
 	*x = JobRecord{}
-	mi := &file_paprika_cluster_proto_msgTypes[55]
+	mi := &file_paprika_cluster_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3315,7 +3362,7 @@ func (x *JobRecord) String() string {
 func (*JobRecord) ProtoMessage() {}
 
 func (x *JobRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[55]
+	mi := &file_paprika_cluster_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3328,7 +3375,7 @@ func (x *JobRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRecord.ProtoReflect.Descriptor instead.
 func (*JobRecord) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{55}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *JobRecord) GetId() string {
@@ -3467,6 +3514,8 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x05frame\x18\x02 \x01(\fR\x05frame\x12/\n" +
 	"\x14conn_started_unix_ns\x18\x03 \x01(\x03R\x11connStartedUnixNs\"6\n" +
 	"\x12WorkerDisconnected\x12 \n" +
+	"\x04conn\x18\x01 \x01(\v2\f.paprika.RefR\x04conn\"1\n" +
+	"\rWorkerLeaving\x12 \n" +
 	"\x04conn\x18\x01 \x01(\v2\f.paprika.RefR\x04conn\"u\n" +
 	"\fWorkerAssign\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
@@ -3694,90 +3743,92 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                 // 0: paprika.Ref
 	(*Reply)(nil),               // 1: paprika.Reply
 	(*WorkerConnected)(nil),     // 2: paprika.WorkerConnected
 	(*WorkerHeartbeat)(nil),     // 3: paprika.WorkerHeartbeat
 	(*WorkerDisconnected)(nil),  // 4: paprika.WorkerDisconnected
-	(*WorkerAssign)(nil),        // 5: paprika.WorkerAssign
-	(*WorkerRelease)(nil),       // 6: paprika.WorkerRelease
-	(*WorkerCancelJob)(nil),     // 7: paprika.WorkerCancelJob
-	(*WorkerSetStatus)(nil),     // 8: paprika.WorkerSetStatus
-	(*WorkerGetInfo)(nil),       // 9: paprika.WorkerGetInfo
-	(*WorkerSync)(nil),          // 10: paprika.WorkerSync
-	(*SchedWorkerState)(nil),    // 11: paprika.SchedWorkerState
-	(*SchedEnqueue)(nil),        // 12: paprika.SchedEnqueue
-	(*SchedPlaced)(nil),         // 13: paprika.SchedPlaced
-	(*SchedPlaceFailed)(nil),    // 14: paprika.SchedPlaceFailed
-	(*SchedRemove)(nil),         // 15: paprika.SchedRemove
-	(*SchedGetStats)(nil),       // 16: paprika.SchedGetStats
-	(*JobPlace)(nil),            // 17: paprika.JobPlace
-	(*JobEnsure)(nil),           // 18: paprika.JobEnsure
-	(*JobStarted)(nil),          // 19: paprika.JobStarted
-	(*JobFinished)(nil),         // 20: paprika.JobFinished
-	(*JobCancel)(nil),           // 21: paprika.JobCancel
-	(*JobRetry)(nil),            // 22: paprika.JobRetry
-	(*JobAudit)(nil),            // 23: paprika.JobAudit
-	(*JobCheck)(nil),            // 24: paprika.JobCheck
-	(*JobWorkerLost)(nil),       // 25: paprika.JobWorkerLost
-	(*ConnProbe)(nil),           // 26: paprika.ConnProbe
-	(*ConnSend)(nil),            // 27: paprika.ConnSend
-	(*ConnClose)(nil),           // 28: paprika.ConnClose
-	(*SessionOpen)(nil),         // 29: paprika.SessionOpen
-	(*SessionCommand)(nil),      // 30: paprika.SessionCommand
-	(*SessionClose)(nil),        // 31: paprika.SessionClose
-	(*SessionGet)(nil),          // 32: paprika.SessionGet
-	(*SessionResult)(nil),       // 33: paprika.SessionResult
-	(*SessionWorkerGone)(nil),   // 34: paprika.SessionWorkerGone
-	(*SessionEnsure)(nil),       // 35: paprika.SessionEnsure
-	(*SchedPickSession)(nil),    // 36: paprika.SchedPickSession
-	(*WorkerForward)(nil),       // 37: paprika.WorkerForward
-	(*SessionTunnelOpen)(nil),   // 38: paprika.SessionTunnelOpen
-	(*SessionTunnelAttach)(nil), // 39: paprika.SessionTunnelAttach
-	(*SessionTunnelTouch)(nil),  // 40: paprika.SessionTunnelTouch
-	(*SessionTunnelEnd)(nil),    // 41: paprika.SessionTunnelEnd
-	(*TunnelData)(nil),          // 42: paprika.TunnelData
-	(*TunnelCredit)(nil),        // 43: paprika.TunnelCredit
-	(*TunnelAttach)(nil),        // 44: paprika.TunnelAttach
-	(*TunnelClose)(nil),         // 45: paprika.TunnelClose
-	(*LiveJoin)(nil),            // 46: paprika.LiveJoin
-	(*LiveLeave)(nil),           // 47: paprika.LiveLeave
-	(*LiveAck)(nil),             // 48: paprika.LiveAck
-	(*LiveInput)(nil),           // 49: paprika.LiveInput
-	(*LiveFrame)(nil),           // 50: paprika.LiveFrame
-	(*LiveStatus)(nil),          // 51: paprika.LiveStatus
-	(*LiveAttach)(nil),          // 52: paprika.LiveAttach
-	(*LiveEnd)(nil),             // 53: paprika.LiveEnd
-	(*LiveStop)(nil),            // 54: paprika.LiveStop
-	(*JobRecord)(nil),           // 55: paprika.JobRecord
-	nil,                         // 56: paprika.SessionOpen.LabelsEntry
-	nil,                         // 57: paprika.JobRecord.LabelsEntry
+	(*WorkerLeaving)(nil),       // 5: paprika.WorkerLeaving
+	(*WorkerAssign)(nil),        // 6: paprika.WorkerAssign
+	(*WorkerRelease)(nil),       // 7: paprika.WorkerRelease
+	(*WorkerCancelJob)(nil),     // 8: paprika.WorkerCancelJob
+	(*WorkerSetStatus)(nil),     // 9: paprika.WorkerSetStatus
+	(*WorkerGetInfo)(nil),       // 10: paprika.WorkerGetInfo
+	(*WorkerSync)(nil),          // 11: paprika.WorkerSync
+	(*SchedWorkerState)(nil),    // 12: paprika.SchedWorkerState
+	(*SchedEnqueue)(nil),        // 13: paprika.SchedEnqueue
+	(*SchedPlaced)(nil),         // 14: paprika.SchedPlaced
+	(*SchedPlaceFailed)(nil),    // 15: paprika.SchedPlaceFailed
+	(*SchedRemove)(nil),         // 16: paprika.SchedRemove
+	(*SchedGetStats)(nil),       // 17: paprika.SchedGetStats
+	(*JobPlace)(nil),            // 18: paprika.JobPlace
+	(*JobEnsure)(nil),           // 19: paprika.JobEnsure
+	(*JobStarted)(nil),          // 20: paprika.JobStarted
+	(*JobFinished)(nil),         // 21: paprika.JobFinished
+	(*JobCancel)(nil),           // 22: paprika.JobCancel
+	(*JobRetry)(nil),            // 23: paprika.JobRetry
+	(*JobAudit)(nil),            // 24: paprika.JobAudit
+	(*JobCheck)(nil),            // 25: paprika.JobCheck
+	(*JobWorkerLost)(nil),       // 26: paprika.JobWorkerLost
+	(*ConnProbe)(nil),           // 27: paprika.ConnProbe
+	(*ConnSend)(nil),            // 28: paprika.ConnSend
+	(*ConnClose)(nil),           // 29: paprika.ConnClose
+	(*SessionOpen)(nil),         // 30: paprika.SessionOpen
+	(*SessionCommand)(nil),      // 31: paprika.SessionCommand
+	(*SessionClose)(nil),        // 32: paprika.SessionClose
+	(*SessionGet)(nil),          // 33: paprika.SessionGet
+	(*SessionResult)(nil),       // 34: paprika.SessionResult
+	(*SessionWorkerGone)(nil),   // 35: paprika.SessionWorkerGone
+	(*SessionEnsure)(nil),       // 36: paprika.SessionEnsure
+	(*SchedPickSession)(nil),    // 37: paprika.SchedPickSession
+	(*WorkerForward)(nil),       // 38: paprika.WorkerForward
+	(*SessionTunnelOpen)(nil),   // 39: paprika.SessionTunnelOpen
+	(*SessionTunnelAttach)(nil), // 40: paprika.SessionTunnelAttach
+	(*SessionTunnelTouch)(nil),  // 41: paprika.SessionTunnelTouch
+	(*SessionTunnelEnd)(nil),    // 42: paprika.SessionTunnelEnd
+	(*TunnelData)(nil),          // 43: paprika.TunnelData
+	(*TunnelCredit)(nil),        // 44: paprika.TunnelCredit
+	(*TunnelAttach)(nil),        // 45: paprika.TunnelAttach
+	(*TunnelClose)(nil),         // 46: paprika.TunnelClose
+	(*LiveJoin)(nil),            // 47: paprika.LiveJoin
+	(*LiveLeave)(nil),           // 48: paprika.LiveLeave
+	(*LiveAck)(nil),             // 49: paprika.LiveAck
+	(*LiveInput)(nil),           // 50: paprika.LiveInput
+	(*LiveFrame)(nil),           // 51: paprika.LiveFrame
+	(*LiveStatus)(nil),          // 52: paprika.LiveStatus
+	(*LiveAttach)(nil),          // 53: paprika.LiveAttach
+	(*LiveEnd)(nil),             // 54: paprika.LiveEnd
+	(*LiveStop)(nil),            // 55: paprika.LiveStop
+	(*JobRecord)(nil),           // 56: paprika.JobRecord
+	nil,                         // 57: paprika.SessionOpen.LabelsEntry
+	nil,                         // 58: paprika.JobRecord.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
 	0,  // 1: paprika.WorkerHeartbeat.conn:type_name -> paprika.Ref
 	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
-	0,  // 3: paprika.WorkerAssign.job:type_name -> paprika.Ref
-	0,  // 4: paprika.SchedEnqueue.job:type_name -> paprika.Ref
-	55, // 5: paprika.JobEnsure.created:type_name -> paprika.JobRecord
-	0,  // 6: paprika.ConnSend.job:type_name -> paprika.Ref
-	56, // 7: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
-	0,  // 8: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
-	0,  // 9: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
-	0,  // 10: paprika.TunnelAttach.peer:type_name -> paprika.Ref
-	0,  // 11: paprika.LiveJoin.viewer:type_name -> paprika.Ref
-	0,  // 12: paprika.LiveLeave.viewer:type_name -> paprika.Ref
-	0,  // 13: paprika.LiveAck.viewer:type_name -> paprika.Ref
-	0,  // 14: paprika.LiveInput.viewer:type_name -> paprika.Ref
-	0,  // 15: paprika.LiveAttach.source:type_name -> paprika.Ref
-	57, // 16: paprika.JobRecord.labels:type_name -> paprika.JobRecord.LabelsEntry
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	0,  // 3: paprika.WorkerLeaving.conn:type_name -> paprika.Ref
+	0,  // 4: paprika.WorkerAssign.job:type_name -> paprika.Ref
+	0,  // 5: paprika.SchedEnqueue.job:type_name -> paprika.Ref
+	56, // 6: paprika.JobEnsure.created:type_name -> paprika.JobRecord
+	0,  // 7: paprika.ConnSend.job:type_name -> paprika.Ref
+	57, // 8: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	0,  // 9: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
+	0,  // 10: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
+	0,  // 11: paprika.TunnelAttach.peer:type_name -> paprika.Ref
+	0,  // 12: paprika.LiveJoin.viewer:type_name -> paprika.Ref
+	0,  // 13: paprika.LiveLeave.viewer:type_name -> paprika.Ref
+	0,  // 14: paprika.LiveAck.viewer:type_name -> paprika.Ref
+	0,  // 15: paprika.LiveInput.viewer:type_name -> paprika.Ref
+	0,  // 16: paprika.LiveAttach.source:type_name -> paprika.Ref
+	58, // 17: paprika.JobRecord.labels:type_name -> paprika.JobRecord.LabelsEntry
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_paprika_cluster_proto_init() }
@@ -3785,14 +3836,14 @@ func file_paprika_cluster_proto_init() {
 	if File_paprika_cluster_proto != nil {
 		return
 	}
-	file_paprika_cluster_proto_msgTypes[12].OneofWrappers = []any{}
+	file_paprika_cluster_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   58,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -52,6 +52,10 @@ type workerGrain struct {
 	// skips: what the worker on link skipConn was last told of its
 	// skipped lanes (health.go, syncSkips).
 	skips skipSent
+	// leaving: the link on which the worker said it takes no more work
+	// (a leaving frame: it drains or stops). Placement sees the worker as
+	// draining while that link lasts; a new link starts without it.
+	leaving *actor.PID
 	// placed: jobs whose assignment the link took since the last push to
 	// the scheduler; the next SchedWorkerState settles them there.
 	placed []string
@@ -102,6 +106,8 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 		g.heartbeat(ctx, msg)
 	case *messages.WorkerDisconnected:
 		g.disconnected(ctx, msg)
+	case *messages.WorkerLeaving:
+		g.leave(ctx, msg)
 	case *messages.WorkerAssign:
 		g.assign(ctx, msg)
 	case *messages.WorkerRelease:
@@ -392,6 +398,34 @@ func (g *workerGrain) disconnected(ctx actor.Context, msg *messages.WorkerDiscon
 	}
 }
 
+// leave: the worker on this link takes no more work. Every assignment
+// this grain sent on the link went to the WorkerConn before the answer
+// does, so when the worker reads leave_ack it has read them all, and has
+// answered each (run, or rejected) in a frame it writes before its close
+// frame: none can cross the close and be taken for lost.
+func (g *workerGrain) leave(ctx actor.Context, m *messages.WorkerLeaving) {
+	conn := pidOf(m.Conn)
+	if !samePID(g.conn, conn) {
+		return // an older link's: the live one has not said so
+	}
+	if g.leaving == nil {
+		g.leaving = conn
+		g.log.Info("worker leaving: no more assignments on this link", slog.Int("running", len(g.running)))
+		g.pushScheduler(ctx)
+	}
+	g.send(ctx, messages.Frame{Type: messages.TypeLeaveAck})
+}
+
+// placeStatus is the status placement goes by: the operator's, or drain
+// while the worker's live link said it is leaving. Never stored: the
+// registry keeps the operator's status, which a new link goes back to.
+func (g *workerGrain) placeStatus() string {
+	if st := g.status(); st != WorkerActive || g.leaving == nil || !samePID(g.leaving, g.conn) {
+		return st
+	}
+	return WorkerDrain
+}
+
 func (g *workerGrain) lost(ctx actor.Context, _ *workerLostTick) {
 	g.lostStop = nil
 	if g.conn != nil {
@@ -441,8 +475,8 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) {
 	case g.conn == nil:
 		reply(ctx, fail(messages.CodeNotConnected, "worker %s has no link", g.id))
 		return
-	case g.status() != WorkerActive:
-		reply(ctx, fail(messages.CodeNotActive, "worker %s is %s", g.id, g.status()))
+	case g.placeStatus() != WorkerActive:
+		reply(ctx, fail(messages.CodeNotActive, "worker %s is %s", g.id, g.placeStatus()))
 		return
 	case g.taken() >= g.info.MaxConcurrent:
 		g.publish(ctx) // the scheduler's view was stale: correct it
@@ -614,7 +648,7 @@ func (g *workerGrain) writeRegistry() {
 func (g *workerGrain) pushScheduler(ctx actor.Context) {
 	st := &messages.SchedWorkerState{
 		WorkerId:       g.id,
-		Status:         g.status(),
+		Status:         g.placeStatus(),
 		Connected:      g.conn != nil,
 		LastSeenUnixMs: g.info.LastSeen.UnixMilli(),
 		MaxConcurrent:  int32(g.info.MaxConcurrent),

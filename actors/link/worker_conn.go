@@ -467,6 +467,8 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 		keepOpen := f.Type == messages.TypeJobFailed && !f.Permanent &&
 			(f.Reason == persistence.ReasonJobError || f.Reason == persistence.ReasonLaneError)
 		c.logs.Route(ctx, f.JobID, &logpipe.End{Worker: c.workerID, Attempt: f.Attempt, Notify: ctx.Self(), Payload: in, KeepOpen: keepOpen})
+	case messages.TypeLeaving:
+		grains.Send(ctx, cl, c.workerID, grains.KindWorker, &messages.WorkerLeaving{Conn: grains.RefOf(ctx.Self())})
 	case messages.TypeJobStatus:
 		audit := &messages.JobAudit{WorkerId: c.workerID, Attempt: int32(f.Attempt), State: f.State}
 		if f.UptimeMS > 0 {

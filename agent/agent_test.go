@@ -401,7 +401,7 @@ func TestLocalDrain(t *testing.T) {
 	t.Parallel()
 	hub, b := linked(t, Config{})
 	b.a.Drain()
-	b.a.Drain() // twice is fine
+	b.a.Drain()                        // twice is fine
 	hub.waitType(messages.TypeLeaving) // the hub places nothing more here
 	hub.assign("n", `{}`)
 	require.Equal(t, ReasonRejected, hub.waitFor(isJob("n", messages.TypeJobFailed), "rejected").f.Reason)

@@ -201,6 +201,11 @@ func (p *paprikaSystem) stop() {
 	for _, c := range p.wrkCmds {
 		_ = c.Wait()
 	}
+	var peak int64 // memory is the price of a GC target: shown beside the CPU
+	for _, c := range p.hubCmds {
+		peak = max(peak, peakRSSMiB(c.Process.Pid))
+	}
+	fmt.Fprintf(os.Stderr, "  hub peak RSS %d MiB\n", peak)
 	for _, c := range p.hubCmds {
 		_ = c.Process.Signal(syscall.SIGTERM)
 	}

@@ -32,6 +32,21 @@ func cpuSeconds(pid int) float64 {
 	return float64(u+s) / clockTicks
 }
 
+// peakRSSMiB is a process's peak resident set (VmHWM), 0 when unknown.
+func peakRSSMiB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb >> 10
+		}
+	}
+	return 0
+}
+
 // pidsNamed lists the processes whose comm is name (a service's own
 // processes, e.g. every postgres backend).
 func pidsNamed(name string) []int {

@@ -166,7 +166,9 @@ func (a *Agent) Draining() bool {
 // take no more jobs or sessions → close the open sessions → wait for
 // running jobs up to Config.StopTimeout and cancel the rest (reported as
 // worker_lost) → wait up to Config.FlushTimeout for the hub to acknowledge
-// every kept frame → close the link with a normal close frame. It returns
+// every kept frame → say leaving and wait for the hub's leave_ack, so that
+// every assignment it sent is answered → close the link with a normal
+// close frame. It returns
 // nil after that orderly stop, or an error when it could not start. Run may
 // be called once.
 func (a *Agent) Run(ctx context.Context) error {

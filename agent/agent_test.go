@@ -553,3 +553,25 @@ func TestJobQueryAnswersAndDisowns(t *testing.T) {
 		require.False(t, rf.f.JobID == "lost" && rf.f.Type != messages.TypeJobStatus, "disowned attempt produced %+v", rf.f)
 	}
 }
+
+// A copy of an assignment that comes after the attempt ran and its result
+// was acknowledged (a hub frozen past the member timeout sends what it had
+// queued when it resumes) is ignored; the job's next attempt runs.
+func TestLateCopyOfARunAttemptIsIgnored(t *testing.T) {
+	t.Parallel()
+	hub, _ := linked(t, Config{})
+	hub.assign("x", `{"lines": 1}`)
+	hub.waitFor(isJob("x", messages.TypeJobDone), "done") // acknowledged by the fake hub
+	hub.assign("x", `{"lines": 1}`)                       // the late copy
+	hub.assign("y", `{"lines": 1}`)                       // read after it: its end bounds the wait
+	hub.waitFor(isJob("y", messages.TypeJobDone), "done")
+	starts := 0
+	for _, rf := range hub.all() {
+		if rf.f.JobID == "x" && rf.f.Type == messages.TypeJobStarted {
+			starts++
+		}
+	}
+	require.Equal(t, 1, starts, "attempt 1 of x ran once: %s", hub.describe())
+	hub.send(messages.Frame{Type: messages.TypeAssignJob, JobID: "x", Attempt: 2, Mode: "noop", Params: []byte(`{}`)})
+	require.Equal(t, 2, hub.waitFor(isJob("x", messages.TypeJobDone), "attempt 2 done").f.Attempt)
+}

@@ -108,6 +108,15 @@ func (a *Agent) handleAssign(l *link, f messages.Frame) {
 		a.lg().Warn("duplicate assign_job ignored", "job_id", f.JobID, "attempt", f.Attempt)
 		return
 	}
+	if a.ran.has(key) {
+		// The attempt ran here and ended (its result maybe acknowledged and
+		// forgotten by the outbox): a copy of its assignment that a hub
+		// sent late (one frozen past the member timeout, say) must not run
+		// it a second time.
+		a.mu.Unlock()
+		a.lg().Warn("assign_job for an attempt this worker already ran; ignored", "job_id", f.JobID, "attempt", f.Attempt)
+		return
+	}
 	if a.refused.has(key) {
 		// This worker told the hub it did not hold the attempt, and the hub
 		// gave the job to another: this is a late copy of the assignment.
@@ -187,15 +196,22 @@ func (a *Agent) handleJobQuery(l *link, f messages.Frame) {
 		UptimeMS: max(time.Since(a.bootTime).Milliseconds(), 1)})
 }
 
-// refusedSet remembers the attempts this worker disowned, the newest
-// refusedKeep of them: a late assign_job comes seconds after the query, not
-// hours, so a bounded memory is enough.
+// refusedSet remembers the newest keep attempts of a kind (disowned, or
+// run here): a late assign_job comes seconds after the first, not hours,
+// so a bounded memory is enough. keep 0 means refusedKeep.
 type refusedSet struct {
+	keep  int
 	keys  map[jobKey]struct{}
 	order []jobKey
 }
 
-const refusedKeep = 4096
+// refusedKeep bounds the disowned attempts remembered; ranKeep the attempts
+// run here (a worker runs many more of those: 16,384 is minutes of short
+// jobs on a large worker, ~2 MB).
+const (
+	refusedKeep = 4096
+	ranKeep     = 16384
+)
 
 func (r *refusedSet) has(k jobKey) bool {
 	_, ok := r.keys[k]
@@ -211,7 +227,11 @@ func (r *refusedSet) add(k jobKey) {
 	}
 	r.keys[k] = struct{}{}
 	r.order = append(r.order, k)
-	if len(r.order) > refusedKeep {
+	keep := r.keep
+	if keep == 0 {
+		keep = refusedKeep
+	}
+	if len(r.order) > keep {
 		delete(r.keys, r.order[0])
 		r.order = r.order[1:]
 	}
@@ -242,6 +262,7 @@ func (a *Agent) finish(rj *runningJob, hold <-chan struct{}) {
 	defer a.mu.Unlock()
 	if a.jobs[rj.key.id] == rj {
 		delete(a.jobs, rj.key.id)
+		a.ran.add(rj.key) // before its final frame is kept: no gap for a copy of the assignment
 		a.jobsRun.Add(1)
 	}
 	if hold == nil {

@@ -278,6 +278,20 @@ func TestLeavingWorkerGetsNoAssignments(t *testing.T) {
 	a := dialRawLink(t, url, "w-leave", 2)
 	a.send(messages.Frame{Type: messages.TypeLeaving})
 	require.Equal(t, messages.TypeLeaveAck, a.next(5*time.Second).Type)
+	leaving := func() bool {
+		st, b := do(t, "GET", url+"/workers", "")
+		require.Equal(t, 200, st, string(b))
+		var ws struct{ Workers []persistence.WorkerInfo }
+		require.NoError(t, json.Unmarshal(b, &ws))
+		for _, w := range ws.Workers {
+			if w.ID == "w-leave" {
+				require.Equal(t, grains.WorkerActive, w.Status, "the operator's status is kept")
+				return w.Leaving
+			}
+		}
+		return false
+	}
+	require.Eventually(t, leaving, 5*time.Second, 20*time.Millisecond, "GET /workers shows it leaving")
 
 	// Alone in the fleet, the leaving worker still gets none of them.
 	var ids []string
@@ -289,6 +303,9 @@ func TestLeavingWorkerGetsNoAssignments(t *testing.T) {
 	got := map[string]bool{}
 	for len(got) < len(ids) {
 		f := b.next(5 * time.Second)
+		if f.Type == messages.TypeJobAck {
+			continue
+		}
 		require.Equal(t, messages.TypeAssignJob, f.Type, "the jobs go to the worker that stays")
 		got[f.JobID] = true
 		b.send(messages.Frame{Type: messages.TypeJobStarted, JobID: f.JobID, Attempt: f.Attempt, Lane: "sim://w-stays/lane/0"})
@@ -304,6 +321,7 @@ func TestLeavingWorkerGetsNoAssignments(t *testing.T) {
 	_ = a.conn.Close()
 	_ = b.conn.Close()
 	a2 := dialRawLink(t, url, "w-leave", 2)
+	require.False(t, leaving(), "a new link is not leaving")
 	c := submit(t, url, `{"mode":"noop"}`)
 	for {
 		f := a2.next(10 * time.Second)

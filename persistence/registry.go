@@ -36,6 +36,10 @@ type WorkerInfo struct {
 	Status        string `json:"status"` // one of WorkerStatuses
 	Alive         bool   `json:"alive"`
 	Connected     bool   `json:"connected"`
+	// Leaving: the worker said, on its live link, that it takes no more
+	// work (it drains itself or stops); placement passes it over whatever
+	// Status says, and its next link clears it.
+	Leaving bool `json:"leaving,omitempty"`
 	InFlight      int    `json:"in_flight"`
 	MaxConcurrent int    `json:"max_concurrent"` // the slots placement uses: what the worker reports, under the operator's cap
 	// ReportedMaxConcurrent is what the worker says it can run.

@@ -411,7 +411,7 @@ func (g *workerGrain) leave(ctx actor.Context, m *messages.WorkerLeaving) {
 	if g.leaving == nil {
 		g.leaving = conn
 		g.log.Info("worker leaving: no more assignments on this link", slog.Int("running", len(g.running)))
-		g.pushScheduler(ctx)
+		g.publish(ctx)
 	}
 	g.send(ctx, messages.Frame{Type: messages.TypeLeaveAck})
 }
@@ -420,10 +420,15 @@ func (g *workerGrain) leave(ctx actor.Context, m *messages.WorkerLeaving) {
 // while the worker's live link said it is leaving. Never stored: the
 // registry keeps the operator's status, which a new link goes back to.
 func (g *workerGrain) placeStatus() string {
-	if st := g.status(); st != WorkerActive || g.leaving == nil || !samePID(g.leaving, g.conn) {
+	if st := g.status(); st != WorkerActive || !g.isLeaving() {
 		return st
 	}
 	return WorkerDrain
+}
+
+// isLeaving: the live link said leaving.
+func (g *workerGrain) isLeaving() bool {
+	return g.leaving != nil && g.conn != nil && samePID(g.leaving, g.conn)
 }
 
 func (g *workerGrain) lost(ctx actor.Context, _ *workerLostTick) {
@@ -636,6 +641,7 @@ func (g *workerGrain) writeRegistry() {
 	}
 	rec := g.info
 	rec.Status = g.status()
+	rec.Leaving = g.isLeaving()
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.FleetReadTimeout)
 	defer cancel()
 	ttl := g.deps.Timing.AliveWindow + g.deps.Timing.OrphanGrace
@@ -669,6 +675,7 @@ func (g *workerGrain) pushScheduler(ctx actor.Context) {
 func (g *workerGrain) infoJSON() []byte {
 	w := g.info
 	w.Status = g.status()
+	w.Leaving = g.isLeaving()
 	w.Connected = g.conn != nil
 	w.Alive = w.Connected && g.deps.Clock().Sub(w.LastSeen) <= g.deps.Timing.AliveWindow
 	w.InFlight = len(g.running)

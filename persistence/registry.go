@@ -31,17 +31,17 @@ func ValidWorkerStatus(s string) bool { return slices.Contains(WorkerStatuses, s
 
 // WorkerInfo is one worker as the fleet sees it (API.md, GET /workers).
 type WorkerInfo struct {
-	ID            string `json:"id"`
-	Hub           string `json:"hub"`
-	Status        string `json:"status"` // one of WorkerStatuses
-	Alive         bool   `json:"alive"`
-	Connected     bool   `json:"connected"`
+	ID        string `json:"id"`
+	Hub       string `json:"hub"`
+	Status    string `json:"status"` // one of WorkerStatuses
+	Alive     bool   `json:"alive"`
+	Connected bool   `json:"connected"`
 	// Leaving: the worker said, on its live link, that it takes no more
 	// work (it drains itself or stops); placement passes it over whatever
 	// Status says, and its next link clears it.
-	Leaving bool `json:"leaving,omitempty"`
-	InFlight      int    `json:"in_flight"`
-	MaxConcurrent int    `json:"max_concurrent"` // the slots placement uses: what the worker reports, under the operator's cap
+	Leaving       bool `json:"leaving,omitempty"`
+	InFlight      int  `json:"in_flight"`
+	MaxConcurrent int  `json:"max_concurrent"` // the slots placement uses: what the worker reports, under the operator's cap
 	// ReportedMaxConcurrent is what the worker says it can run.
 	ReportedMaxConcurrent int `json:"reported_max_concurrent,omitempty"`
 	// MaxConcurrentCap is the operator's cap (PATCH /workers/{id}); 0 = none.

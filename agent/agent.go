@@ -164,6 +164,15 @@ func (a *Agent) Draining() bool {
 	return a.localDrain || a.hubDrain || a.stopping
 }
 
+// leaving reports whether the worker itself takes no more work (Drain, or
+// Run stopping), which its hubs are told; a hub's own drain is not: the
+// hub knows it, and lifts it.
+func (a *Agent) leaving() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.localDrain || a.stopping
+}
+
 // Run links to the hubs and runs jobs until ctx ends, then stops in order:
 // take no more jobs or sessions → close the open sessions → wait for
 // running jobs up to Config.StopTimeout and cancel the rest (reported as

@@ -137,7 +137,7 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 		laneChanges = w.LaneChanges()
 	}
 	poolChanges := a.lanes.changed // fixed after New; read by one link at a time
-	if a.Draining() {
+	if a.leaving() {
 		l.send(messages.Frame{Type: messages.TypeLeaving}) // this hub has not heard it yet
 	}
 	for {

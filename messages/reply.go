@@ -20,6 +20,7 @@ const (
 	CodeFull          Code = "full"            // every slot of the worker is taken
 	CodeUnconfirmed   Code = "unconfirmed"     // the link did not confirm the frame in time
 	CodeClosing       Code = "closing"         // the link is closing
+	CodeNotMember     Code = "not_member"      // a link refused an assignment from a hub outside its cluster
 	CodeBadHello      Code = "bad_hello"       // the hello frame does not decode
 	CodeSuperseded    Code = "superseded"      // a newer link of the worker exists
 	CodeIDTaken       Code = "id_taken"        // the worker's link is alive: a second one is refused

@@ -226,11 +226,17 @@ const connProbeWait = time.Second
 // memberAlive: pid lives on a member of the cluster (a hub that left takes
 // its sockets with it).
 func (g *workerGrain) memberAlive(pid *actor.PID) bool {
-	if pid.Address == g.cl.ActorSystem.Address() {
+	return MemberAddress(g.cl, pid.Address)
+}
+
+// MemberAddress reports whether addr is this hub's own actor system or a
+// member of the cluster as this hub sees it now.
+func MemberAddress(cl *cluster.Cluster, addr string) bool {
+	if addr == cl.ActorSystem.Address() {
 		return true
 	}
-	for _, m := range g.cl.MemberList.Members().Members() {
-		if m.Address() == pid.Address {
+	for _, m := range cl.MemberList.Members().Members() {
+		if m.Address() == addr {
 			return true
 		}
 	}
@@ -516,6 +522,17 @@ func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, 
 		// worker's report or the job's deadline settles it.
 		g.publish(ctx)
 		return fail(messages.CodeUnconfirmed, "worker %s link did not confirm within %s", g.id, ConnAckTimeout)
+	}
+	if r, _ := res.(*messages.Reply); err == nil && messages.CodeNotMember.Is(r) {
+		// The link is fine; it is this hub the link's hub does not count
+		// as a member (dropped from the cluster, or not yet seen joining):
+		// the job is not sent, and goes back to the queue.
+		if att, held := g.running[msg.JobId]; held && att == msg.Attempt {
+			g.release(msg.JobId)
+			g.info.InFlight = len(g.running)
+		}
+		g.publish(ctx)
+		return r
 	}
 	if r, _ := res.(*messages.Reply); err != nil || r == nil || !r.Ok {
 		g.log.Warn("worker link did not take the job; treating it as gone", slog.String("job_id", msg.JobId),

@@ -149,6 +149,16 @@ func (c *workerConn) Receive(ctx actor.Context) {
 			c.closeWith(ctx, "hello_timeout", "no hello within "+helloWait.String())
 		}
 	case *messages.ConnSend:
+		if from := ctx.Sender(); msg.Ack && from != nil && !grains.MemberAddress(c.deps.Cluster(), from.Address) {
+			// A hub the cluster dropped (frozen past the member timeout)
+			// still sends what its actors had queued when it resumes; its
+			// assignment may be of an attempt that has run since, and its
+			// job grain's PID is no one's now.
+			c.log.Warn("assignment from a hub that is not a cluster member refused", slog.String("from", from.Address),
+				slog.String("job_id", msg.JobId))
+			ctx.Respond(messages.Fail(messages.CodeNotMember, "hub at %s is not a member of this cluster", from.Address))
+			return
+		}
 		// The job grain's reports from this link go straight to it.
 		grains.RememberPID(c.deps.Cluster(), msg.JobId, grains.KindJob, msg.Job)
 		// Noted before the frame can leave, so that the worker's first line

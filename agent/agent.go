@@ -77,8 +77,8 @@ type Agent struct {
 	hubDrain   bool // the hub sent drain on the current link
 	jobWG      sync.WaitGroup
 	sessions   map[string]*sessionRunner // by session id (session.go)
-	refused    refusedSet                // attempts answered "unknown" to job_query
-	ran        refusedSet                // attempts that ran here and ended (ranKeep of them)
+	refused    attemptSet                // attempts answered "unknown" to job_query
+	ran        attemptSet                // attempts that ran here and ended (ranKeep of them)
 	held       int                       // lanes still held by abandoned jobs (job_runner.go)
 	sessWG     sync.WaitGroup
 
@@ -121,7 +121,7 @@ func New(cfg Config) (*Agent, error) {
 		bootTime:   time.Now(),
 		drained:    make(chan struct{}, 1),
 		jobs:       make(map[string]*runningJob),
-		ran:        refusedSet{keep: ranKeep},
+		ran:        attemptSet{keep: ranKeep},
 		sessions:   make(map[string]*sessionRunner),
 		hbInterval: cfg.HeartbeatInterval,
 		upload:     newUploadClient(tlsConf),

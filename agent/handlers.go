@@ -196,10 +196,10 @@ func (a *Agent) handleJobQuery(l *link, f messages.Frame) {
 		UptimeMS: max(time.Since(a.bootTime).Milliseconds(), 1)})
 }
 
-// refusedSet remembers the newest keep attempts of a kind (disowned, or
+// attemptSet remembers the newest keep attempts of a kind (disowned, or
 // run here): a late assign_job comes seconds after the first, not hours,
 // so a bounded memory is enough. keep 0 means refusedKeep.
-type refusedSet struct {
+type attemptSet struct {
 	keep  int
 	keys  map[jobKey]struct{}
 	order []jobKey
@@ -213,12 +213,12 @@ const (
 	ranKeep     = 16384
 )
 
-func (r *refusedSet) has(k jobKey) bool {
+func (r *attemptSet) has(k jobKey) bool {
 	_, ok := r.keys[k]
 	return ok
 }
 
-func (r *refusedSet) add(k jobKey) {
+func (r *attemptSet) add(k jobKey) {
 	if r.keys == nil {
 		r.keys = make(map[jobKey]struct{})
 	}

@@ -434,7 +434,7 @@ func (g *workerGrain) placeStatus() string {
 
 // isLeaving: the live link said leaving.
 func (g *workerGrain) isLeaving() bool {
-	return g.leaving != nil && g.conn != nil && samePID(g.leaving, g.conn)
+	return samePID(g.leaving, g.conn)
 }
 
 func (g *workerGrain) lost(ctx actor.Context, _ *workerLostTick) {
@@ -527,20 +527,14 @@ func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, 
 		// The link is fine; it is this hub the link's hub does not count
 		// as a member (dropped from the cluster, or not yet seen joining):
 		// the job is not sent, and goes back to the queue.
-		if att, held := g.running[msg.JobId]; held && att == msg.Attempt {
-			g.release(msg.JobId)
-			g.info.InFlight = len(g.running)
-		}
+		g.unhold(msg)
 		g.publish(ctx)
 		return r
 	}
 	if r, _ := res.(*messages.Reply); err != nil || r == nil || !r.Ok {
 		g.log.Warn("worker link did not take the job; treating it as gone", slog.String("job_id", msg.JobId),
 			slog.String("cause", ErrString(err, r)))
-		if att, held := g.running[msg.JobId]; held && att == msg.Attempt {
-			g.release(msg.JobId)
-			g.info.InFlight = len(g.running)
-		}
+		g.unhold(msg)
 		if samePID(g.conn, conn) {
 			g.conn = nil
 			g.info.Connected = false
@@ -554,6 +548,15 @@ func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, 
 	g.placed = append(g.placed, msg.JobId)
 	g.publishSoon(ctx)
 	return &messages.Reply{Ok: true, PlacedReported: true}
+}
+
+// unhold frees the slot an assignment that was not sent reserved, if it
+// still holds it (a release may have come first).
+func (g *workerGrain) unhold(msg *messages.WorkerAssign) {
+	if att, held := g.running[msg.JobId]; held && att == msg.Attempt {
+		g.release(msg.JobId)
+		g.info.InFlight = len(g.running)
+	}
 }
 
 // setStatus applies an operator's change: the status, the cap on the

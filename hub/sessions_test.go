@@ -226,10 +226,20 @@ func openSession(t *testing.T, hubURL string) string {
 	return openSessionIdle(t, hubURL, 60)
 }
 
-// openSessionIdle opens a session with idle_timeout_s idle.
+// openSessionIdle opens a session with idle_timeout_s idle. A 503
+// no_capacity is retried for a while, as the Go client retries every 503:
+// the registry a test waits on and the scheduler that picks are two views
+// of the worker, and with several hubs the scheduler may hear of a freed
+// (or a new) lane a moment after the registry shows it.
 func openSessionIdle(t *testing.T, hubURL string, idle int) string {
 	t.Helper()
 	st, b := do(t, "POST", hubURL+"/sessions", fmt.Sprintf(`{"idle_timeout_s":%d}`, idle))
+	for deadline := time.Now().Add(10 * time.Second); st == http.StatusServiceUnavailable &&
+		strings.Contains(string(b), `"no_capacity"`) && time.Now().Before(deadline); {
+		t.Logf("open session: %s; retrying", b)
+		time.Sleep(100 * time.Millisecond)
+		st, b = do(t, "POST", hubURL+"/sessions", fmt.Sprintf(`{"idle_timeout_s":%d}`, idle))
+	}
 	require.Equal(t, http.StatusCreated, st, string(b))
 	var sess struct{ ID string }
 	require.NoError(t, json.Unmarshal(b, &sess))

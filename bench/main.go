@@ -60,6 +60,10 @@ type result struct {
 	cpuPerK    map[string]float64 // process → CPU s per 1,000 jobs
 	stmts      map[string]float64 // store → statements per job
 	p50, p99   time.Duration      // paced enqueue → started
+	// pacedCPUPerK is CPU s per 1,000 jobs of the paced run, per process:
+	// a steady load, where grains of earlier jobs passivate meanwhile
+	// (Paprika's do 30 s after their job ends), unlike in a short burst.
+	pacedCPUPerK map[string]float64
 }
 
 // system is one queue under test.
@@ -100,7 +104,8 @@ func run(ctx context.Context, o options) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name(), err)
 			}
-			fmt.Fprintf(os.Stderr, "  %.0f jobs/s, cpu/1k %s, p50 %s p99 %s\n", r.jobsPerSec, fmtMap(r.cpuPerK, 3), r.p50, r.p99)
+			fmt.Fprintf(os.Stderr, "  %.0f jobs/s, cpu/1k %s, p50 %s p99 %s, paced cpu/1k %s\n", r.jobsPerSec, fmtMap(r.cpuPerK, 3), r.p50, r.p99,
+				fmtMap(r.pacedCPUPerK, 3))
 			fmt.Fprintf(os.Stderr, "  per job: %s\n", fmtMap(r.stmts, 2))
 			res[s.name()] = append(res[s.name()], r)
 		}
@@ -140,8 +145,15 @@ func measure(ctx context.Context, s system, o options) (r result, err error) {
 	}
 	if o.paced > 0 {
 		s.resetLatencies()
+		for k, f := range procs {
+			before[k] = f()
+		}
 		if _, err := drive(ctx, s, o.paced, o.producers, o.rate); err != nil {
 			return r, fmt.Errorf("paced run: %w", err)
+		}
+		r.pacedCPUPerK = map[string]float64{}
+		for k, f := range procs {
+			r.pacedCPUPerK[k] = (f() - before[k]) * 1000 / float64(o.paced)
 		}
 		lat, err := s.latencies(ctx)
 		if err != nil {

@@ -14,7 +14,7 @@ func printTable(w io.Writer, systems []system, res map[string][]result, o option
 	fmt.Fprintf(w, "\n%d no-op jobs per run, %d producers, %d slots, %d rounds (medians); latency: %d jobs paced at %.0f/s\n\n",
 		o.jobs, o.producers, o.lanes, o.rounds, o.paced, o.rate)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "system\tjobs/s\tCPU s/1k jobs: total\tper process\tstatements/job\tp50\tp99\t")
+	fmt.Fprintln(tw, "system\tjobs/s\tCPU s/1k jobs: total\tper process\tstatements/job\tp50\tp99\tpaced CPU s/1k: total\tper process\t")
 	for _, s := range systems {
 		rs := res[s.name()]
 		var jps []float64
@@ -22,7 +22,15 @@ func printTable(w io.Writer, systems []system, res map[string][]result, o option
 		perStore := map[string][]float64{}
 		var totals []float64
 		var p50, p99 []float64
+		pacedProc := map[string][]float64{}
+		var pacedTotals []float64
 		for _, r := range rs {
+			pt := 0.0
+			for k, v := range r.pacedCPUPerK {
+				pacedProc[k] = append(pacedProc[k], v)
+				pt += v
+			}
+			pacedTotals = append(pacedTotals, pt)
 			jps = append(jps, r.jobsPerSec)
 			t := 0.0
 			for k, v := range r.cpuPerK {
@@ -39,8 +47,8 @@ func printTable(w io.Writer, systems []system, res map[string][]result, o option
 			p50 = append(p50, float64(r.p50))
 			p99 = append(p99, float64(r.p99))
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t\n", s.name(), median(jps), median(totals),
-			medians(perProc, 3), medians(perStore, 1), ms(median(p50)), ms(median(p99)))
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t%.3f\t%s\t\n", s.name(), median(jps), median(totals),
+			medians(perProc, 3), medians(perStore, 1), ms(median(p50)), ms(median(p99)), median(pacedTotals), medians(pacedProc, 3))
 	}
 	_ = tw.Flush()
 }

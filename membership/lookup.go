@@ -59,7 +59,7 @@ func (l *Lookup) Setup(c *cluster.Cluster, _ []string, _ bool) {
 	l.mu.Unlock()
 	system := c.ActorSystem
 	l.placement, _ = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &placementActor{cluster: c, actors: map[string]placed{}}
+		return &placementActor{cluster: c, actors: map[string]placed{}, byPID: map[string]string{}}
 	}), activatorName)
 	l.sub = system.EventStream.Subscribe(func(ev interface{}) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok {
@@ -150,11 +150,33 @@ type placed struct {
 	pid *actor.PID
 }
 
+// endedFlushEvery is how long an ended activation waits to be told to the
+// members with the others that ended meanwhile: one message per member
+// per interval instead of one per grain (a job grain ends for every job).
+// A member's cached PID of an ended grain is dropped that much later: a
+// request to it fails and looks the grain up afresh, as it did in the
+// moment the notice was on its way.
+const endedFlushEvery = 50 * time.Millisecond
+
+// endedFlushAt is how many ended activations are told at once without
+// waiting for the interval, which bounds one notice's size.
+const endedFlushAt = 512
+
+// flushEnded is the placement actor's timer: tell the ended activations.
+type flushEnded struct{}
+
 // placementActor owns this member's activations: it spawns a grain on the
 // first request for it, and stops those a new topology places elsewhere.
 type placementActor struct {
 	cluster *cluster.Cluster
 	actors  map[string]placed // by identity key
+	byPID   map[string]string // activation (PID id) → identity key
+	// ended are the activations stopped since the last notice, by kind
+	// (cluster.PackedActivations: this member's address, and per kind each
+	// grain's identity and PID id); flush is its pending timer.
+	ended  map[string][]*cluster.PackedActivations_Activation
+	nEnded int
+	flush  *time.Timer
 }
 
 func (p *placementActor) Receive(ctx actor.Context) {
@@ -167,17 +189,23 @@ func (p *placementActor) Receive(ctx actor.Context) {
 		for _, f := range futures {
 			_ = f.Wait()
 		}
+	case *actor.Stopped:
+		p.tellEnded() // the grains' ends that came while stopping
+	case *flushEnded:
+		p.flush = nil
+		p.tellEnded()
 	case *actor.Terminated:
-		for key, a := range p.actors {
-			if a.pid.Equal(msg.Who) {
-				if k := p.cluster.GetClusterKind(a.id.Kind); k != nil {
-					k.Dec()
-				}
-				p.cluster.MemberList.BroadcastEvent(&cluster.ActivationTerminated{Pid: a.pid, ClusterIdentity: a.id}, true)
-				delete(p.actors, key)
-				return
-			}
+		key, ok := p.byPID[msg.Who.Id]
+		a := p.actors[key]
+		if !ok || !a.pid.Equal(msg.Who) {
+			return
 		}
+		if k := p.cluster.GetClusterKind(a.id.Kind); k != nil {
+			k.Dec()
+		}
+		delete(p.actors, key)
+		delete(p.byPID, msg.Who.Id)
+		p.noteEnded(ctx, a)
 	case *cluster.ActivationRequest:
 		key := msg.ClusterIdentity.AsKey()
 		if a, ok := p.actors[key]; ok {
@@ -193,6 +221,7 @@ func (p *placementActor) Receive(ctx actor.Context) {
 		pid := ctx.SpawnPrefix(cluster.WithClusterIdentity(kind.Props, msg.ClusterIdentity), msg.ClusterIdentity.Identity)
 		kind.Inc()
 		p.actors[key] = placed{id: msg.ClusterIdentity, pid: pid}
+		p.byPID[pid.Id] = key
 		ctx.Respond(&cluster.ActivationResponse{Pid: pid})
 	case *cluster.ClusterTopology:
 		rdv := cluster.NewRendezvous()
@@ -204,4 +233,42 @@ func (p *placementActor) Receive(ctx actor.Context) {
 			}
 		}
 	}
+}
+
+// noteEnded queues a's end for the next notice to the members, which
+// every member takes to drop the PID it may have cached for a.
+func (p *placementActor) noteEnded(ctx actor.Context, a placed) {
+	if p.ended == nil {
+		p.ended = map[string][]*cluster.PackedActivations_Activation{}
+	}
+	p.ended[a.id.Kind] = append(p.ended[a.id.Kind], &cluster.PackedActivations_Activation{
+		Identity: a.id.Identity, ActivationId: a.pid.Id})
+	p.nEnded++
+	switch {
+	case p.nEnded >= endedFlushAt:
+		p.tellEnded()
+	case p.flush == nil:
+		self, root := ctx.Self(), p.cluster.ActorSystem.Root
+		p.flush = time.AfterFunc(endedFlushEvery, func() { root.Send(self, &flushEnded{}) })
+	}
+}
+
+// tellEnded sends the queued ends to every member's event stream, this
+// one's included, in one cluster.PackedActivations.
+func (p *placementActor) tellEnded() {
+	if p.flush != nil {
+		p.flush.Stop()
+		p.flush = nil
+	}
+	if p.nEnded == 0 {
+		return
+	}
+	packed := &cluster.PackedActivations{Address: p.cluster.ActorSystem.Address(),
+		Actors: make([]*cluster.PackedActivations_Kind, 0, len(p.ended))}
+	for kind, acts := range p.ended {
+		packed.Actors = append(packed.Actors, &cluster.PackedActivations_Kind{Name: kind, Activations: acts})
+	}
+	clear(p.ended)
+	p.nEnded = 0
+	p.cluster.MemberList.BroadcastEvent(packed, true)
 }

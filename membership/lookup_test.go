@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,4 +134,104 @@ func TestMultiMemberActivationEndDropsCachedPID(t *testing.T) {
 	got, ok := m.Cluster.PidCache.Get("b", "echo")
 	require.True(t, ok)
 	require.True(t, got.Equal(newer), "an older activation's end leaves a newer PID")
+}
+
+// TestMultiMemberEndedActivationsAreToldInOneNotice: grains that end on
+// one member are told to the others together (one cluster.PackedActivations
+// per member per interval, not one message per grain): the other member
+// drops the PIDs it cached for them, and keeps the one of a grain still up.
+func TestMultiMemberEndedActivationsAreToldInOneNotice(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	start := func(extra ...*cluster.Member) (*Member, *cluster.Member) {
+		kind := cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
+		m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: quiet, Kinds: []*cluster.Kind{kind}, RequestTimeout: 2 * time.Second},
+			func() cluster.ClusterProvider { return &staticProvider{extra: extra} })
+		require.NoError(t, err)
+		t.Cleanup(func() { m.Stop(false) })
+		host, port, err := m.System.GetHostPort()
+		require.NoError(t, err)
+		return m, &cluster.Member{Id: m.System.ID, Host: host, Port: int32(port), Kinds: []string{"echo"}}
+	}
+	a, selfA := start()
+	b, selfB := start(selfA)
+	a.Cluster.MemberList.UpdateClusterTopology([]*cluster.Member{selfA, selfB})
+
+	// Identities that A owns, activated from B, their PIDs cached on B.
+	rdv := cluster.NewRendezvous()
+	rdv.UpdateMembers([]*cluster.Member{selfA, selfB})
+	var ids []string
+	for i := 0; len(ids) < 21; i++ {
+		id := fmt.Sprintf("g-%d", i)
+		if rdv.GetByClusterIdentity(&cluster.ClusterIdentity{Identity: id, Kind: "echo"}) == selfA.Address() {
+			ids = append(ids, id)
+		}
+	}
+	pids := map[string]*actor.PID{}
+	for _, id := range ids {
+		pid := b.Cluster.Get(id, "echo")
+		require.NotNil(t, pid, id)
+		require.Equal(t, a.Address(), pid.Address)
+		b.Cluster.PidCache.Set(id, "echo", pid)
+		pids[id] = pid
+	}
+	var notices, told atomic.Int64
+	sub := b.System.EventStream.Subscribe(func(evt interface{}) {
+		if p, ok := evt.(*cluster.PackedActivations); ok && p.Address == a.Address() {
+			notices.Add(1)
+			for _, k := range p.Actors {
+				told.Add(int64(len(k.Activations)))
+			}
+		}
+	})
+	t.Cleanup(func() { b.System.EventStream.Unsubscribe(sub) })
+
+	keep, end := ids[0], ids[1:]
+	for _, id := range end {
+		a.System.Root.Poison(pids[id])
+	}
+	require.Eventually(t, func() bool {
+		for _, id := range end {
+			if _, ok := b.Cluster.PidCache.Get(id, "echo"); ok {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond, "B drops the PIDs of the grains that ended on A")
+	got, ok := b.Cluster.PidCache.Get(keep, "echo")
+	require.True(t, ok, "the PID of a grain still up stays")
+	require.True(t, got.Equal(pids[keep]))
+	require.EqualValues(t, len(end), told.Load(), "each end is told once")
+	require.Less(t, notices.Load(), int64(len(end)), "ends are told together, not one message each")
+	require.EqualValues(t, 1, a.Cluster.GetClusterKind("echo").Count())
+}
+
+// BenchmarkMultiMemberActivationEnd: one grain activated and stopped per
+// op while live other activations stay up (job grains stay up for
+// hub.idle_passivate, 30 s, after their job ends: at 1,000 jobs/s that is
+// 30,000 of them). What the placement actor does per ended activation —
+// find it, and tell the members their cached PID is gone — is paid once
+// per job.
+func BenchmarkMultiMemberActivationEnd(b *testing.B) {
+	for _, live := range []int{0, 20000} {
+		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
+			kind := cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
+			m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Kinds: []*cluster.Kind{kind}, RequestTimeout: 2 * time.Second},
+				func() cluster.ClusterProvider { return &staticProvider{} })
+			require.NoError(b, err)
+			b.Cleanup(func() { m.Stop(false) })
+			for i := range live {
+				require.NotNil(b, m.Cluster.Get("live-"+strconv.Itoa(i), "echo"))
+			}
+			count := func() int { return int(m.Cluster.GetClusterKind("echo").Count()) }
+			b.ResetTimer()
+			for i := range b.N {
+				pid := m.Cluster.Get("op-"+strconv.Itoa(i), "echo")
+				m.System.Root.Poison(pid)
+			}
+			for count() > live {
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
 }

@@ -176,10 +176,20 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 	var listedOnce sync.Once
 	system.EventStream.Subscribe(func(evt interface{}) {
 		if at, ok := evt.(*cluster.ActivationTerminated); ok && at.ClusterIdentity != nil && at.Pid != nil {
-			// Every member hears that an activation ended (Lookup): its
+			// Every member hears that an activation ended (Lookup.RemovePid): its
 			// cached PID goes, or the cache would grow by every job ever
 			// run and send to stopped grains. A newer PID stays.
 			c.PidCache.RemoveByValue(at.ClusterIdentity.Identity, at.ClusterIdentity.Kind, at.Pid)
+			return
+		}
+		if ended, ok := evt.(*cluster.PackedActivations); ok {
+			// The same, for the activations that ended on the member at
+			// ended.Address since its last notice (placementActor).
+			for _, k := range ended.Actors {
+				for _, a := range k.Activations {
+					c.PidCache.RemoveByValue(a.Identity, k.Name, actor.NewPID(ended.Address, a.ActivationId))
+				}
+			}
 			return
 		}
 		if t, ok := evt.(*cluster.ClusterTopology); ok {

@@ -60,3 +60,41 @@ func TestGrainMessagesJobLookupOncePerJob(t *testing.T) {
 	// SchedPlaced): none waits for its placement timeout.
 	require.Eventually(t, func() bool { return placementsPending(t, h) == 0 }, 2*time.Second, 10*time.Millisecond)
 }
+
+// schedulerSends is how many one-way messages h sent to the scheduler.
+func schedulerSends(h *Hub) int64 {
+	m := h.Metrics()
+	return m.Get("paprika_grain_messages_total", "kind=scheduler", "op=send", "to=local") +
+		m.Get("paprika_grain_messages_total", "kind=scheduler", "op=send", "to=remote")
+}
+
+// TestGrainMessagesShortJobSettlesWithItsRelease: a short job's
+// placement is settled by the push its release makes (the one after the
+// link took it waits placedPushDelay and rides along), so the scheduler
+// hears 3 messages per job — enqueue, the worker's push, the final
+// remove — not 4; a job that runs longer than that is settled while it
+// runs, and no placement waits for its timeout.
+func TestGrainMessagesShortJobSettlesWithItsRelease(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	startAgent(t, h.URL(), "wm", 2)
+	require.Eventually(t, func() bool { ws, err := h.Workers(t.Context()); return err == nil && len(ws) == 1 && ws[0].Alive },
+		10*time.Second, 10*time.Millisecond)
+	runJobs(t, h, 2) // warm: the worker's first reports are behind us
+	const n = 40
+	before := schedulerSends(h)
+	for range n { // one at a time: each job's release is its own push
+		runJobs(t, h, 1)
+	}
+	sent := schedulerSends(h) - before
+	t.Logf("scheduler messages per short job: %.2f", float64(sent)/n)
+	require.LessOrEqual(t, sent, int64(3*n+n/4), "enqueue, one push, remove per job (and a few reports)")
+
+	id := submit(t, h.URL(), `{"mode":"noop","params":{"sleep_ms":1500}}`).ID
+	require.Eventually(t, func() bool { return getJob(t, h.URL(), id).Status == persistence.StatusRunning },
+		10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return placementsPending(t, h) == 0 }, time.Second, 10*time.Millisecond,
+		"a running job's placement is settled before it ends")
+	require.NotEqual(t, persistence.StatusSucceeded, getJob(t, h.URL(), id).Status, "still running when settled")
+	require.Eventually(t, func() bool { return getJob(t, h.URL(), id).Status == persistence.StatusSucceeded },
+		10*time.Second, 10*time.Millisecond)
+}

@@ -111,12 +111,7 @@ func TestMultiMemberLookupFollowsOwnerMove(t *testing.T) {
 // instead of going to a stopped grain, and the cache does not keep every
 // job ever run. A newer PID cached for the identity stays.
 func TestMultiMemberActivationEndDropsCachedPID(t *testing.T) {
-	kind := cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
-	m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Kinds: []*cluster.Kind{kind}, RequestTimeout: 2 * time.Second},
-		func() cluster.ClusterProvider { return &staticProvider{} })
-	require.NoError(t, err)
-	t.Cleanup(func() { m.Stop(false) })
+	m, _ := startEchoMember(t)
 
 	// As the grain's member broadcasts it (Lookup): to every member's
 	// event stream.
@@ -141,19 +136,8 @@ func TestMultiMemberActivationEndDropsCachedPID(t *testing.T) {
 // per member per interval, not one message per grain): the other member
 // drops the PIDs it cached for them, and keeps the one of a grain still up.
 func TestMultiMemberEndedActivationsAreToldInOneNotice(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	start := func(extra ...*cluster.Member) (*Member, *cluster.Member) {
-		kind := cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
-		m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: quiet, Kinds: []*cluster.Kind{kind}, RequestTimeout: 2 * time.Second},
-			func() cluster.ClusterProvider { return &staticProvider{extra: extra} })
-		require.NoError(t, err)
-		t.Cleanup(func() { m.Stop(false) })
-		host, port, err := m.System.GetHostPort()
-		require.NoError(t, err)
-		return m, &cluster.Member{Id: m.System.ID, Host: host, Port: int32(port), Kinds: []string{"echo"}}
-	}
-	a, selfA := start()
-	b, selfB := start(selfA)
+	a, selfA := startEchoMember(t)
+	b, selfB := startEchoMember(t, selfA)
 	a.Cluster.MemberList.UpdateClusterTopology([]*cluster.Member{selfA, selfB})
 
 	// Identities that A owns, activated from B, their PIDs cached on B.
@@ -205,21 +189,31 @@ func TestMultiMemberEndedActivationsAreToldInOneNotice(t *testing.T) {
 	require.EqualValues(t, 1, a.Cluster.GetClusterKind("echo").Count())
 }
 
+// startEchoMember starts a member with the echo kind whose provider
+// lists it and extra, and returns it with its own member entry.
+func startEchoMember(tb testing.TB, extra ...*cluster.Member) (*Member, *cluster.Member) {
+	tb.Helper()
+	kind := cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
+	m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Kinds: []*cluster.Kind{kind}, RequestTimeout: 2 * time.Second},
+		func() cluster.ClusterProvider { return &staticProvider{extra: extra} })
+	require.NoError(tb, err)
+	tb.Cleanup(func() { m.Stop(false) })
+	host, port, err := m.System.GetHostPort()
+	require.NoError(tb, err)
+	return m, &cluster.Member{Id: m.System.ID, Host: host, Port: int32(port), Kinds: []string{"echo"}}
+}
+
 // BenchmarkMultiMemberActivationEnd: one grain activated and stopped per
-// op while live other activations stay up (job grains stay up for
-// hub.idle_passivate, 30 s, after their job ends: at 1,000 jobs/s that is
-// 30,000 of them). What the placement actor does per ended activation —
+// op while live other activations stay up (a hub keeps a job's grain up
+// 30 s after the job ends, IdlePassivate: at 1,000 jobs/s that is 30,000
+// of them). What the placement actor does per ended activation —
 // find it, and tell the members their cached PID is gone — is paid once
 // per job.
 func BenchmarkMultiMemberActivationEnd(b *testing.B) {
 	for _, live := range []int{0, 20000} {
 		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
-			kind := cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
-			m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Kinds: []*cluster.Kind{kind}, RequestTimeout: 2 * time.Second},
-				func() cluster.ClusterProvider { return &staticProvider{} })
-			require.NoError(b, err)
-			b.Cleanup(func() { m.Stop(false) })
+			m, _ := startEchoMember(b)
 			for i := range live {
 				require.NotNil(b, m.Cluster.Get("live-"+strconv.Itoa(i), "echo"))
 			}

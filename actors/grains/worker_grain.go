@@ -58,9 +58,7 @@ type workerGrain struct {
 	leaving *actor.PID
 	// placed: jobs whose assignment the link took since the last push to
 	// the scheduler; the next SchedWorkerState settles them there.
-	// placedStop: that push is due (pushPlacedSoon); nil when none.
-	placed     []string
-	placedStop supervise.Stop
+	placed []string
 }
 
 // ConnAckTimeout bounds the wait for a WorkerConn to take a frame; a live
@@ -86,17 +84,6 @@ const registryFlushDelay = 250 * time.Millisecond
 
 // registryFlushTick writes the registry record publishSoon left due.
 type registryFlushTick struct{}
-
-// placedPushDelay is how long the push that settles an assignment waits,
-// so that a short job's end (whose release pushes at once: a freed lane
-// is placed on at once) settles it in the same push: one SchedWorkerState
-// per short job instead of two, and one placement pass fewer. Meanwhile
-// the scheduler counts the job as being placed, which holds its slot just
-// as the push would: nothing is placed on it twice.
-const placedPushDelay = 20 * time.Millisecond
-
-// placedPushTick sends the push pushPlacedSoon left due.
-type placedPushTick struct{}
 
 // workerLostTick fires orphan_grace after the socket closed.
 type workerLostTick struct{ conn *actor.PID }
@@ -152,9 +139,6 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 	case *registryFlushTick:
 		g.registryStop = nil
 		g.writeRegistry()
-	case *placedPushTick:
-		g.placedStop = nil
-		g.pushScheduler(ctx)
 	case *supervise.InjectPanic:
 		panic("injected panic in worker grain " + g.id)
 	}
@@ -559,11 +543,10 @@ func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, 
 		return fail(messages.CodeNotConnected, "worker %s link is gone: %s", g.id, ErrString(err, r))
 	}
 	// The state push that counts the slot also settles the placement, so
-	// the job grain sends no SchedPlaced of its own; it goes within
-	// placedPushDelay (with the job's release, for a short job), the
-	// registry within registryFlushDelay.
+	// the job grain sends no SchedPlaced of its own; the registry follows
+	// within registryFlushDelay.
 	g.placed = append(g.placed, msg.JobId)
-	g.pushPlacedSoon()
+	g.publishSoon(ctx)
 	return &messages.Reply{Ok: true, PlacedReported: true}
 }
 
@@ -656,24 +639,9 @@ func (g *workerGrain) publish(ctx actor.Context) {
 // within registryFlushDelay, one write for all the changes until then.
 func (g *workerGrain) publishSoon(ctx actor.Context) {
 	g.pushScheduler(ctx)
-	g.writeRegistrySoon()
-}
-
-// writeRegistrySoon writes the registry within registryFlushDelay.
-func (g *workerGrain) writeRegistrySoon() {
 	if g.registryStop == nil {
 		g.registryStop = g.timers.After(registryFlushDelay, &registryFlushTick{})
 	}
-}
-
-// pushPlacedSoon pushes the state (which settles g.placed) to the
-// scheduler within placedPushDelay, and to the registry within
-// registryFlushDelay: any push before then carries it.
-func (g *workerGrain) pushPlacedSoon() {
-	if g.placedStop == nil {
-		g.placedStop = g.timers.After(placedPushDelay, &placedPushTick{})
-	}
-	g.writeRegistrySoon()
 }
 
 // writeRegistry writes the record, which also settles a write that was due.
@@ -720,10 +688,6 @@ func (g *workerGrain) pushScheduler(ctx actor.Context) {
 		Placed:         g.placed,
 	}
 	g.placed = nil
-	if g.placedStop != nil {
-		g.placedStop() // this push settles them
-		g.placedStop = nil
-	}
 	g.judgeHealth(st)
 	Send(ctx, g.cl, SchedulerID, KindScheduler, st)
 }

@@ -25,19 +25,9 @@ func printTable(w io.Writer, systems []system, res map[string][]result, o option
 		pacedProc := map[string][]float64{}
 		var pacedTotals []float64
 		for _, r := range rs {
-			pt := 0.0
-			for k, v := range r.pacedCPUPerK {
-				pacedProc[k] = append(pacedProc[k], v)
-				pt += v
-			}
-			pacedTotals = append(pacedTotals, pt)
+			pacedTotals = append(pacedTotals, addCPU(pacedProc, r.pacedCPUPerK))
 			jps = append(jps, r.jobsPerSec)
-			t := 0.0
-			for k, v := range r.cpuPerK {
-				perProc[k] = append(perProc[k], v)
-				t += v
-			}
-			totals = append(totals, t)
+			totals = append(totals, addCPU(perProc, r.cpuPerK))
 			for k, v := range r.stmts {
 				if strings.Contains(k, "/") {
 					continue // a grain message breakdown: printed per round only
@@ -51,6 +41,17 @@ func printTable(w io.Writer, systems []system, res map[string][]result, o option
 			medians(perProc, 3), medians(perStore, 1), ms(median(p50)), ms(median(p99)), median(pacedTotals), medians(pacedProc, 3))
 	}
 	_ = tw.Flush()
+}
+
+// addCPU appends each process's figure of one round to perProc and
+// returns their total.
+func addCPU(perProc map[string][]float64, round map[string]float64) float64 {
+	t := 0.0
+	for k, v := range round {
+		perProc[k] = append(perProc[k], v)
+		t += v
+	}
+	return t
 }
 
 func medians(m map[string][]float64, prec int) string {

@@ -233,12 +233,13 @@ func openSession(t *testing.T, hubURL string) string {
 // (or a new) lane a moment after the registry shows it.
 func openSessionIdle(t *testing.T, hubURL string, idle int) string {
 	t.Helper()
-	st, b := do(t, "POST", hubURL+"/sessions", fmt.Sprintf(`{"idle_timeout_s":%d}`, idle))
+	body := fmt.Sprintf(`{"idle_timeout_s":%d}`, idle)
+	st, b := do(t, "POST", hubURL+"/sessions", body)
 	for deadline := time.Now().Add(10 * time.Second); st == http.StatusServiceUnavailable &&
 		strings.Contains(string(b), `"no_capacity"`) && time.Now().Before(deadline); {
 		t.Logf("open session: %s; retrying", b)
 		time.Sleep(100 * time.Millisecond)
-		st, b = do(t, "POST", hubURL+"/sessions", fmt.Sprintf(`{"idle_timeout_s":%d}`, idle))
+		st, b = do(t, "POST", hubURL+"/sessions", body)
 	}
 	require.Equal(t, http.StatusCreated, st, string(b))
 	var sess struct{ ID string }

@@ -171,12 +171,10 @@ type placementActor struct {
 	cluster *cluster.Cluster
 	actors  map[string]placed // by identity key
 	byPID   map[string]string // activation (PID id) → identity key
-	// ended are the activations stopped since the last notice, by kind
-	// (cluster.PackedActivations: this member's address, and per kind each
-	// grain's identity and PID id); flush is its pending timer.
-	ended  map[string][]*cluster.PackedActivations_Activation
-	nEnded int
-	flush  *time.Timer
+	// ended are the activations stopped since the last notice; flush is
+	// its pending timer.
+	ended []placed
+	flush *time.Timer
 }
 
 func (p *placementActor) Receive(ctx actor.Context) {
@@ -238,14 +236,9 @@ func (p *placementActor) Receive(ctx actor.Context) {
 // noteEnded queues a's end for the next notice to the members, which
 // every member takes to drop the PID it may have cached for a.
 func (p *placementActor) noteEnded(ctx actor.Context, a placed) {
-	if p.ended == nil {
-		p.ended = map[string][]*cluster.PackedActivations_Activation{}
-	}
-	p.ended[a.id.Kind] = append(p.ended[a.id.Kind], &cluster.PackedActivations_Activation{
-		Identity: a.id.Identity, ActivationId: a.pid.Id})
-	p.nEnded++
+	p.ended = append(p.ended, a)
 	switch {
-	case p.nEnded >= endedFlushAt:
+	case len(p.ended) >= endedFlushAt:
 		p.tellEnded()
 	case p.flush == nil:
 		self, root := ctx.Self(), p.cluster.ActorSystem.Root
@@ -254,21 +247,27 @@ func (p *placementActor) noteEnded(ctx actor.Context, a placed) {
 }
 
 // tellEnded sends the queued ends to every member's event stream, this
-// one's included, in one cluster.PackedActivations.
+// one's included, in one cluster.PackedActivations: this member's address,
+// and per kind each grain's identity and PID id.
 func (p *placementActor) tellEnded() {
 	if p.flush != nil {
 		p.flush.Stop()
 		p.flush = nil
 	}
-	if p.nEnded == 0 {
+	if len(p.ended) == 0 {
 		return
 	}
-	packed := &cluster.PackedActivations{Address: p.cluster.ActorSystem.Address(),
-		Actors: make([]*cluster.PackedActivations_Kind, 0, len(p.ended))}
-	for kind, acts := range p.ended {
-		packed.Actors = append(packed.Actors, &cluster.PackedActivations_Kind{Name: kind, Activations: acts})
+	packed := &cluster.PackedActivations{Address: p.cluster.ActorSystem.Address()}
+	byKind := map[string]*cluster.PackedActivations_Kind{}
+	for _, a := range p.ended {
+		k := byKind[a.id.Kind]
+		if k == nil {
+			k = &cluster.PackedActivations_Kind{Name: a.id.Kind}
+			byKind[a.id.Kind] = k
+			packed.Actors = append(packed.Actors, k)
+		}
+		k.Activations = append(k.Activations, &cluster.PackedActivations_Activation{Identity: a.id.Identity, ActivationId: a.pid.Id})
 	}
-	clear(p.ended)
-	p.nEnded = 0
+	p.ended = p.ended[:0]
 	p.cluster.MemberList.BroadcastEvent(packed, true)
 }

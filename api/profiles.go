@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/paprika-hub/paprika/messages"
@@ -17,18 +16,10 @@ import (
 )
 
 // Profiles (README "Profiles and affinity"): the state of profile <name>
-// is the asset profiles/<name>.json, its metadata profiles/<name>.meta.json.
-// Job ids never equal "profiles" (persistence.NewID), so the folder is the
-// profiles' alone.
+// and its metadata are two objects in persistence.ProfilesFolder.
 
 // ProfilesFolder is the asset-store "job id" under which profiles live.
-const ProfilesFolder = "profiles"
-
-// Suffixes of a profile's two objects in ProfilesFolder.
-const (
-	profileStateSuffix = ".json"
-	profileMetaSuffix  = ".meta.json"
-)
+const ProfilesFolder = persistence.ProfilesFolder
 
 // maxProfilesListed bounds GET /profiles (one metadata read each).
 const maxProfilesListed = 1000
@@ -41,15 +32,8 @@ type ProfilesBackend interface {
 	ProfilesInUse(ctx context.Context) (map[string]string, error)
 }
 
-// ProfileMeta is a profile's metadata: who wrote its state last (a job's
-// attempt, or a session: Session set, Job and Attempt empty).
-type ProfileMeta struct {
-	UpdatedAt time.Time `json:"updated_at"`
-	Worker    string    `json:"last_worker"`
-	Job       string    `json:"last_job"`
-	Attempt   int       `json:"last_attempt"`
-	Session   string    `json:"last_session,omitempty"`
-}
+// ProfileMeta is a profile's metadata: who wrote its state last.
+type ProfileMeta = persistence.ProfileMeta
 
 // ProfileInfo is one entry of GET /profiles.
 type ProfileInfo struct {
@@ -68,6 +52,9 @@ func (s *Server) profileRoutes(api func(string, http.HandlerFunc)) {
 	s.mux.Handle("PUT /profiles/{name}/state", s.workerAuth(s.putProfileState))
 }
 
+// validProfileName: the profile rules take name.
+func validProfileName(name string) bool { return messages.CheckProfileName(name) == nil }
+
 func profileName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	name := r.PathValue("name")
 	if err := messages.CheckProfileName(name); err != nil {
@@ -78,20 +65,11 @@ func profileName(w http.ResponseWriter, r *http.Request) (string, bool) {
 }
 
 func (s *Server) readProfileMeta(ctx context.Context, name string) (ProfileMeta, error) {
-	var m ProfileMeta
-	rc, _, err := s.b.Assets().Get(ctx, ProfilesFolder, name+profileMetaSuffix)
-	if err != nil {
-		return m, err
-	}
-	defer rc.Close()
-	if err := json.NewDecoder(io.LimitReader(rc, 64<<10)).Decode(&m); err != nil {
-		return m, fmt.Errorf("profile %s metadata: %w", name, err)
-	}
-	return m, nil
+	return persistence.ReadProfileMeta(ctx, s.b.Assets(), name)
 }
 
 func (s *Server) listProfiles(w http.ResponseWriter, r *http.Request) {
-	assets, err := s.b.Assets().List(r.Context(), ProfilesFolder)
+	names, assets, err := persistence.ProfileNames(r.Context(), s.b.Assets(), maxProfilesListed, validProfileName)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -101,16 +79,9 @@ func (s *Server) listProfiles(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := []ProfileInfo{}
-	for _, a := range assets {
-		name, ok := strings.CutSuffix(a.Name, profileStateSuffix)
-		if !ok || strings.HasSuffix(a.Name, profileMetaSuffix) || messages.CheckProfileName(name) != nil {
-			continue
-		}
-		if len(out) == maxProfilesListed {
-			break
-		}
-		p := ProfileInfo{Name: name, Bytes: a.Size, InUseBy: inUse[name]}
+	out := make([]ProfileInfo, 0, len(names))
+	for i, name := range names {
+		p := ProfileInfo{Name: name, Bytes: assets[i].Size, InUseBy: inUse[name]}
 		if m, err := s.readProfileMeta(r.Context(), name); err == nil {
 			p.ProfileMeta = m
 		}
@@ -135,11 +106,11 @@ func (s *Server) deleteProfile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if _, _, err := s.b.Assets().Get(r.Context(), ProfilesFolder, name+profileStateSuffix); err != nil {
+	if _, _, err := s.b.Assets().Get(r.Context(), ProfilesFolder, name+persistence.ProfileStateSuffix); err != nil {
 		writeError(w, notFound(err, "profile", name))
 		return
 	}
-	for _, n := range []string{name + profileStateSuffix, name + profileMetaSuffix} {
+	for _, n := range []string{name + persistence.ProfileStateSuffix, name + persistence.ProfileMetaSuffix} {
 		if err := s.b.Assets().Delete(r.Context(), ProfilesFolder, n); err != nil {
 			writeError(w, err)
 			return
@@ -250,7 +221,7 @@ func (s *Server) getProfileState(w http.ResponseWriter, r *http.Request, workerI
 	if _, ok := s.profileHolder(w, r, workerID, name); !ok {
 		return
 	}
-	rc, info, err := s.b.Assets().Get(r.Context(), ProfilesFolder, name+profileStateSuffix)
+	rc, info, err := s.b.Assets().Get(r.Context(), ProfilesFolder, name+persistence.ProfileStateSuffix)
 	if err != nil {
 		writeError(w, notFound(err, "profile", name)) // 404: a new profile starts empty
 		return
@@ -286,12 +257,12 @@ func (s *Server) putProfileState(w http.ResponseWriter, r *http.Request, workerI
 		writeError(w, Errorf(http.StatusConflict, string(messages.CodeStale), "attempt %d of job %s saved profile %s already", m.Attempt, j.Job, name))
 		return
 	}
-	if err := s.b.Assets().Put(r.Context(), ProfilesFolder, name+profileStateSuffix, "application/json", bytes.NewReader(body), int64(len(body))); err != nil {
+	if err := s.b.Assets().Put(r.Context(), ProfilesFolder, name+persistence.ProfileStateSuffix, "application/json", bytes.NewReader(body), int64(len(body))); err != nil {
 		writeError(w, fmt.Errorf("store profile %s: %w", name, err))
 		return
 	}
 	meta, _ := json.Marshal(ProfileMeta{UpdatedAt: time.Now().UTC(), Worker: j.Worker, Job: j.Job, Attempt: j.Attempt, Session: j.Session})
-	if err := s.b.Assets().Put(r.Context(), ProfilesFolder, name+profileMetaSuffix, "application/json", bytes.NewReader(meta), int64(len(meta))); err != nil {
+	if err := s.b.Assets().Put(r.Context(), ProfilesFolder, name+persistence.ProfileMetaSuffix, "application/json", bytes.NewReader(meta), int64(len(meta))); err != nil {
 		writeError(w, fmt.Errorf("store profile %s metadata: %w", name, err))
 		return
 	}

@@ -102,6 +102,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 		Workers:   stores.Workers,
 		Hubs:      stores.Hubs,
 		Sessions:  stores.Sessions,
+		Assets:    stores.Assets,
 		Log:       log,
 		Metrics:   metrics.NewMetrics(),
 		ParamsKey: paramsKey,

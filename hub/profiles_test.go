@@ -89,18 +89,33 @@ const profileSecret = "test-worker-secret-0123456789"
 // profileFleet starts a hub with profileSecret and the settings (key,
 // value pairs), and two Chromium workers w1 and w2 of lanes lanes each
 // holding their credentials; it returns once both are alive and idle.
-func profileFleet(t *testing.T, lanes int, w1, w2 string, settings ...string) string {
+func profileFleet(t *testing.T, lanes int, w1, w2 string, settings ...string) *Hub {
 	cfg := testConfig(t)
 	require.NoError(t, cfg.Set("auth.worker_secret", profileSecret))
 	for i := 0; i+1 < len(settings); i += 2 {
 		require.NoError(t, cfg.Set(settings[i], settings[i+1]))
 	}
-	url := startTestHub(t, cfg).URL()
+	h := startTestHub(t, cfg)
 	for _, id := range []string{w1, w2} {
-		startChromiumAgentLanes(t, url, id, credential.Worker(profileSecret, id), lanes)
+		startChromiumAgentLanes(t, h.URL(), id, credential.Worker(profileSecret, id), lanes)
 	}
-	waitWorkers(t, url, 2)
-	return url
+	waitWorkers(t, h.URL(), 2)
+	return h
+}
+
+// profileFetch makes the body of a fetch job of path on site under
+// profile ("" = none), waiting for #done on the pages that set it.
+func profileFetch(site string) func(path, profile string) string {
+	return func(path, profile string) string {
+		wait, prof := "", ""
+		if path == "/login" || path == "/check" {
+			wait = `,"wait_for":"#done"`
+		}
+		if profile != "" {
+			prof = `,"profile":"` + profile + `"`
+		}
+		return `{"mode":"fetch","params":{"url":"` + site + path + `"` + wait + `,"screenshot":false` + prof + `}}`
+	}
 }
 
 type profileList struct {
@@ -129,15 +144,9 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	site := profileSite(t, &sawCookie)
 	// Two lanes each: affinity goes down to the lane, and a worker's
 	// lowest free lane (what an unhinted job takes) is not always it.
-	url := profileFleet(t, 2, "wp1", "wp2", "scheduler.affinity_wait", "2s")
+	url := profileFleet(t, 2, "wp1", "wp2", "scheduler.affinity_wait", "2s").URL()
 
-	fetch := func(path, profile string) string {
-		wait := ""
-		if path == "/login" || path == "/check" {
-			wait = `,"wait_for":"#done"`
-		}
-		return `{"mode":"fetch","params":{"url":"` + site.URL + path + `"` + wait + `,"screenshot":false,"profile":"` + profile + `"}}`
-	}
+	fetch := profileFetch(site.URL)
 	login := waitFinal(t, url, submit(t, url, fetch("/login", "alice")).ID, 60*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, login.Status, "%s %s", login.Reason, login.Error)
 	first := login.WorkerID
@@ -310,4 +319,45 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, st, string(b))
 	st, b = do(t, "POST", url+"/jobs", `{"mode":"fetch","params":{"url":"http://x.test/","profile":"../etc"}}`)
 	require.Equal(t, http.StatusBadRequest, st, string(b))
+}
+
+// TestProfileAffinitySurvivesSchedulerRestart: the scheduler's memory of
+// where a profile ran last starts, in a fresh activation, from the
+// profile's stored metadata. After a restart of the scheduler, alice's
+// next job waits for the worker that ran her login while it is busy, and
+// runs there once it frees, though the other worker was free throughout
+// (with a memory that started empty it would have run there at once).
+func TestProfileAffinitySurvivesSchedulerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; skipped with -short")
+	}
+	var sawCookie atomic.Value
+	site := profileSite(t, &sawCookie)
+	h := profileFleet(t, 1, "wr1", "wr2", "scheduler.affinity_wait", "20s")
+	url := h.URL()
+	fetch := profileFetch(site.URL)
+
+	login := waitFinal(t, url, submit(t, url, fetch("/login", "alice")).ID, 60*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, login.Status, "%s %s", login.Reason, login.Error)
+	warm := login.WorkerID
+	other := map[string]string{"wr1": "wr2", "wr2": "wr1"}[warm]
+	require.NoError(t, h.InjectPanic(t.Context(), "scheduler", ""))
+
+	// The warm worker busy with a slow job (the other drained meanwhile,
+	// so the slow job lands on the warm one), then the other active again.
+	st, b := do(t, "PATCH", url+"/workers/"+other, `{"status":"drain"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	slow := submit(t, url, fetch("/slower", ""))
+	require.Eventually(t, func() bool { return getJob(t, url, slow.ID).Status == persistence.StatusRunning },
+		30*time.Second, 10*time.Millisecond)
+	st, b = do(t, "PATCH", url+"/workers/"+other, `{"status":"active"}`)
+	require.Equal(t, http.StatusOK, st, string(b))
+	waitWorkers(t, url, 1) // the other, idle
+
+	check := waitFinal(t, url, submit(t, url, fetch("/check", "alice")).ID, 60*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, check.Status, "%s %s", check.Reason, check.Error)
+	slowDone := waitFinal(t, url, slow.ID, 30*time.Second)
+	require.Equal(t, warm, slowDone.WorkerID)
+	require.Equal(t, warm, check.WorkerID, "the restarted scheduler knew alice's warm worker from the store")
+	require.False(t, check.StartedAt.Before(slowDone.FinishedAt), "it waited for the warm worker's lane")
 }

@@ -29,7 +29,7 @@ func TestSessionProfiles(t *testing.T) {
 	const secret = profileSecret
 	var sawCookie atomic.Value
 	site := profileSite(t, &sawCookie)
-	url := profileFleet(t, 1, "ws1", "ws2", "scheduler.affinity_wait", "300ms", "scheduler.session_profile_wait", "1500ms")
+	url := profileFleet(t, 1, "ws1", "ws2", "scheduler.affinity_wait", "300ms", "scheduler.session_profile_wait", "1500ms").URL()
 
 	type session struct {
 		ID       string `json:"id"`

@@ -101,6 +101,11 @@ type Deps struct {
 
 	// Tenants is the tenant policy of the scheduler (tenant_book.go).
 	Tenants TenantConfig
+
+	// Assets is the asset store, where the profiles' metadata says where
+	// each profile ran last: a fresh scheduler activation starts its
+	// affinity memory from it (profiles.go). Nil: it starts empty.
+	Assets persistence.AssetStore
 }
 
 // LogCloser ends a job's log on this hub without waiting (the log pipe's

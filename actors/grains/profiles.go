@@ -51,6 +51,10 @@ type profileLocks struct {
 	// waiting, and in how many audits in a row.
 	suspect  map[string]int
 	auditing bool
+	// spotsLoading: a fresh activation is reading where each profile ran
+	// last (loadProfileSpots); a holder of a profile it knows nothing of
+	// yet waits for that read, within its affinity wait.
+	spotsLoading bool
 }
 
 // warmSpot is where a profile's last holder ran: its worker, and the
@@ -59,7 +63,8 @@ type warmSpot struct {
 	worker, lane string
 }
 
-// warmJob is a holder waiting for the worker that ran its profile last.
+// warmJob is a holder waiting for the worker that ran its profile last
+// (worker empty: for the read that says which, spotsLoading).
 type warmJob struct {
 	q      queuedJob
 	worker string
@@ -183,14 +188,79 @@ func (s *schedulerGrain) profileEnqueue(q queuedJob, p string) bool {
 	if !s.profiles.acquire(q, p) {
 		return true
 	}
-	w := s.profiles.last[p]
-	if w.worker == "" || s.deps.Timing.AffinityWait <= 0 || s.workers[w.worker] == nil {
+	if s.deps.Timing.AffinityWait <= 0 {
+		return false
+	}
+	w, known := s.profiles.last[p]
+	switch {
+	case !known && s.profiles.spotsLoading:
+		// Where p ran last is being read: wait for it (spotsLoaded).
+	case w.worker == "" || s.workers[w.worker] == nil:
 		return false
 	}
 	q.enqueued = s.deps.Clock()
 	s.profiles.warm[q.id] = warmJob{q: q, worker: w.worker, lane: w.lane,
 		stop: s.timers.After(s.deps.Timing.AffinityWait, &affinityDue{jobID: q.id})}
 	return true
+}
+
+// maxProfileSpots bounds the profiles a fresh activation reads the last
+// spot of (two reads each: the metadata, the job for its lane), and
+// profileSpotsTimeout the whole read.
+const (
+	maxProfileSpots     = 1000
+	profileSpotsTimeout = 5 * time.Second
+)
+
+// loadProfileSpots starts a fresh activation's affinity memory from the
+// profiles' metadata (where each ran last; the previous activation's
+// memory is gone with it), read off the turn. Meanwhile a holder whose
+// profile the memory lacks waits for the read, within its affinity wait.
+func (s *schedulerGrain) loadProfileSpots(ctx actor.Context) {
+	if s.deps.Assets == nil || s.deps.Timing.AffinityWait <= 0 {
+		return
+	}
+	s.profiles.spotsLoading = true
+	assets, jobs := s.deps.Assets, s.deps.Jobs
+	valid := func(name string) bool { return messages.CheckProfileName(name) == nil }
+	offTurn(ctx, s.timers, profileSpotsTimeout, func(rctx context.Context) (map[string]persistence.ProfileSpot, error) {
+		return persistence.LastProfileSpots(rctx, assets, jobs, maxProfileSpots, valid)
+	}, func(spots map[string]persistence.ProfileSpot, err error) {
+		s.spotsLoaded(spots, err)
+		s.place(ctx)
+	})
+}
+
+// spotsLoaded takes the profiles' last spots into the memory (a spot
+// learned since, from a holder's end, is newer and stays) and lets the
+// holders that waited for the read go: to their warm worker's wait, the
+// rest of their affinity wait, or to the queue.
+func (s *schedulerGrain) spotsLoaded(spots map[string]persistence.ProfileSpot, err error) {
+	s.profiles.spotsLoading = false
+	if err != nil {
+		s.log.Warn("scheduler: profiles' last workers read failed; their jobs go anywhere until one ends",
+			slog.Int("read", len(spots)), slog.Any("err", err))
+	}
+	for p, sp := range spots {
+		if _, ok := s.profiles.last[p]; !ok {
+			s.profiles.last[p] = warmSpot{worker: sp.Worker, lane: sp.Lane}
+		}
+	}
+	for id, w := range s.profiles.warm {
+		if w.worker != "" {
+			continue
+		}
+		if sp := s.profiles.last[s.profiles.of[id]]; sp.worker != "" {
+			w.worker, w.lane = sp.worker, sp.lane
+			s.profiles.warm[id] = w
+			continue
+		}
+		if w.stop != nil {
+			w.stop()
+		}
+		delete(s.profiles.warm, id)
+		s.enqueue(w.q)
+	}
 }
 
 // placeWarm places the jobs waiting for their warm worker whose worker

@@ -328,3 +328,52 @@ func TestProfileWarmLaneHint(t *testing.T) {
 	require.Nil(t, r)
 	require.Empty(t, hint)
 }
+
+// TestProfileSpotsFromStoreAfterMove: a fresh activation reading where
+// each profile ran last holds a holder of a profile it knows nothing of
+// until the read answers (counted as queued meanwhile), then sends it to
+// wait for its warm worker — with the lane the read gave — or, for a
+// profile never saved, to the queue; a spot learned from a holder's end
+// meanwhile is newer than the read's and stays.
+func TestProfileSpotsFromStoreAfterMove(t *testing.T) {
+	now := time.Now()
+	w1, w2 := idle("w1", now), idle("w2", now)
+	s := testScheduler(t, now, w1, w2)
+	s.timers = testTimers(t)
+	s.deps.Timing.AffinityWait = time.Hour // the test ends it, not the clock
+	s.profiles.spotsLoading = true
+
+	require.True(t, s.profileEnqueue(queuedJob{id: "ja", mode: messages.ModeFetch}, "alice"), "waits for the read")
+	require.True(t, s.profileEnqueue(queuedJob{id: "jn", mode: messages.ModeFetch}, "new"), "waits for the read")
+	for w := range s.warmReady(now) {
+		t.Fatalf("placed before the read answered: %+v", w)
+	}
+	require.Equal(t, 0, s.queue.Len())
+	require.Equal(t, 2, s.stats().Queued, "held for the read, counted as queued")
+
+	// carol's holder ended on w1 while the read ran: that is newer.
+	require.True(t, s.profiles.acquire(queuedJob{id: "jc"}, "carol"))
+	s.profiles.placed("jc", "w1")
+	s.profileRelease("jc", "L-new")
+
+	s.spotsLoaded(map[string]persistence.ProfileSpot{
+		"alice": {Worker: "w2", Lane: "L2"},
+		"carol": {Worker: "w2", Lane: "L-old"},
+	}, nil)
+	require.False(t, s.profiles.spotsLoading)
+	require.Equal(t, warmSpot{worker: "w1", lane: "L-new"}, s.profiles.last["carol"], "the live end is newer")
+	require.Equal(t, 1, s.queue.Len(), "the never-saved profile's job goes to the queue")
+	require.Contains(t, s.queue.byID, "jn")
+
+	var got []warmJob
+	for w := range s.warmReady(now) {
+		got = append(got, w)
+	}
+	require.Len(t, got, 1)
+	require.Equal(t, "ja", got[0].q.id)
+	require.Equal(t, "w2", got[0].worker, "alice's last worker, from the store")
+	require.Equal(t, "L2", got[0].lane)
+
+	// After the read, an unknown profile's holder goes to the queue at once.
+	require.False(t, s.profileEnqueue(queuedJob{id: "jz", mode: messages.ModeFetch}, "zed"))
+}

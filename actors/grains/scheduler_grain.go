@@ -226,6 +226,7 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.profiles = newProfileLocks()
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
+	s.loadProfileSpots(ctx) // answered after the rebuild: its holders wait for it
 	s.timers.Every(ownerCheckEvery, &ownerCheck{})
 	s.timers.Every(tenantResyncEvery, &tenantResync{})
 	s.timers.Every(profileAuditEvery, &profileAudit{})

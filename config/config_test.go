@@ -108,7 +108,7 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// scheduler.tenant_label, tenant_weights, tenant_quotas, debug.pprof,
 	// the four health thresholds, scheduler.affinity_wait,
 	// scheduler.session_profile_wait
-	require.Len(t, keys, 82)
+	require.Len(t, keys, 83)
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))

@@ -28,7 +28,7 @@ type ApprovalStore struct {
 // OpenApprovals opens (creating it and its directory if needed) the
 // approval file at path.
 func OpenApprovals(path string, opts ...Option) (*ApprovalStore, error) {
-	db, err := openDB(path, "approval store", opts, bucketApprovals)
+	db, _, err := openDB(path, "approval store", opts, bucketApprovals)
 	if err != nil {
 		return nil, err
 	}

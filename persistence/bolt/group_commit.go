@@ -2,6 +2,8 @@ package bolt
 
 import (
 	"sync"
+	"sync/atomic"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 	bberrors "go.etcd.io/bbolt/errors"
@@ -11,22 +13,38 @@ import (
 // holds a caller behind thousands of others.
 const maxGroup = 512
 
+// waitGroup is the group size a commit stops waiting for more writes at:
+// under a load that forms groups of it by itself, no write waits.
+const waitGroup = 4
+
 // groupCommitter commits the job store's writes in groups: one goroutine
 // takes a write, then every write that queued up meanwhile, and runs them
 // all in one bbolt transaction — one fsync for the group instead of one
-// each. It adds no wait: a lone write commits at once, and writes group
-// only while an earlier commit is on disk. Each caller is answered after
-// its group's commit returned, so a transition is still durable before it
-// is acknowledged. Unlike bbolt's DB.Batch it has no timer (a 10 ms
-// default would be the whole latency budget) and a write's own verdict (a
-// refused claim) does not roll the others back: each fn reports a refusal
-// through its own closure and returns nil, writing nothing.
+// each. Each caller is answered after its group's commit returned, so a
+// transition is still durable before it is acknowledged. Unlike bbolt's
+// DB.Batch a write's own verdict (a refused claim) does not roll the
+// others back: each fn reports a refusal through its own closure and
+// returns nil, writing nothing.
+//
+// Under a flat-out load groups form by themselves, while the previous
+// commit is on disk. Under a steady one they do not: at 400 jobs/s each
+// write finds the disk idle and commits alone, ~3 commits per job, and a
+// commit costs the same page materialization, page writes and two
+// fdatasyncs for one write as for many. So with a wait (WithGroupWait,
+// jobs.embedded_group_wait) a group smaller than waitGroup waits up to
+// that long for more writes — only while writes come faster than one per
+// wait (a moving mean of their gaps), so a lone write, or a light load,
+// never waits, and a group that reaches waitGroup goes at once. Unlike
+// DB.Batch's fixed 10 ms it costs a steady load at most the wait.
 type groupCommitter struct {
 	db   *bbolt.DB
+	wait time.Duration // the most a group waits for more writes (0: never)
 	reqs chan *commitReq
 	quit chan struct{}
 	done chan struct{}
 	once sync.Once
+	// commits counts the transactions committed (tests read it).
+	commits atomic.Int64
 }
 
 type commitReq struct {
@@ -34,8 +52,8 @@ type commitReq struct {
 	err chan error
 }
 
-func newGroupCommitter(db *bbolt.DB) *groupCommitter {
-	g := &groupCommitter{db: db, reqs: make(chan *commitReq), quit: make(chan struct{}), done: make(chan struct{})}
+func newGroupCommitter(db *bbolt.DB, wait time.Duration) *groupCommitter {
+	g := &groupCommitter{db: db, wait: wait, reqs: make(chan *commitReq), quit: make(chan struct{}), done: make(chan struct{})}
 	go g.loop()
 	return g
 }
@@ -63,6 +81,25 @@ func (g *groupCommitter) stop() {
 func (g *groupCommitter) loop() {
 	defer close(g.done)
 	group := make([]*commitReq, 0, maxGroup)
+	var (
+		// gap is a moving mean of the time between writes; it starts at
+		// the wait, so the first writes do not wait.
+		gap   = g.wait
+		last  time.Time
+		timer *time.Timer
+	)
+	if g.wait > 0 {
+		timer = time.NewTimer(time.Hour)
+		timer.Stop()
+		defer timer.Stop()
+	}
+	took := func() {
+		now := time.Now()
+		if !last.IsZero() {
+			gap += (now.Sub(last) - gap) / 8
+		}
+		last = now
+	}
 	for {
 		select {
 		case r := <-g.reqs:
@@ -70,14 +107,32 @@ func (g *groupCommitter) loop() {
 		case <-g.quit:
 			return
 		}
+		took()
 	gather:
 		for len(group) < maxGroup {
 			select {
 			case r := <-g.reqs:
 				group = append(group, r)
+				took()
 			default:
 				break gather
 			}
+		}
+		if timer != nil && len(group) < waitGroup && gap < g.wait {
+			timer.Reset(g.wait)
+		window:
+			for len(group) < waitGroup {
+				select {
+				case r := <-g.reqs:
+					group = append(group, r)
+					took()
+				case <-timer.C:
+					break window
+				case <-g.quit:
+					break window
+				}
+			}
+			timer.Stop()
 		}
 		g.commit(group)
 	}
@@ -87,6 +142,7 @@ func (g *groupCommitter) loop() {
 // storage error, or the commit), each write is retried alone so one bad
 // write fails only its own caller.
 func (g *groupCommitter) commit(group []*commitReq) {
+	g.commits.Add(1)
 	err := g.db.Update(func(tx *bbolt.Tx) error {
 		for _, r := range group {
 			if err := r.fn(tx); err != nil {

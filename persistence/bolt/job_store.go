@@ -33,12 +33,25 @@ type JobStore struct {
 }
 
 // Option configures Open.
-type Option func(*bbolt.Options)
+type Option func(*options)
+
+// options is what Open takes: bbolt's own and the group commit's.
+type options struct {
+	bbolt.Options
+	groupWait time.Duration
+}
+
+// WithGroupWait lets a commit wait up to d for more writes to share it
+// when writes come faster than one per d (group_commit.go); 0 (the
+// default) never waits.
+func WithGroupWait(d time.Duration) Option {
+	return func(o *options) { o.groupWait = d }
+}
 
 // WithLockTimeout sets how long Open waits for the file lock (default
 // DefaultLockTimeout).
 func WithLockTimeout(d time.Duration) Option {
-	return func(o *bbolt.Options) { o.Timeout = d }
+	return func(o *options) { o.Timeout = d }
 }
 
 // Open opens (creating it and its directory if needed) the job store file
@@ -47,8 +60,8 @@ func Open(path string, opts ...Option) (*JobStore, error) {
 	// The freelist is rebuilt from the pages at open instead of written
 	// with every commit: two to three fewer page writes per transition,
 	// durability unchanged.
-	opts = append([]Option{func(o *bbolt.Options) { o.NoFreelistSync = true; o.FreelistType = bbolt.FreelistMapType }}, opts...)
-	db, err := openDB(path, "job store", opts, bucketJobs, bucketByStatus, bucketIdempotency)
+	opts = append([]Option{func(o *options) { o.NoFreelistSync = true; o.FreelistType = bbolt.FreelistMapType }}, opts...)
+	db, o, err := openDB(path, "job store", opts, bucketJobs, bucketByStatus, bucketIdempotency)
 	if err != nil {
 		return nil, err
 	}
@@ -56,27 +69,28 @@ func Open(path string, opts ...Option) (*JobStore, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open job store %s: %w", path, err)
 	}
-	return &JobStore{db: db, path: path, group: newGroupCommitter(db)}, nil
+	return &JobStore{db: db, path: path, group: newGroupCommitter(db, o.groupWait)}, nil
 }
 
 // openDB opens (creating it and its directory if needed) the bbolt file at
-// path with buckets in it; what names the store in errors.
-func openDB(path, what string, opts []Option, buckets ...[]byte) (*bbolt.DB, error) {
+// path with buckets in it; what names the store in errors. It returns
+// the options it was opened with.
+func openDB(path, what string, opts []Option, buckets ...[]byte) (*bbolt.DB, options, error) {
+	o := options{Options: bbolt.Options{Timeout: DefaultLockTimeout}}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("open %s %s: %w", what, path, err)
+			return nil, o, fmt.Errorf("open %s %s: %w", what, path, err)
 		}
 	}
-	bo := &bbolt.Options{Timeout: DefaultLockTimeout}
-	for _, o := range opts {
-		o(bo)
+	for _, opt := range opts {
+		opt(&o)
 	}
-	db, err := bbolt.Open(path, 0o600, bo)
+	db, err := bbolt.Open(path, 0o600, &o.Options)
 	if errors.Is(err, bberrors.ErrTimeout) {
-		return nil, fmt.Errorf("open %s %s: file is locked (another hub on the same data directory?): %w", what, path, err)
+		return nil, o, fmt.Errorf("open %s %s: file is locked (another hub on the same data directory?): %w", what, path, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open %s %s: %w", what, path, err)
+		return nil, o, fmt.Errorf("open %s %s: %w", what, path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range buckets {
@@ -88,9 +102,9 @@ func openDB(path, what string, opts []Option, buckets ...[]byte) (*bbolt.DB, err
 	})
 	if err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("open %s %s: %w", what, path, err)
+		return nil, o, fmt.Errorf("open %s %s: %w", what, path, err)
 	}
-	return db, nil
+	return db, o, nil
 }
 
 // Create stores a new queued job (see persistence.PrepareNew), or returns the

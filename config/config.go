@@ -53,8 +53,8 @@ const (
 	DefaultJobsMaxAttempts = 1
 	// DefaultJobsRetryBackoffMax is jobs.retry_backoff_max.
 	DefaultJobsRetryBackoffMax = time.Hour
-	// DefaultJobsEmbeddedGroupWait is jobs.embedded_group_wait.
-	DefaultJobsEmbeddedGroupWait = time.Millisecond
+	// DefaultJobsGroupCommitWait is jobs.group_commit_wait.
+	DefaultJobsGroupCommitWait = time.Millisecond
 	// DefaultLogsBatchLines is logs.batch_lines.
 	DefaultLogsBatchLines = 50
 	// DefaultLogsBatchWait is logs.batch_wait.
@@ -364,12 +364,12 @@ type JobsConfig struct {
 	// RetryBackoffMax caps the default retry wait (attempt⁴ seconds) of a
 	// job submitted without retry_backoff. Default 1h. Range 1s..720h.
 	RetryBackoffMax time.Duration `yaml:"retry_backoff_max"`
-	// EmbeddedGroupWait is how long a commit of the embedded job store
-	// may wait for more transitions to share it, when they come faster
-	// than one per this wait: fewer commits per job under a steady load,
-	// at up to this much latency per transition. 0 never waits. Default
-	// 1ms. Range 0..50ms. The MariaDB store batches without a timer.
-	EmbeddedGroupWait time.Duration `yaml:"embedded_group_wait"`
+	// GroupCommitWait is how long a job store's commit may wait for more
+	// transitions to share it (a bbolt transaction embedded, a batched
+	// round trip on MariaDB), when they come faster than one per this
+	// wait: fewer commits per job under a steady load, at up to this much
+	// latency per transition. 0 never waits. Default 1ms. Range 0..50ms.
+	GroupCommitWait time.Duration `yaml:"group_commit_wait"`
 }
 
 // LogsConfig is the "logs" section.
@@ -639,10 +639,10 @@ func Default() *Config {
 			FleetCache:       DefaultReconcilerFleetCache,
 		},
 		Jobs: JobsConfig{
-			DefaultTimeout:    DefaultJobsDefaultTimeout,
-			MaxAttempts:       DefaultJobsMaxAttempts,
-			RetryBackoffMax:   DefaultJobsRetryBackoffMax,
-			EmbeddedGroupWait: DefaultJobsEmbeddedGroupWait,
+			DefaultTimeout:  DefaultJobsDefaultTimeout,
+			MaxAttempts:     DefaultJobsMaxAttempts,
+			RetryBackoffMax: DefaultJobsRetryBackoffMax,
+			GroupCommitWait: DefaultJobsGroupCommitWait,
 		},
 		Logs: LogsConfig{
 			BatchLines: DefaultLogsBatchLines,

@@ -109,8 +109,8 @@ var fieldChecks = map[string]func(c *Config) string{
 		return ""
 	},
 
-	"jobs.embedded_group_wait": func(c *Config) string {
-		if d := c.Jobs.EmbeddedGroupWait; d < 0 || d > 50*time.Millisecond {
+	"jobs.group_commit_wait": func(c *Config) string {
+		if d := c.Jobs.GroupCommitWait; d < 0 || d > 50*time.Millisecond {
 			return fmt.Sprintf("%s is out of range 0..50ms", d)
 		}
 		return ""

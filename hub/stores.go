@@ -70,7 +70,7 @@ func OpenStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *S
 	defer cancel()
 
 	if dsn := cfg.MySQL.DSN; dsn != "" {
-		jobs, err := mysql.Open(ctx, dsn, mysql.WithLogger(log))
+		jobs, err := mysql.Open(ctx, dsn, mysql.WithLogger(log), mysql.WithGroupWait(cfg.Jobs.GroupCommitWait))
 		if err != nil {
 			return nil, fmt.Errorf("open job store (mysql.dsn): %w", err)
 		}
@@ -78,7 +78,7 @@ func OpenStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *S
 		s.close = append(s.close, jobs.Close)
 	} else {
 		path := JobsFile(cfg)
-		jobs, err := bolt.Open(path, bolt.WithGroupWait(cfg.Jobs.EmbeddedGroupWait))
+		jobs, err := bolt.Open(path, bolt.WithGroupWait(cfg.Jobs.GroupCommitWait))
 		if err != nil {
 			return nil, fmt.Errorf("open embedded job store %s: %w", path, err)
 		}

@@ -33,6 +33,9 @@ const (
 	maxBatchBytes = 1 << 20
 	// tripTimeout bounds a trip whose callers set no deadline.
 	tripTimeout = 10 * time.Second
+	// waitGroup is the batch size a gathering lead stops waiting at (see
+	// WithGroupWait).
+	waitGroup = 4
 )
 
 // call is one caller's part in a batch: what it asks (req), its answer
@@ -49,17 +52,30 @@ type call[Req, Res any] struct {
 // batcher coalesces the calls of one kind (see above). run carries a
 // batch in as few round trips as its kind allows and sets every call's
 // res or err; it never closes done.
+//
+// Under a steady load calls find trips free and go alone, one commit
+// each. With a wait (WithGroupWait) a lead that finds its call alone
+// waits up to that long for company — only while calls come faster than
+// one per wait (a moving mean of their gaps, which starts at the wait, so
+// a lone call never waits) — and goes once waitGroup calls are pending.
+// The calls arriving meanwhile join its trip instead of leading their own.
 type batcher[Req, Res any] struct {
-	run func(ctx context.Context, calls []*call[Req, Res])
+	run  func(ctx context.Context, calls []*call[Req, Res])
+	wait time.Duration
 
 	mu       sync.Mutex
 	pending  []*call[Req, Res]
 	inFlight int
-	trips    atomic.Int64 // batches run (tests: proof of coalescing)
+	// gathering is closed to end a gathering lead's wait early; nil when
+	// no lead gathers.
+	gathering chan struct{}
+	gap       time.Duration // moving mean of the time between calls
+	last      time.Time
+	trips     atomic.Int64 // batches run (tests: proof of coalescing)
 }
 
-func newBatcher[Req, Res any](run func(context.Context, []*call[Req, Res])) *batcher[Req, Res] {
-	return &batcher[Req, Res]{run: run}
+func newBatcher[Req, Res any](run func(context.Context, []*call[Req, Res]), wait time.Duration) *batcher[Req, Res] {
+	return &batcher[Req, Res]{run: run, wait: wait, gap: wait}
 }
 
 // do sends req (of about size bytes on the wire) in the next trip and
@@ -71,12 +87,35 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req, size int) (Res, err
 	c := &call[Req, Res]{ctx: ctx, req: req, size: size, done: make(chan struct{})}
 	b.mu.Lock()
 	b.pending = append(b.pending, c)
-	lead := b.inFlight < maxTripsInFlight
-	if lead {
+	var gather chan struct{}
+	lead := false
+	if b.wait > 0 {
+		now := time.Now()
+		if !b.last.IsZero() {
+			b.gap += (now.Sub(b.last) - b.gap) / 8
+		}
+		b.last = now
+	}
+	switch {
+	case b.gathering != nil:
+		// A lead gathers: this call goes in its trip.
+		if len(b.pending) >= waitGroup {
+			close(b.gathering)
+			b.gathering = nil
+		}
+	case b.inFlight < maxTripsInFlight:
+		lead = true
 		b.inFlight++
+		if b.wait > 0 && b.gap < b.wait && len(b.pending) == 1 {
+			gather = make(chan struct{})
+			b.gathering = gather
+		}
 	}
 	b.mu.Unlock()
 	if lead {
+		if gather != nil {
+			b.gatherFor(ctx, gather)
+		}
 		b.drain(c)
 	}
 	select {
@@ -96,6 +135,23 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req, size int) (Res, err
 	b.mu.Unlock()
 	<-c.done // on the wire: its outcome is known only once the trip ends
 	return c.res, c.err
+}
+
+// gatherFor waits until gather is closed (waitGroup calls pending), the
+// wait passed or ctx ended, and ends the gathering.
+func (b *batcher[Req, Res]) gatherFor(ctx context.Context, gather chan struct{}) {
+	t := time.NewTimer(b.wait)
+	select {
+	case <-gather:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+	b.mu.Lock()
+	if b.gathering == gather {
+		b.gathering = nil
+	}
+	b.mu.Unlock()
 }
 
 // drain runs trips while calls wait. The caller's goroutine leads until

@@ -21,7 +21,17 @@ import (
 // racing on a job wins, a finish fenced by a stale attempt loses, a
 // repeated idempotency key creates one job, and the rows say the same.
 func TestBatchedCallsKeepTheirOwnAnswers(t *testing.T) {
-	s, db := openStore(t)
+	batchedCallsKeepTheirOwnAnswers(t)
+}
+
+// TestBatchedCallsKeepTheirOwnAnswersGroupWait: the same, with leads
+// that gather (WithGroupWait).
+func TestBatchedCallsKeepTheirOwnAnswersGroupWait(t *testing.T) {
+	batchedCallsKeepTheirOwnAnswers(t, mysql.WithGroupWait(time.Millisecond))
+}
+
+func batchedCallsKeepTheirOwnAnswers(t *testing.T, opts ...mysql.Option) {
+	s, db := openStore(t, opts...)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	const jobs = 120
@@ -146,4 +156,47 @@ func TestBatchedCallLeavesBeforeItsTrip(t *testing.T) {
 	got, err := s.Get(ctx, j.ID)
 	require.NoError(t, err)
 	require.Equal(t, persistence.StatusQueued, got.Status)
+}
+
+// TestGroupWaitSharesTrips: creates that come one at a time, faster than
+// the group wait, share round trips (each lead waits for up to three
+// more); a lone create after a quiet spell does not wait; without a
+// wait, creates 20 ms apart each go alone.
+func TestGroupWaitSharesTrips(t *testing.T) {
+	ctx := t.Context()
+	paced := func(s *mysql.JobStore, n int, every time.Duration) {
+		var wg sync.WaitGroup
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for range n {
+			<-tick.C
+			wg.Go(func() {
+				_, _, err := s.Create(ctx, persistence.Job{Mode: "noop", TimeoutS: 60, MaxAttempts: 1})
+				require.NoError(t, err)
+			})
+		}
+		wg.Wait()
+	}
+	creates := func(s *mysql.JobStore) int64 {
+		_, _, c := mysql.Trips(s)
+		return c
+	}
+
+	s, _ := openStore(t, mysql.WithGroupWait(time.Minute))
+	start := time.Now()
+	_, _, err := s.Create(ctx, persistence.Job{Mode: "noop", TimeoutS: 60, MaxAttempts: 1})
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 30*time.Second, "the first create waited for company")
+	require.EqualValues(t, 1, creates(s))
+
+	const n = 200
+	s, _ = openStore(t, mysql.WithGroupWait(50*time.Millisecond))
+	paced(s, n, 2*time.Millisecond)
+	t.Logf("group wait 50ms: %d creates in %d trips", n, creates(s))
+	require.LessOrEqual(t, creates(s), int64(n/2), "paced creates shared trips")
+
+	s, _ = openStore(t)
+	paced(s, 20, 20*time.Millisecond)
+	t.Logf("no group wait: %d creates in %d trips", 20, creates(s))
+	require.GreaterOrEqual(t, creates(s), int64(10), "without a wait, creates 20 ms apart hardly share a trip")
 }

@@ -85,7 +85,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*JobStore, error) {
 	db.SetConnMaxIdleTime(DefaultConnMaxIdleTime)
 
 	s := &JobStore{db: db, where: cfg.Addr + "/" + cfg.DBName, oneTrip: cfg.InterpolateParams}
-	s.txs, s.gets, s.creates = newBatcher(s.runTx), newBatcher(s.runGets), newBatcher(s.runCreates)
+	s.txs, s.gets, s.creates = newBatcher(s.runTx, o.groupWait), newBatcher(s.runGets, o.groupWait), newBatcher(s.runCreates, o.groupWait)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, s.fail(ctx, err, "open mysql job store")

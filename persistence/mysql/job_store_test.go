@@ -24,6 +24,16 @@ func TestJobStore(t *testing.T) {
 	})
 }
 
+// TestJobStoreGroupWait: the conformance suite with trips that wait for
+// company (WithGroupWait).
+func TestJobStoreGroupWait(t *testing.T) {
+	t.Parallel()
+	storetest.RunJobStore(t, func(t *testing.T) persistence.JobStore {
+		s, _ := openStore(t, mysql.WithGroupWait(time.Millisecond))
+		return s
+	})
+}
+
 // TestSetLaneSameLane: writing the lane already stored changes no column
 // but still wins (clientFoundRows), instead of looking like a lost fence.
 func TestSetLaneSameLane(t *testing.T) {

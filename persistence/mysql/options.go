@@ -35,6 +35,7 @@ type options struct {
 	maxOpenConns       int
 	connMaxLifetime    time.Duration
 	migrateLockTimeout time.Duration
+	groupWait          time.Duration
 	log                *slog.Logger
 }
 
@@ -53,6 +54,8 @@ func (o options) validate() error {
 		return fmt.Errorf("max open connections %d: want at least 1", o.maxOpenConns)
 	case o.connMaxLifetime <= 0:
 		return fmt.Errorf("connection max lifetime %s: want more than 0", o.connMaxLifetime)
+	case o.groupWait < 0:
+		return fmt.Errorf("group wait %s: want 0 or more", o.groupWait)
 	case o.migrateLockTimeout < time.Second:
 		// GET_LOCK takes whole seconds.
 		return fmt.Errorf("migration lock timeout %s: want at least 1s", o.migrateLockTimeout)
@@ -78,6 +81,13 @@ func WithConnMaxLifetime(d time.Duration) Option {
 // another hub holds (default DefaultMigrateLockTimeout; whole seconds).
 func WithMigrateLockTimeout(d time.Duration) Option {
 	return func(o *options) { o.migrateLockTimeout = d }
+}
+
+// WithGroupWait lets a call that would go alone wait up to d for others
+// to share its round trip (and commit), while calls come faster than one
+// per d (batch.go); 0 (the default) never waits.
+func WithGroupWait(d time.Duration) Option {
+	return func(o *options) { o.groupWait = d }
 }
 
 // WithLogger sets the logger of the migrations Open applies and of the

@@ -31,7 +31,7 @@ const waitGroup = 4
 // write finds the disk idle and commits alone, ~3 commits per job, and a
 // commit costs the same page materialization, page writes and two
 // fdatasyncs for one write as for many. So with a wait (WithGroupWait,
-// jobs.embedded_group_wait) a group smaller than waitGroup waits up to
+// jobs.group_commit_wait) a group smaller than waitGroup waits up to
 // that long for more writes — only while writes come faster than one per
 // wait (a moving mean of their gaps), so a lone write, or a light load,
 // never waits, and a group that reaches waitGroup goes at once. Unlike

@@ -253,22 +253,6 @@ func TestJobStoreGroupWait(t *testing.T) {
 func TestGroupWaitSharesCommits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	paced := func(s *bolt.JobStore, n int, every time.Duration) {
-		var wg sync.WaitGroup
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for range n {
-			<-tick.C
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, _, err := s.Create(ctx, persistence.Job{Mode: "noop", TimeoutS: 60, MaxAttempts: 1})
-				assert.NoError(t, err)
-			}()
-		}
-		wg.Wait()
-	}
-
 	// A wait far longer than the test: a write that waited would show.
 	s, _ := open(t, bolt.WithGroupWait(time.Minute))
 	start := time.Now()
@@ -279,12 +263,12 @@ func TestGroupWaitSharesCommits(t *testing.T) {
 
 	const n = 200
 	s, _ = open(t, bolt.WithGroupWait(50*time.Millisecond))
-	paced(s, n, 2*time.Millisecond)
+	storetest.CreatePaced(t, s, n, 2*time.Millisecond)
 	require.LessOrEqual(t, bolt.Commits(s), int64(n/2), "paced writes shared commits")
 	t.Logf("group wait 50ms: %d writes in %d commits", n, bolt.Commits(s))
 
 	s, _ = open(t)
-	paced(s, 20, 20*time.Millisecond)
+	storetest.CreatePaced(t, s, 20, 20*time.Millisecond)
 	t.Logf("no group wait: %d writes in %d commits", 20, bolt.Commits(s))
 	require.GreaterOrEqual(t, bolt.Commits(s), int64(10), "without a wait, writes 20 ms apart hardly share a commit")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/paprika-hub/paprika/persistence"
 	"github.com/paprika-hub/paprika/persistence/mysql"
+	"github.com/paprika-hub/paprika/persistence/storetest"
 )
 
 // TestBatchedCallsKeepTheirOwnAnswers drives creates, claims, lanes,
@@ -164,19 +165,6 @@ func TestBatchedCallLeavesBeforeItsTrip(t *testing.T) {
 // wait, creates 20 ms apart each go alone.
 func TestGroupWaitSharesTrips(t *testing.T) {
 	ctx := t.Context()
-	paced := func(s *mysql.JobStore, n int, every time.Duration) {
-		var wg sync.WaitGroup
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for range n {
-			<-tick.C
-			wg.Go(func() {
-				_, _, err := s.Create(ctx, persistence.Job{Mode: "noop", TimeoutS: 60, MaxAttempts: 1})
-				require.NoError(t, err)
-			})
-		}
-		wg.Wait()
-	}
 	creates := func(s *mysql.JobStore) int64 {
 		_, _, c := mysql.Trips(s)
 		return c
@@ -191,12 +179,12 @@ func TestGroupWaitSharesTrips(t *testing.T) {
 
 	const n = 200
 	s, _ = openStore(t, mysql.WithGroupWait(50*time.Millisecond))
-	paced(s, n, 2*time.Millisecond)
+	storetest.CreatePaced(t, s, n, 2*time.Millisecond)
 	t.Logf("group wait 50ms: %d creates in %d trips", n, creates(s))
 	require.LessOrEqual(t, creates(s), int64(n/2), "paced creates shared trips")
 
 	s, _ = openStore(t)
-	paced(s, 20, 20*time.Millisecond)
+	storetest.CreatePaced(t, s, 20, 20*time.Millisecond)
 	t.Logf("no group wait: %d creates in %d trips", 20, creates(s))
 	require.GreaterOrEqual(t, creates(s), int64(10), "without a wait, creates 20 ms apart hardly share a trip")
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/persistence"
@@ -118,4 +119,22 @@ func requireJob(t *testing.T, want, got persistence.Job) {
 	} else {
 		require.Equal(t, want.Labels, got.Labels, "labels")
 	}
+}
+
+// CreatePaced creates n no-op jobs in s, one every every, each in its own
+// goroutine (a steady load of lone writes, not a burst), and returns once
+// all are stored.
+func CreatePaced(t *testing.T, s persistence.JobStore, n int, every time.Duration) {
+	t.Helper()
+	var wg sync.WaitGroup
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for range n {
+		<-tick.C
+		wg.Go(func() {
+			_, _, err := s.Create(t.Context(), persistence.Job{Mode: "noop", TimeoutS: 60, MaxAttempts: 1})
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
 }

@@ -52,9 +52,6 @@ func (s *Server) profileRoutes(api func(string, http.HandlerFunc)) {
 	s.mux.Handle("PUT /profiles/{name}/state", s.workerAuth(s.putProfileState))
 }
 
-// validProfileName: the profile rules take name.
-func validProfileName(name string) bool { return messages.CheckProfileName(name) == nil }
-
 func profileName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	name := r.PathValue("name")
 	if err := messages.CheckProfileName(name); err != nil {
@@ -69,7 +66,7 @@ func (s *Server) readProfileMeta(ctx context.Context, name string) (ProfileMeta,
 }
 
 func (s *Server) listProfiles(w http.ResponseWriter, r *http.Request) {
-	names, assets, err := persistence.ProfileNames(r.Context(), s.b.Assets(), maxProfilesListed, validProfileName)
+	saved, err := persistence.SavedProfiles(r.Context(), s.b.Assets(), maxProfilesListed, messages.ValidProfileName)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -79,10 +76,10 @@ func (s *Server) listProfiles(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := make([]ProfileInfo, 0, len(names))
-	for i, name := range names {
-		p := ProfileInfo{Name: name, Bytes: assets[i].Size, InUseBy: inUse[name]}
-		if m, err := s.readProfileMeta(r.Context(), name); err == nil {
+	out := make([]ProfileInfo, 0, len(saved))
+	for _, sp := range saved {
+		p := ProfileInfo{Name: sp.Name, Bytes: sp.Bytes, InUseBy: inUse[sp.Name]}
+		if m, err := s.readProfileMeta(r.Context(), sp.Name); err == nil {
 			p.ProfileMeta = m
 		}
 		out = append(out, p)

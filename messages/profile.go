@@ -32,6 +32,9 @@ const (
 // never collide in the asset store, and no separators.
 var profileNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
+// ValidProfileName: CheckProfileName takes name.
+func ValidProfileName(name string) bool { return CheckProfileName(name) == nil }
+
 // CheckProfileName validates a profile name.
 func CheckProfileName(name string) error {
 	if len(name) == 0 || len(name) > MaxProfileNameLen || !profileNamePattern.MatchString(name) {

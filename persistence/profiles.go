@@ -52,27 +52,33 @@ func ReadProfileMeta(ctx context.Context, assets AssetStore, name string) (Profi
 	return m, nil
 }
 
-// ProfileNames lists the names of the profiles with a saved state, in
-// the store's order (by name), at most max of them. valid filters out
-// names the profile rules refuse (an object put there by hand).
-func ProfileNames(ctx context.Context, assets AssetStore, max int, valid func(string) bool) ([]string, []AssetInfo, error) {
+// SavedProfile is a profile with a saved state: its name and the state's
+// size.
+type SavedProfile struct {
+	Name  string
+	Bytes int64
+}
+
+// SavedProfiles lists the profiles with a saved state, in the store's
+// order (by name), at most max of them. valid filters out names the
+// profile rules refuse (an object put there by hand).
+func SavedProfiles(ctx context.Context, assets AssetStore, max int, valid func(string) bool) ([]SavedProfile, error) {
 	all, err := assets.List(ctx, ProfilesFolder)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list profiles: %w", err)
+		return nil, fmt.Errorf("list profiles: %w", err)
 	}
-	var names []string
-	var infos []AssetInfo
+	var out []SavedProfile
 	for _, a := range all {
 		name, ok := strings.CutSuffix(a.Name, ProfileStateSuffix)
 		if !ok || strings.HasSuffix(a.Name, ProfileMetaSuffix) || !valid(name) {
 			continue
 		}
-		if len(names) == max {
+		if len(out) == max {
 			break
 		}
-		names, infos = append(names, name), append(infos, a)
+		out = append(out, SavedProfile{Name: name, Bytes: a.Size})
 	}
-	return names, infos, nil
+	return out, nil
 }
 
 // ProfileSpot is where a profile's last holder ran: its worker, and the
@@ -88,15 +94,16 @@ type ProfileSpot struct {
 // cannot be read is left out (or has no lane); only a failed listing, or
 // ctx ending, is an error, with what was read so far.
 func LastProfileSpots(ctx context.Context, assets AssetStore, jobs JobStore, max int, valid func(string) bool) (map[string]ProfileSpot, error) {
-	names, _, err := ProfileNames(ctx, assets, max, valid)
+	saved, err := SavedProfiles(ctx, assets, max, valid)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]ProfileSpot, len(names))
-	for _, name := range names {
+	out := make(map[string]ProfileSpot, len(saved))
+	for _, p := range saved {
 		if err := ctx.Err(); err != nil {
-			return out, fmt.Errorf("profile spots: %d of %d read: %w", len(out), len(names), err)
+			return out, fmt.Errorf("profile spots: %d found in %d profiles before: %w", len(out), len(saved), err)
 		}
+		name := p.Name
 		m, err := ReadProfileMeta(ctx, assets, name)
 		if err != nil || m.Worker == "" {
 			continue

@@ -222,9 +222,8 @@ func (s *schedulerGrain) loadProfileSpots(ctx actor.Context) {
 	}
 	s.profiles.spotsLoading = true
 	assets, jobs := s.deps.Assets, s.deps.Jobs
-	valid := func(name string) bool { return messages.CheckProfileName(name) == nil }
 	offTurn(ctx, s.timers, profileSpotsTimeout, func(rctx context.Context) (map[string]persistence.ProfileSpot, error) {
-		return persistence.LastProfileSpots(rctx, assets, jobs, maxProfileSpots, valid)
+		return persistence.LastProfileSpots(rctx, assets, jobs, maxProfileSpots, messages.ValidProfileName)
 	}, func(spots map[string]persistence.ProfileSpot, err error) {
 		s.spotsLoaded(spots, err)
 		s.place(ctx)

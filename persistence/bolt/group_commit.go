@@ -7,6 +7,8 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 	bberrors "go.etcd.io/bbolt/errors"
+
+	"github.com/paprika-hub/paprika/internal/arrivals"
 )
 
 // maxGroup bounds the transitions one commit carries, so one fsync never
@@ -81,24 +83,14 @@ func (g *groupCommitter) stop() {
 func (g *groupCommitter) loop() {
 	defer close(g.done)
 	group := make([]*commitReq, 0, maxGroup)
-	var (
-		// gap is a moving mean of the time between writes; it starts at
-		// the wait, so the first writes do not wait.
-		gap   = g.wait
-		last  time.Time
-		timer *time.Timer
-	)
+	// The pace of the writes starts at the wait: the first ones do not wait.
+	pace := arrivals.NewGaps(g.wait)
+	took := func() { pace.Note(time.Now()) }
+	var timer *time.Timer
 	if g.wait > 0 {
 		timer = time.NewTimer(time.Hour)
 		timer.Stop()
 		defer timer.Stop()
-	}
-	took := func() {
-		now := time.Now()
-		if !last.IsZero() {
-			gap += (now.Sub(last) - gap) / 8
-		}
-		last = now
 	}
 	for {
 		select {
@@ -118,7 +110,7 @@ func (g *groupCommitter) loop() {
 				break gather
 			}
 		}
-		if timer != nil && len(group) < waitGroup && gap < g.wait {
+		if timer != nil && len(group) < waitGroup && pace.Faster(g.wait) {
 			timer.Reset(g.wait)
 		window:
 			for len(group) < waitGroup {

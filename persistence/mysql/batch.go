@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/paprika-hub/paprika/internal/arrivals"
 )
 
 // Batching: calls that reach the store while a round trip of their kind
@@ -69,13 +71,12 @@ type batcher[Req, Res any] struct {
 	// gathering is closed to end a gathering lead's wait early; nil when
 	// no lead gathers.
 	gathering chan struct{}
-	gap       time.Duration // moving mean of the time between calls
-	last      time.Time
-	trips     atomic.Int64 // batches run (tests: proof of coalescing)
+	pace      arrivals.Gaps // of the calls, noted under mu when wait > 0
+	trips     atomic.Int64  // batches run (tests: proof of coalescing)
 }
 
 func newBatcher[Req, Res any](run func(context.Context, []*call[Req, Res]), wait time.Duration) *batcher[Req, Res] {
-	return &batcher[Req, Res]{run: run, wait: wait, gap: wait}
+	return &batcher[Req, Res]{run: run, wait: wait, pace: arrivals.NewGaps(wait)}
 }
 
 // do sends req (of about size bytes on the wire) in the next trip and
@@ -90,11 +91,7 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req, size int) (Res, err
 	var gather chan struct{}
 	lead := false
 	if b.wait > 0 {
-		now := time.Now()
-		if !b.last.IsZero() {
-			b.gap += (now.Sub(b.last) - b.gap) / 8
-		}
-		b.last = now
+		b.pace.Note(time.Now())
 	}
 	switch {
 	case b.gathering != nil:
@@ -106,7 +103,7 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req, size int) (Res, err
 	case b.inFlight < maxTripsInFlight:
 		lead = true
 		b.inFlight++
-		if b.wait > 0 && b.gap < b.wait && len(b.pending) == 1 {
+		if b.wait > 0 && b.pace.Faster(b.wait) && len(b.pending) == 1 {
 			gather = make(chan struct{})
 			b.gathering = gather
 		}

@@ -145,6 +145,7 @@ func TimingFrom(cfg *config.Config) grains.Timing {
 		LogBudgetLines:    200_000,
 		GrainTimeout:      10 * time.Second,
 		IdlePassivate:     30 * time.Second,
+		FinalPassivate:    3 * time.Second,
 		ForwardTimeout:    cfg.Cluster.ForwardTimeout,
 		MemberTimeout:     cfg.Cluster.MemberTimeout,
 		HubTTL:            cfg.Cluster.HubTTL,

@@ -206,8 +206,8 @@ func startEchoMember(tb testing.TB, extra ...*cluster.Member) (*Member, *cluster
 
 // BenchmarkMultiMemberActivationEnd: one grain activated and stopped per
 // op while live other activations stay up (a hub keeps a job's grain up
-// 30 s after the job ends, IdlePassivate: at 1,000 jobs/s that is 30,000
-// of them). What the placement actor does per ended activation —
+// 3 s after the job ends, FinalPassivate, and an unfinished one for as
+// long as it runs: at 1,000 jobs/s that is thousands of them). What the placement actor does per ended activation —
 // find it, and tell the members their cached PID is gone — is paid once
 // per job.
 func BenchmarkMultiMemberActivationEnd(b *testing.B) {

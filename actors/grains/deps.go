@@ -56,7 +56,8 @@ type Timing struct {
 	LogBatchWait      time.Duration // 100 ms
 	LogBudgetLines    int64         // log lines in memory before readers block
 	GrainTimeout      time.Duration // grain request timeout
-	IdlePassivate     time.Duration // idle final job grains stop after this
+	IdlePassivate     time.Duration // idle grains with nothing to do stop after this (30 s)
+	FinalPassivate    time.Duration // an idle finished job's grain stops after this (3 s; 0 = IdlePassivate)
 	ForwardTimeout    time.Duration // bound on one session command (cluster.forward_timeout)
 	MemberTimeout     time.Duration // a hub silent this long is dead (cluster.member_timeout)
 	HubTTL            time.Duration // how long a hub's record outlives its last beat (cluster.hub_ttl)
@@ -67,6 +68,18 @@ type Timing struct {
 	// its pick this long before it answers profile_in_use
 	// (scheduler.session_profile_wait, 30 s; 0 = none; session_grain.go).
 	SessionProfileWait time.Duration
+}
+
+// finalPassivate is how long a finished job's grain stays up idle. Shorter
+// than IdlePassivate because such a grain has nothing left to do — every read
+// of its job goes to the store, and a late message (a worker's repeated
+// report, a retry) activates it again from there — while at a thousand jobs
+// a second 30 s of them is 30,000 activations held in memory.
+func (t Timing) finalPassivate() time.Duration {
+	if t.FinalPassivate > 0 {
+		return t.FinalPassivate
+	}
+	return t.IdlePassivate
 }
 
 // Deps is what every actor of a hub shares: fixed after the hub starts.

@@ -281,7 +281,7 @@ func (g *jobGrain) arm(ctx actor.Context) {
 		return // waits for its time, with no timers of its own
 	}
 	if g.job.Status.Final() {
-		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+		ctx.SetReceiveTimeout(g.deps.Timing.finalPassivate())
 		return
 	}
 	ctx.CancelReceiveTimeout()

@@ -26,8 +26,9 @@
 //
 // With client-side interpolation (the default, see below) the store sends
 // many jobs' calls per round trip, as River's batch completer does
-// (batch.go): a call that finds no trip of its kind in flight goes at
-// once; calls arriving meanwhile wait for it and go together in the next.
+// (batch.go): a call that finds fewer than two trips of its kind in flight
+// goes at once; calls arriving meanwhile wait for one and go together in
+// the next.
 // Transitions of a batch share one transaction (batch_tx.go): START
 // TRANSACTION, each conditional UPDATE with its own SELECT ROW_COUNT(),
 // one read of every job of the batch and COMMIT, all one multi-statement

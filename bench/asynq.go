@@ -67,11 +67,15 @@ func (a *asynqSystem) stop() {
 	_ = a.rdb.Close()
 }
 
-func (a *asynqSystem) submit(ctx context.Context) error {
-	var p [8]byte
-	binary.BigEndian.PutUint64(p[:], uint64(time.Now().UnixNano()))
-	_, err := a.cl.EnqueueContext(ctx, asynq.NewTask("noop", p[:]), asynq.MaxRetry(0))
-	return err
+func (a *asynqSystem) submit(ctx context.Context, n int) error {
+	for range n { // Asynq has no batch enqueue
+		var p [8]byte
+		binary.BigEndian.PutUint64(p[:], uint64(time.Now().UnixNano()))
+		if _, err := a.cl.EnqueueContext(ctx, asynq.NewTask("noop", p[:]), asynq.MaxRetry(0)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (a *asynqSystem) done(context.Context) (int64, error) { return a.finished.Load(), nil }

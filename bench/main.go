@@ -23,6 +23,7 @@ import (
 
 type options struct {
 	jobs, producers, rounds, paced, lanes int
+	batch                                 int
 	rate                                  float64
 	systems                               string
 	paprika, redisAddr, mysqlDSN, pgURL   string
@@ -33,6 +34,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.jobs, "jobs", 5000, "no-op jobs per throughput run")
 	flag.IntVar(&o.producers, "producers", 16, "concurrent submitters")
+	flag.IntVar(&o.batch, "batch", 1, "jobs per submission in the flat-out runs: Paprika's SubmitMany (POST /jobs:batch, at most 1,000), River's InsertMany; Asynq has no batch enqueue and sends them one by one (the paced run always submits one at a time)")
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds (every system once per round); medians are reported")
 	flag.IntVar(&o.paced, "paced", 600, "jobs of the paced latency run (0: none)")
 	flag.Float64Var(&o.rate, "rate", 200, "jobs/s of the paced latency run")
@@ -72,8 +74,9 @@ type system interface {
 	// start brings the system up; stop takes it down and removes its data.
 	start(ctx context.Context) error
 	stop()
-	// submit enqueues one no-op job; done counts the jobs finished.
-	submit(ctx context.Context) error
+	// submit enqueues n no-op jobs, in one request where the system has
+	// one; done counts the jobs finished.
+	submit(ctx context.Context, n int) error
 	done(ctx context.Context) (int64, error)
 	// procs names the processes whose CPU counts, each with its reader.
 	procs() map[string]func() float64
@@ -120,7 +123,7 @@ func measure(ctx context.Context, s system, o options) (r result, err error) {
 	}
 	defer s.stop()
 	// Warm-up: connections, caches, grains; also proves the system is ready.
-	if _, err := drive(ctx, s, 200, o.producers, 0); err != nil {
+	if _, err := drive(ctx, s, 200, o.producers, o.batch, 0); err != nil {
 		return r, fmt.Errorf("warm-up: %w", err)
 	}
 	procs := s.procs()
@@ -129,7 +132,7 @@ func measure(ctx context.Context, s system, o options) (r result, err error) {
 		before[k] = f()
 	}
 	st0 := s.stmts(ctx)
-	took, err := drive(ctx, s, o.jobs, o.producers, 0)
+	took, err := drive(ctx, s, o.jobs, o.producers, o.batch, 0)
 	if err != nil {
 		return r, err
 	}
@@ -148,7 +151,7 @@ func measure(ctx context.Context, s system, o options) (r result, err error) {
 		for k, f := range procs {
 			before[k] = f()
 		}
-		if _, err := drive(ctx, s, o.paced, o.producers, o.rate); err != nil {
+		if _, err := drive(ctx, s, o.paced, o.producers, 1, o.rate); err != nil {
 			return r, fmt.Errorf("paced run: %w", err)
 		}
 		r.pacedCPUPerK = map[string]float64{}
@@ -164,9 +167,11 @@ func measure(ctx context.Context, s system, o options) (r result, err error) {
 	return r, nil
 }
 
-// drive submits n jobs from the given producers (flat out, or paced at
-// rate jobs/s overall) and waits until n more jobs are done.
-func drive(ctx context.Context, s system, n, producers int, rate float64) (time.Duration, error) {
+// drive submits n jobs from the given producers, batch at a time (flat
+// out, or paced at rate jobs/s overall) and waits until n more jobs are
+// done.
+func drive(ctx context.Context, s system, n, producers, batch int, rate float64) (time.Duration, error) {
+	batch = max(batch, 1)
 	base, err := s.done(ctx)
 	if err != nil {
 		return 0, err
@@ -180,7 +185,7 @@ func drive(ctx context.Context, s system, n, producers int, rate float64) (time.
 		go func() {
 			defer wg.Done()
 			for {
-				i := next.Add(1) - 1
+				i := next.Add(int64(batch)) - int64(batch)
 				if i >= int64(n) {
 					return
 				}
@@ -188,7 +193,7 @@ func drive(ctx context.Context, s system, n, producers int, rate float64) (time.
 					due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
 					time.Sleep(time.Until(due))
 				}
-				if err := s.submit(ctx); err != nil {
+				if err := s.submit(ctx, int(min(int64(batch), int64(n)-i))); err != nil {
 					errc <- err
 					return
 				}

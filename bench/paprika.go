@@ -227,15 +227,35 @@ func (p *paprikaSystem) stop() {
 	p.hubCmds, p.wrkCmds, p.urls, p.clients, p.sqlDB, p.rdb = nil, nil, nil, nil, nil, nil
 }
 
-func (p *paprikaSystem) submit(ctx context.Context) error {
+func (p *paprikaSystem) submit(ctx context.Context, n int) error {
 	c := p.clients[p.rr.Add(1)%uint64(len(p.clients))]
-	j, err := c.Submit(ctx, client.SubmitRequest{Mode: "noop", TimeoutS: 600, MaxAttempts: 1}, "")
-	if err != nil {
-		return err
+	req := client.SubmitRequest{Mode: "noop", TimeoutS: 600, MaxAttempts: 1}
+	var ids []string
+	if n == 1 {
+		j, err := c.Submit(ctx, req, "")
+		if err != nil {
+			return err
+		}
+		ids = []string{j.ID}
+	} else {
+		reqs := make([]client.SubmitRequest, n)
+		for i := range reqs {
+			reqs[i] = req
+		}
+		res, err := c.SubmitMany(ctx, reqs)
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				return r.Err
+			}
+			ids = append(ids, r.Job.ID)
+		}
 	}
 	p.mu.Lock()
 	if p.record {
-		p.recorded = append(p.recorded, j.ID)
+		p.recorded = append(p.recorded, ids...)
 	}
 	p.mu.Unlock()
 	return nil

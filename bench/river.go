@@ -91,8 +91,16 @@ func (r *riverSystem) stop() {
 	r.pool.Close()
 }
 
-func (r *riverSystem) submit(ctx context.Context) error {
-	_, err := r.cl.Insert(ctx, noopArgs{T: time.Now().UnixNano()}, &river.InsertOpts{MaxAttempts: 1})
+func (r *riverSystem) submit(ctx context.Context, n int) error {
+	if n == 1 {
+		_, err := r.cl.Insert(ctx, noopArgs{T: time.Now().UnixNano()}, &river.InsertOpts{MaxAttempts: 1})
+		return err
+	}
+	many := make([]river.InsertManyParams, n)
+	for i := range many {
+		many[i] = river.InsertManyParams{Args: noopArgs{T: time.Now().UnixNano()}, InsertOpts: &river.InsertOpts{MaxAttempts: 1}}
+	}
+	_, err := r.cl.InsertMany(ctx, many)
 	return err
 }
 

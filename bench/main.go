@@ -64,7 +64,7 @@ type result struct {
 	p50, p99   time.Duration      // paced enqueue → started
 	// pacedCPUPerK is CPU s per 1,000 jobs of the paced run, per process:
 	// a steady load, where grains of earlier jobs passivate meanwhile
-	// (Paprika's do 30 s after their job ends), unlike in a short burst.
+	// (Paprika's do 3 s after their job ends), unlike in a short burst.
 	pacedCPUPerK map[string]float64
 }
 

@@ -2,15 +2,14 @@ package client
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/paprika-hub/paprika/internal/backoff"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // Submit creates a job (POST /jobs). idempotencyKey makes retries safe: the
@@ -36,39 +35,13 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest, idempotencyKey s
 	return job, err
 }
 
-// NewIdempotencyKey returns a fresh key for Submit: "pk-", the current time
-// in milliseconds (10 characters of an alphabet in ASCII order, so keys sort
-// by when they were made) and 80 random bits (16 characters). The time comes
-// first for the hub's sake: both job stores index the keys in a B-tree,
-// where keys made close together land on the same few pages; random keys
-// would each rewrite a page of their own on every submit.
-func NewIdempotencyKey() string { return newIdempotencyKey(time.Now()) }
-
-// keyAlphabet is Crockford's base32, whose characters are in ASCII order.
-const keyAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-func newIdempotencyKey(now time.Time) string {
-	var b [3 + 10 + 16]byte
-	copy(b[:], "pk-")
-	ms := uint64(now.UnixMilli())
-	for i := 12; i >= 3; i-- { // 10 characters hold 50 bits: until the year 37,000
-		b[i] = keyAlphabet[ms&31]
-		ms >>= 5
-	}
-	var r [10]byte // 80 bits, 16 characters of 5
-	_, _ = rand.Read(r[:])
-	bits, n := uint64(0), 0
-	j := 13
-	for _, x := range r {
-		bits, n = bits<<8|uint64(x), n+8
-		for n >= 5 {
-			n -= 5
-			b[j] = keyAlphabet[(bits>>n)&31]
-			j++
-		}
-	}
-	return string(b[:])
-}
+// NewIdempotencyKey returns a fresh key for Submit: "pk-" and a ULID
+// (persistence.NewJobID: the time in milliseconds, then 80 random bits), so
+// keys sort by when they were made. That is for the hub's sake: both job
+// stores index the keys in a B-tree, where keys made close together land on
+// the same few pages; random keys would each rewrite a page of their own on
+// every submit.
+func NewIdempotencyKey() string { return "pk-" + persistence.NewJobID() }
 
 // Get returns the job with id (GET /jobs/{id}).
 func (c *Client) Get(ctx context.Context, id string) (Job, error) {

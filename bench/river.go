@@ -92,13 +92,14 @@ func (r *riverSystem) stop() {
 }
 
 func (r *riverSystem) submit(ctx context.Context, n int) error {
+	opts := &river.InsertOpts{MaxAttempts: 1}
 	if n == 1 {
-		_, err := r.cl.Insert(ctx, noopArgs{T: time.Now().UnixNano()}, &river.InsertOpts{MaxAttempts: 1})
+		_, err := r.cl.Insert(ctx, noopArgs{T: time.Now().UnixNano()}, opts)
 		return err
 	}
 	many := make([]river.InsertManyParams, n)
 	for i := range many {
-		many[i] = river.InsertManyParams{Args: noopArgs{T: time.Now().UnixNano()}, InsertOpts: &river.InsertOpts{MaxAttempts: 1}}
+		many[i] = river.InsertManyParams{Args: noopArgs{T: time.Now().UnixNano()}, InsertOpts: opts}
 	}
 	_, err := r.cl.InsertMany(ctx, many)
 	return err

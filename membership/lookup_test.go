@@ -207,9 +207,9 @@ func startEchoMember(tb testing.TB, extra ...*cluster.Member) (*Member, *cluster
 // BenchmarkMultiMemberActivationEnd: one grain activated and stopped per
 // op while live other activations stay up (a hub keeps a job's grain up
 // 3 s after the job ends, FinalPassivate, and an unfinished one for as
-// long as it runs: at 1,000 jobs/s that is thousands of them). What the placement actor does per ended activation —
-// find it, and tell the members their cached PID is gone — is paid once
-// per job.
+// long as it runs: at 1,000 jobs/s that is thousands of them). What the
+// placement actor does per ended activation — find it, and tell the
+// members their cached PID is gone — is paid once per job.
 func BenchmarkMultiMemberActivationEnd(b *testing.B) {
 	for _, live := range []int{0, 20000} {
 		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {

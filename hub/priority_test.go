@@ -151,6 +151,12 @@ func TestPriorityJumpsTheQueue(t *testing.T) {
 		fives = append(fives, submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`).ID)
 	}
 	nine := submit(t, h.URL(), `{"mode":"noop","priority":9,"params":{"lines":1}}`).ID
+	// A submit is answered once the job is stored; its grain tells the
+	// scheduler a moment later. The lane must free only once the scheduler
+	// holds all five (the blocker's enqueue included), else on a loaded
+	// machine it places a five before it has heard of the nine.
+	require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= 5 },
+		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued jobs")
 	st, b := do(t, "POST", h.URL()+"/jobs/"+blocker.ID+"/cancel", "")
 	require.Equal(t, http.StatusOK, st, string(b))
 

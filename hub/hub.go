@@ -166,7 +166,8 @@ func logDeps(d *grains.Deps, l config.LimitsConfig) *logpipe.Deps {
 	return &logpipe.Deps{Logs: d.Logs, Log: d.Log, Metrics: d.Metrics, Now: d.Now, Holder: holder,
 		Timing: logpipe.Timing{LogBatchLines: t.LogBatchLines, LogBatchWait: t.LogBatchWait,
 			LogBudgetLines: t.LogBudgetLines, GrainTimeout: t.GrainTimeout, IdlePassivate: t.IdlePassivate,
-			MaxLines: int64(l.MaxLogLines), MaxBytes: int64(l.MaxLogBytes), HolderTTL: t.OrphanGrace}}
+			DonePassivate: t.FinalPassivate,
+			MaxLines:      int64(l.MaxLogLines), MaxBytes: int64(l.MaxLogBytes), HolderTTL: t.OrphanGrace}}
 }
 
 // Lost is closed when this hub lost its cluster membership (it was frozen

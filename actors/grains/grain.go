@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/internal/lazylog"
 )
 
 // grain is what every grain incarnation knows of itself, set from its
@@ -25,7 +26,7 @@ func (b *grain) begin(ctx actor.Context, d *Deps, msg *cluster.ClusterInit, kind
 	b.id, b.cl = msg.Identity.Identity, msg.Cluster
 	b.log = d.Log
 	if logKey != "" {
-		b.log = d.Log.With(slog.String(logKey, b.id))
+		b.log = lazylog.With(d.Log, slog.String(logKey, b.id))
 	}
 	b.timers = supervise.NewTimers(ctx, kind)
 }

@@ -31,11 +31,14 @@ type jobGrain struct {
 	job      persistence.Job
 	loaded   bool
 	deadline supervise.Stop
-	queuedTO supervise.Stop
-	audit    supervise.Stop
-	audited  int   // the attempt its worker said it runs: no more queries
-	checking int32 // an attempt its worker stopped reporting: ask even if started
-	waitSeen int32 // the attempt whose queue wait was observed
+	// deadlineAt is when deadline fires: a transition that keeps it (the
+	// claim, the start) keeps the timer instead of arming a new one.
+	deadlineAt time.Time
+	queuedTO   supervise.Stop
+	audit      supervise.Stop
+	audited    int   // the attempt its worker said it runs: no more queries
+	checking   int32 // an attempt its worker stopped reporting: ask even if started
+	waitSeen   int32 // the attempt whose queue wait was observed
 	// enqueued: the activation's load asked the scheduler already, so the
 	// JobEnsure that woke the grain (a new job's) need not ask again.
 	enqueued bool
@@ -278,14 +281,19 @@ func (g *jobGrain) arm(ctx actor.Context) {
 	g.stopTimers()
 	now := g.deps.Clock()
 	if g.job.Status == persistence.StatusScheduled && !g.armScheduled(ctx, now) {
+		g.stopDeadline()
 		return // waits for its time, with no timers of its own
 	}
 	if g.job.Status.Final() {
+		g.stopDeadline()
 		ctx.SetReceiveTimeout(g.deps.Timing.finalPassivate())
 		return
 	}
 	ctx.CancelReceiveTimeout()
-	g.deadline = g.timers.After(max(g.job.Deadline().Sub(now), 0), &deadlineTick{})
+	if due := g.job.Deadline(); g.deadline == nil || !due.Equal(g.deadlineAt) {
+		g.stopDeadline()
+		g.deadline, g.deadlineAt = g.timers.After(max(due.Sub(now), 0), &deadlineTick{}), due
+	}
 	if g.unconfirmed() {
 		due := g.job.StartedAt.Add(AssignAuditAfter)
 		g.audit = g.timers.After(max(due.Sub(now), 0), &auditTick{})
@@ -308,16 +316,21 @@ func (g *jobGrain) enqueue(ctx actor.Context) {
 	g.sched(ctx, msg)
 }
 
+// stopTimers stops the timers of a state; the deadline, which holds
+// across states, stops on its own (stopDeadline).
 func (g *jobGrain) stopTimers() {
-	if g.deadline != nil {
-		g.deadline()
-		g.deadline = nil
-	}
 	if g.queuedTO != nil {
 		g.queuedTO()
 		g.queuedTO = nil
 	}
 	g.stopAudit()
+}
+
+func (g *jobGrain) stopDeadline() {
+	if g.deadline != nil {
+		g.deadline()
+		g.deadline = nil
+	}
 }
 
 func (g *jobGrain) stopAudit() {

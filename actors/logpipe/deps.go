@@ -17,6 +17,12 @@ type Timing struct {
 	LogBudgetLines int64         // log lines in memory before the socket readers block
 	GrainTimeout   time.Duration // bounds one store call
 	IdlePassivate  time.Duration // an idle stream stops after this
+	// DonePassivate: an idle stream whose done sentinel went out stops
+	// after this instead (0 = IdlePassivate). It has nothing left to take:
+	// a line that comes later is refused by the incarnation it wakes,
+	// which reads from the store that the log is done, and a re-sent
+	// final frame is confirmed again, as on any other hub.
+	DonePassivate time.Duration
 	// MaxLines and MaxBytes bound one job's stored log (limits.max_log_lines,
 	// limits.max_log_bytes); past either the log is marked truncated and
 	// further lines are refused. 0 = no bound.
@@ -39,6 +45,14 @@ type Deps struct {
 	// store's claim of record): only that worker's lines and end count.
 	// nil trusts every sender (tests of the pipe alone).
 	Holder func(ctx context.Context, jobID string) (workerID string, attempt int, err error)
+}
+
+// donePassivate is DonePassivate, or IdlePassivate when unset.
+func (t Timing) donePassivate() time.Duration {
+	if t.DonePassivate > 0 {
+		return t.DonePassivate
+	}
+	return t.IdlePassivate
 }
 
 func (d *Deps) now() time.Time {

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/internal/lazylog"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -162,13 +163,16 @@ func (s *logStream) Receive(ctx actor.Context) {
 }
 
 func (s *logStream) start(ctx actor.Context) {
-	s.log = s.deps.Log.With(slog.String("job_id", s.jobID))
+	s.log = lazylog.With(s.deps.Log, slog.String("job_id", s.jobID))
 	s.timers = supervise.NewTimers(ctx, "log_stream")
 	ctx.SetReceiveTimeout(s.deps.Timing.IdlePassivate)
 	if c := s.carry; c.valid {
 		s.next, s.from, s.base, s.attempt, s.done, s.doneSent = c.next, c.next, c.base, c.attempt, c.done, c.doneSent
 		s.bytes, s.truncated, s.truncatedBy = c.bytes, c.truncated, c.truncatedBy
 		s.resumed = c.resumed
+		if s.doneSent {
+			ctx.SetReceiveTimeout(s.deps.Timing.donePassivate())
+		}
 		return
 	}
 }
@@ -311,6 +315,9 @@ func (s *logStream) flush(ctx actor.Context, notify *actor.PID, payload interfac
 	}
 	if final {
 		s.doneSent = true
+		// A finished log's stream goes soon: at a steady thousand jobs a
+		// second the 30 s idle wait kept tens of thousands of them up.
+		ctx.SetReceiveTimeout(s.deps.Timing.donePassivate())
 	}
 	b := persistence.LogBatch{JobID: s.jobID, From: max(s.from, 0), Lines: s.pending, Done: final}
 	// A full batch, the done sentinel and a waiting reporter go out at

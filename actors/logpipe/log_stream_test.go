@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/metrics"
@@ -77,4 +78,74 @@ func TestStreamWithoutLinesReadsNoPosition(t *testing.T) {
 	require.True(t, done)
 	require.Equal(t, []string{"a", "b", "c"}, lines)
 	require.EqualValues(t, 1, logs.lens.Load(), "the position is read once, before the first line")
+}
+
+// TestDoneStreamPassivatesSoon: a stream whose done sentinel went out stops
+// after DonePassivate, not the idle wait; one still taking lines stays; a
+// line that comes after the stream went is refused by the incarnation it
+// wakes, which reads from the store that the log is done.
+func TestDoneStreamPassivatesSoon(t *testing.T) {
+	system := actor.NewActorSystem()
+	logs := memory.NewLogStore()
+	m := metrics.NewMetrics()
+	d := &Deps{Logs: logs, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m,
+		Timing: Timing{LogBatchLines: 50, LogBatchWait: 10 * time.Millisecond, LogBudgetLines: 1000,
+			GrainTimeout: time.Second, IdlePassivate: time.Minute, DonePassivate: 100 * time.Millisecond}}
+	r, err := Start(system, d, func(p *actor.Props, name string) (*actor.PID, error) {
+		return system.Root.SpawnNamed(p, name)
+	})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	stopped := make(chan string, 4)
+	watch := func(job string) *actor.PID {
+		pid, err := r.Stream(job)
+		require.NoError(t, err)
+		system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+			switch c.Message().(type) {
+			case *actor.Started:
+				c.Watch(pid)
+			case *actor.Terminated:
+				stopped <- job
+			}
+		}))
+		return pid
+	}
+	done := watch("j-done")
+	open := watch("j-open")
+	system.Root.Send(done, &Line{Attempt: 1, Seq: 0, Text: "a"})
+	system.Root.Send(done, &End{Attempt: 1})
+	system.Root.Send(open, &Line{Attempt: 1, Seq: 0, Text: "x"})
+
+	select {
+	case job := <-stopped:
+		require.Equal(t, "j-done", job, "the finished log's stream goes first")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the finished log's stream is still up")
+	}
+	select {
+	case job := <-stopped:
+		t.Fatalf("%s stopped: an open log's stream waits out the idle time", job)
+	case <-time.After(500 * time.Millisecond):
+	}
+
+	late, err := r.Stream("j-done") // a new incarnation
+	require.NoError(t, err)
+	require.NotEqual(t, done.Id, late.Id)
+	before := duplicates(m)
+	system.Root.Send(late, &Line{Attempt: 1, Seq: 1, Text: "late"})
+	require.Eventually(t, func() bool { return duplicates(m) == before+1 },
+		5*time.Second, 10*time.Millisecond, "the late line is refused")
+	lines, isDone, err := logs.Read(ctx, "j-done", 0, 10)
+	require.NoError(t, err)
+	require.True(t, isDone)
+	require.Equal(t, []string{"a"}, lines)
+}
+
+func duplicates(m *metrics.Metrics) float64 {
+	var v dto.Metric
+	if m.LogLinesDuplicate.Write(&v) != nil {
+		return -1
+	}
+	return v.GetCounter().GetValue()
 }

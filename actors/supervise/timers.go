@@ -18,9 +18,11 @@ import (
 // actor calls StopAll in Stopping and Restarting.
 type Timers struct {
 	kind string
-	sys  *actor.ActorSystem // whose count in LiveTimersIn this timer is
 	self *actor.PID
 	send func(pid *actor.PID, msg interface{})
+	// The counts this set moves (its kind's, process-wide and in its actor
+	// system), looked up once: an actor arms a timer on most turns.
+	kindCount, sysCount *atomic.Int64
 
 	mu      sync.Mutex
 	live    map[*time.Timer]struct{}
@@ -74,15 +76,16 @@ func LiveTimersIn(sys *actor.ActorSystem, kind string) int64 {
 
 // count moves the live counts of t's kind by d.
 func (t *Timers) count(d int64) {
-	liveCounter(t.kind).Add(d)
-	systemCounter(t.sys, t.kind).Add(d)
+	t.kindCount.Add(d)
+	t.sysCount.Add(d)
 }
 
 // NewTimers returns the timer set of the actor whose context this is; kind
 // names it in LiveTimers.
 func NewTimers(ctx actor.Context, kind string) *Timers {
 	root := ctx.ActorSystem().Root
-	return &Timers{kind: kind, sys: ctx.ActorSystem(), self: ctx.Self(), send: func(pid *actor.PID, msg interface{}) { root.Send(pid, msg) },
+	return &Timers{kind: kind, self: ctx.Self(), send: func(pid *actor.PID, msg interface{}) { root.Send(pid, msg) },
+		kindCount: liveCounter(kind), sysCount: systemCounter(ctx.ActorSystem(), kind),
 		live: map[*time.Timer]struct{}{}}
 }
 

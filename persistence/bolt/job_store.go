@@ -127,7 +127,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 	err = s.group.update(func(tx *bbolt.Tx) error {
 		out, created, dup = j, false, nil
 		jobs := tx.Bucket(bucketJobs)
-		idem := tx.Bucket(bucketIdempotency)
+		idem := indexBucket(tx, bucketIdempotency)
 		if j.IdempotencyKey != "" {
 			if id := idem.Get([]byte(j.IdempotencyKey)); id != nil {
 				existing, err := loadJob(jobs, id)
@@ -146,7 +146,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 		if err := jobs.Put(id, data); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketByStatus).Put(statusKey(&j), []byte{}); err != nil {
+		if err := indexBucket(tx, bucketByStatus).Put(statusKey(&j), []byte{}); err != nil {
 			return err
 		}
 		if j.IdempotencyKey != "" {
@@ -409,7 +409,7 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 			return nil // refused: nothing written, the group goes on
 		}
 		if newKey := statusKey(&j); !bytes.Equal(oldKey, newKey) {
-			byStatus := tx.Bucket(bucketByStatus)
+			byStatus := indexBucket(tx, bucketByStatus)
 			if err := byStatus.Delete(oldKey); err != nil {
 				return err
 			}

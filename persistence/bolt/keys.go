@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -18,6 +20,25 @@ var (
 	bucketByStatus     = []byte("by_status")
 	bucketIdempotency  = []byte("idempotency")
 )
+
+// indexFill is how full a page of an index bucket is left when it
+// splits. Both grow at their right edge — a status's entries are ordered
+// by creation and a job changes status soon after it is made; the SDK's
+// idempotency keys are time-ordered — so bbolt's default of half leaves
+// every page behind the edge half empty: twice the pages, and a fuller
+// right-edge page to read into memory on each commit that adds to it.
+// Not all the way to full: a key a little out of order (a job finishing
+// before an older one, a client's own random key) splits a page that
+// has room rather than one that is full.
+const indexFill = 0.9
+
+// indexBucket is the index bucket name of a write transaction, set to
+// split its pages at indexFill (FillPercent holds for the transaction).
+func indexBucket(tx *bbolt.Tx, name []byte) *bbolt.Bucket {
+	b := tx.Bucket(name)
+	b.FillPercent = indexFill
+	return b
+}
 
 // tsLen is the length of the encoded created_at.
 const tsLen = 8

@@ -312,10 +312,11 @@ func sumCPU(cmds []*exec.Cmd) float64 {
 }
 
 func (p *paprikaSystem) stmts(ctx context.Context) map[string]float64 {
-	if !p.real {
-		return nil
-	}
 	m := map[string]float64{}
+	p.hubAllocs(ctx, m)
+	if !p.real {
+		return m
+	}
 	rows, err := p.sqlDB.QueryContext(ctx, "SHOW GLOBAL STATUS LIKE 'Com_%'")
 	if err == nil {
 		for rows.Next() {
@@ -337,6 +338,30 @@ func (p *paprikaSystem) stmts(ctx context.Context) map[string]float64 {
 	m["redis"] = redisCalls(ctx, p.rdb)
 	p.grainMessages(ctx, m)
 	return m
+}
+
+// hubAllocs adds the bytes the hubs' Go heaps allocated so far
+// (go_memstats_alloc_bytes_total), in KiB, as "hub-alloc-kb": per job, what
+// the hubs' garbage collectors are made to work through. Unlike CPU seconds
+// it hardly moves with what else the machine is doing.
+func (p *paprikaSystem) hubAllocs(ctx context.Context, m map[string]float64) {
+	const family = "go_memstats_alloc_bytes_total "
+	for _, u := range p.urls {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return
+		}
+		s := bufio.NewScanner(resp.Body)
+		s.Buffer(make([]byte, 1<<20), 1<<20)
+		for s.Scan() {
+			if v, ok := strings.CutPrefix(s.Text(), family); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				m["hub-alloc-kb"] += n / 1024
+			}
+		}
+		resp.Body.Close()
+	}
 }
 
 // grainMessages adds the hubs' paprika_grain_messages_total to m: the sums

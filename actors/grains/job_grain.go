@@ -468,10 +468,13 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		g.assigned(ctx, msg.WorkerId, claimed.Attempts, nil, err)
 		return
 	}
-	Ask(ctx, g.timers, g.cl, msg.WorkerId, KindWorker,
-		&messages.WorkerAssign{JobId: g.id, Attempt: int32(claimed.Attempts), Frame: frame, Job: RefOf(ctx.Self())},
+	// The continuation keeps the attempt alone: capturing the claimed job
+	// would move the whole record to the heap on every placement.
+	workerID, attempt := msg.WorkerId, claimed.Attempts
+	Ask(ctx, g.timers, g.cl, workerID, KindWorker,
+		&messages.WorkerAssign{JobId: g.id, Attempt: int32(attempt), Frame: frame, Job: RefOf(ctx.Self())},
 		g.deps.Timing.AssignGrace,
-		func(res *messages.Reply, err error) { g.assigned(ctx, msg.WorkerId, claimed.Attempts, res, err) })
+		func(res *messages.Reply, err error) { g.assigned(ctx, workerID, attempt, res, err) })
 }
 
 // assigned acts on the worker grain's answer to an assignment.

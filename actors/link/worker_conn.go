@@ -69,7 +69,9 @@ type workerConn struct {
 }
 
 type inFrame struct {
-	f   messages.Frame
+	f messages.Frame
+	// raw is the frame as it came, for the hello and the heartbeat alone:
+	// the worker grain reads those whole. Job frames go on decoded.
 	raw []byte
 }
 
@@ -282,7 +284,11 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 		if f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed {
 			delete(streams, f.JobID)
 		}
-		root.Send(self, &inFrame{f: f, raw: bytes.Clone(data)}) // data is buf's, reused for the next frame
+		in := &inFrame{f: f}
+		if f.Type == messages.TypeHello || f.Type == messages.TypeHeartbeat {
+			in.raw = bytes.Clone(data) // data is buf's, reused for the next frame; only these go on as they came
+		}
+		root.Send(self, in)
 	}
 }
 
@@ -554,12 +560,15 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 // once the grain has decided (stored, or refused as stale). Store trouble is
 // retried; if it persists the link is dropped so the worker re-sends later.
 func (c *workerConn) reportFinish(ctx actor.Context, in *inFrame, try int) {
-	f := in.f
+	f := &in.f
 	msg := &messages.JobFinished{WorkerId: c.workerID, Attempt: int32(f.Attempt), Succeeded: f.Type == messages.TypeJobDone,
 		Reason: f.Reason, Error: f.Error, Result: f.Result, Assets: f.Assets, Permanent: f.Permanent}
+	// The answer's continuation keeps the two fields it needs, not a copy
+	// of the whole frame.
+	jobID, attempt := f.JobID, f.Attempt
 	// One attempt per try: the retries are the link's own (retryFinish),
 	// which drop the link when the store stays away.
-	grains.AskOnce(ctx, c.timers, c.deps.Cluster(), f.JobID, grains.KindJob, msg, c.deps.Timing.GrainTimeout,
+	grains.AskOnce(ctx, c.timers, c.deps.Cluster(), jobID, grains.KindJob, msg, c.deps.Timing.GrainTimeout,
 		func(r *messages.Reply, err error) {
 			// A stale attempt or an unknown job is decided for good: the
 			// ack lets the worker drop the report instead of re-sending it
@@ -568,7 +577,7 @@ func (c *workerConn) reportFinish(ctx actor.Context, in *inFrame, try int) {
 				c.retryFinish(ctx, in, try, fmt.Errorf("%s", grains.ErrString(err, r)))
 				return
 			}
-			_ = c.enqueue(ctx, messages.JobAckFrame(f.JobID, f.Attempt))
+			_ = c.enqueue(ctx, messages.JobAckFrame(jobID, attempt))
 		})
 }
 

@@ -346,6 +346,17 @@ func (p *paprikaSystem) stmts(ctx context.Context) map[string]float64 {
 // it hardly moves with what else the machine is doing.
 func (p *paprikaSystem) hubAllocs(ctx context.Context, m map[string]float64) {
 	const family = "go_memstats_alloc_bytes_total "
+	p.eachMetricLine(ctx, func(line string) {
+		if v, ok := strings.CutPrefix(line, family); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			m["hub-alloc-kb"] += n / 1024
+		}
+	})
+}
+
+// eachMetricLine calls fn with each line of every hub's /metrics; a hub
+// that does not answer ends the walk (the figures of that read are short).
+func (p *paprikaSystem) eachMetricLine(ctx context.Context, fn func(line string)) {
 	for _, u := range p.urls {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
 		resp, err := http.DefaultClient.Do(req)
@@ -355,10 +366,7 @@ func (p *paprikaSystem) hubAllocs(ctx context.Context, m map[string]float64) {
 		s := bufio.NewScanner(resp.Body)
 		s.Buffer(make([]byte, 1<<20), 1<<20)
 		for s.Scan() {
-			if v, ok := strings.CutPrefix(s.Text(), family); ok {
-				n, _ := strconv.ParseFloat(v, 64)
-				m["hub-alloc-kb"] += n / 1024
-			}
+			fn(s.Text())
 		}
 		resp.Body.Close()
 	}
@@ -369,35 +377,24 @@ func (p *paprikaSystem) hubAllocs(ctx context.Context, m map[string]float64) {
 // binary without the family adds nothing).
 func (p *paprikaSystem) grainMessages(ctx context.Context, m map[string]float64) {
 	const family = "paprika_grain_messages_total{"
-	for _, u := range p.urls {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/metrics", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
+	p.eachMetricLine(ctx, func(line string) {
+		if !strings.HasPrefix(line, family) {
 			return
 		}
-		s := bufio.NewScanner(resp.Body)
-		s.Buffer(make([]byte, 1<<20), 1<<20)
-		for s.Scan() {
-			line := s.Text()
-			if !strings.HasPrefix(line, family) {
-				continue
-			}
-			i := strings.LastIndexByte(line, ' ')
-			j := strings.IndexByte(line, '}')
-			if i < 0 || j < 0 {
-				continue
-			}
-			v, _ := strconv.ParseFloat(line[i+1:], 64)
-			labels := map[string]string{}
-			for _, kv := range strings.Split(line[len(family):j], ",") {
-				k, val, _ := strings.Cut(kv, "=")
-				labels[k] = strings.Trim(val, `"`)
-			}
-			m[labels["kind"]+"/"+labels["op"]+"/"+labels["to"]] += v
-			m["grain-"+labels["to"]] += v
+		i := strings.LastIndexByte(line, ' ')
+		j := strings.IndexByte(line, '}')
+		if i < 0 || j < 0 {
+			return
 		}
-		resp.Body.Close()
-	}
+		v, _ := strconv.ParseFloat(line[i+1:], 64)
+		labels := map[string]string{}
+		for _, kv := range strings.Split(line[len(family):j], ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			labels[k] = strings.Trim(val, `"`)
+		}
+		m[labels["kind"]+"/"+labels["op"]+"/"+labels["to"]] += v
+		m["grain-"+labels["to"]] += v
+	})
 }
 
 // redisCalls sums the calls of INFO commandstats (this read counts one).

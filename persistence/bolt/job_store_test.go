@@ -280,13 +280,7 @@ func TestIndexPagesFillUp(t *testing.T) {
 	s, _ := open(t)
 	ctx := context.Background()
 	for range 1000 {
-		j, _, err := s.Create(ctx, persistence.Job{Mode: "noop", MaxAttempts: 1, TimeoutS: 60,
-			IdempotencyKey: "pk-" + persistence.NewJobID()})
-		require.NoError(t, err)
-		_, err = s.Claim(ctx, j.ID, "w1", time.Now())
-		require.NoError(t, err)
-		_, err = s.Finish(ctx, j.ID, 1, persistence.Finish{Status: persistence.StatusSucceeded, Lane: "0"})
-		require.NoError(t, err)
+		shortLife(ctx, t, s)
 	}
 	for _, name := range []string{"by_status", "idempotency"} {
 		fill, err := bolt.LeafFill(s, name)

@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMultiMemberGrainMessagesJobLookupOncePerJob: with two hubs, jobs
-// submitted through one and run by a worker linked to the other are looked
-// up once each, by the hub that wakes them — not again by the scheduler's
-// hub and the link's — and every placement is settled (none left for the
-// placement timeout).
-func TestMultiMemberGrainMessagesJobLookupOncePerJob(t *testing.T) {
+// TestMultiMemberGrainMessagesNoJobLookup: with two hubs, jobs submitted
+// through one and run by a worker linked to the other are never looked up
+// — the wake goes to the job's owner in one message, the scheduler's hub
+// and the link's use the PID handed on — and every placement is settled
+// (none left for the placement timeout).
+func TestMultiMemberGrainMessagesNoJobLookup(t *testing.T) {
 	cfgA, cfgB := sharedStoreConfigs(t)
 	a := startTestHub(t, cfgA)
 	b := startTestHub(t, cfgB)
@@ -29,6 +29,6 @@ func TestMultiMemberGrainMessagesJobLookupOncePerJob(t *testing.T) {
 		10*time.Second, 10*time.Millisecond)
 	const n = 20
 	runJobs(t, a, n)
-	require.EqualValues(t, n, jobLookups(a)+jobLookups(b), "one lookup per job: the wake")
+	require.Zero(t, jobLookups(a)+jobLookups(b), "no lookup: the wake goes through the job's owner")
 	require.Eventually(t, func() bool { return placementsPending(t, a) == 0 }, 2*time.Second, 10*time.Millisecond)
 }

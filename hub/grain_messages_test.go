@@ -44,18 +44,18 @@ func runJobs(t *testing.T, via *Hub, n int) {
 	}
 }
 
-// TestGrainMessagesJobLookupOncePerJob: a job's grain is looked up once, by
-// the hub that wakes it; the scheduler and the worker's link reach it by
-// the PID it hands on (SchedEnqueue.job, ConnSend.job), not by a lookup
-// each.
-func TestGrainMessagesJobLookupOncePerJob(t *testing.T) {
+// TestGrainMessagesNoJobLookup: a job's grain is never looked up: the hub
+// that wakes it hands the wake to the placement actor of its owner
+// (membership.Lookup.Deliver), and the scheduler and the worker's link reach
+// it by the PID it hands on (SchedEnqueue.job, ConnSend.job).
+func TestGrainMessagesNoJobLookup(t *testing.T) {
 	h := startTestHub(t, testConfig(t))
 	startAgent(t, h.URL(), "wm", 2)
 	require.Eventually(t, func() bool { ws, err := h.Workers(t.Context()); return err == nil && len(ws) == 1 && ws[0].Alive },
 		10*time.Second, 10*time.Millisecond)
 	const n = 20
 	runJobs(t, h, n)
-	require.EqualValues(t, n, jobLookups(h), "one lookup per job: the wake")
+	require.Zero(t, jobLookups(h), "no lookup: the wake goes through the job's owner")
 	// The worker grain's state push settled each placement (no
 	// SchedPlaced): none waits for its placement timeout.
 	require.Eventually(t, func() bool { return placementsPending(t, h) == 0 }, 2*time.Second, 10*time.Millisecond)

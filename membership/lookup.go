@@ -2,12 +2,15 @@ package membership
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/eventstream"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // activatorName is the placement actor's name on every member; it is the
@@ -42,6 +45,20 @@ type Lookup struct {
 	mu      sync.RWMutex
 	rdv     *cluster.Rendezvous
 	changed chan struct{} // closed (and replaced) on every topology update
+	// delivers are the members that take a GrainDeliver (they list
+	// DeliverKind); a member of an older version is sent the lookup and
+	// the message as before.
+	delivers map[string]bool
+}
+
+// DeliverKind is the cluster kind a member lists to say that its placement
+// actor takes messages.GrainDeliver. No grain of it is ever activated.
+const DeliverKind = "grain-deliver"
+
+// deliverKind is the marker kind every member registers: its actor only
+// exists to be named (a request for it is answered with nothing).
+func deliverKind() *cluster.Kind {
+	return cluster.NewKind(DeliverKind, actor.PropsFromFunc(func(actor.Context) {}))
 }
 
 // NewLookup returns the identity lookup every member of a Paprika cluster
@@ -80,8 +97,15 @@ func (l *Lookup) Shutdown() {
 func (l *Lookup) onTopology(t *cluster.ClusterTopology) {
 	rdv := cluster.NewRendezvous()
 	rdv.UpdateMembers(t.Members)
+	delivers := map[string]bool{}
+	for _, m := range t.Members {
+		if slices.Contains(m.Kinds, DeliverKind) {
+			delivers[m.Address()] = true
+		}
+	}
 	l.mu.Lock()
 	l.rdv = rdv
+	l.delivers = delivers
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
@@ -94,6 +118,26 @@ func (l *Lookup) owner(id *cluster.ClusterIdentity) (string, <-chan struct{}) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.rdv.GetByClusterIdentity(id), l.changed
+}
+
+// Deliver sends msg, one way, to the placement actor of the member that
+// owns id, which activates the grain there if it is not up and hands it
+// the payload: one message instead of an activation request, its answer,
+// and then the message. It returns that member's address; false when there
+// is no owner or the owner is of a version that does not take it (the
+// caller looks the grain up and sends, as before). Like any one-way send to
+// a grain, a message to an owner that dies meanwhile is lost; what sends it
+// has its own repair (a job's wake: the re-drive).
+func (l *Lookup) Deliver(id *cluster.ClusterIdentity, msg *messages.GrainDeliver) (string, bool) {
+	l.mu.RLock()
+	owner := l.rdv.GetByClusterIdentity(id)
+	takes := l.delivers[owner]
+	l.mu.RUnlock()
+	if owner == "" || !takes {
+		return "", false
+	}
+	l.cluster.ActorSystem.Root.Send(actor.NewPID(owner, activatorName), msg)
+	return owner, true
 }
 
 type activation struct {
@@ -205,22 +249,24 @@ func (p *placementActor) Receive(ctx actor.Context) {
 		delete(p.byPID, msg.Who.Id)
 		p.noteEnded(ctx, a)
 	case *cluster.ActivationRequest:
-		key := msg.ClusterIdentity.AsKey()
-		if a, ok := p.actors[key]; ok {
-			ctx.Respond(&cluster.ActivationResponse{Pid: a.pid})
+		if pid := p.activate(ctx, msg.ClusterIdentity); pid != nil {
+			ctx.Respond(&cluster.ActivationResponse{Pid: pid})
 			return
 		}
-		kind := p.cluster.GetClusterKind(msg.ClusterIdentity.Kind)
-		if kind == nil {
-			ctx.Logger().Error("activation of an unknown kind", slog.String("kind", msg.ClusterIdentity.Kind))
-			ctx.Respond(&cluster.ActivationResponse{Failed: true})
+		ctx.Respond(&cluster.ActivationResponse{Failed: true})
+	case *messages.GrainDeliver:
+		// As an activation request does, this activates the grain whether
+		// or not this member still owns it: a topology change stops the
+		// activations it moved, and every grain lives with two copies for
+		// that moment already.
+		payload := msg.Message()
+		if payload == nil {
+			ctx.Logger().Warn("grain delivery without a payload", slog.String("kind", msg.Kind))
 			return
 		}
-		pid := ctx.SpawnPrefix(cluster.WithClusterIdentity(kind.Props, msg.ClusterIdentity), msg.ClusterIdentity.Identity)
-		kind.Inc()
-		p.actors[key] = placed{id: msg.ClusterIdentity, pid: pid}
-		p.byPID[pid.Id] = key
-		ctx.Respond(&cluster.ActivationResponse{Pid: pid})
+		if pid := p.activate(ctx, cluster.NewClusterIdentity(msg.Identity, msg.Kind)); pid != nil {
+			ctx.Send(pid, payload)
+		}
 	case *cluster.ClusterTopology:
 		rdv := cluster.NewRendezvous()
 		rdv.UpdateMembers(msg.Members)
@@ -231,6 +277,25 @@ func (p *placementActor) Receive(ctx actor.Context) {
 			}
 		}
 	}
+}
+
+// activate returns id's activation on this member, spawning it if it is
+// not up; nil for a kind this member does not host.
+func (p *placementActor) activate(ctx actor.Context, id *cluster.ClusterIdentity) *actor.PID {
+	key := id.AsKey()
+	if a, ok := p.actors[key]; ok {
+		return a.pid
+	}
+	kind := p.cluster.GetClusterKind(id.Kind)
+	if kind == nil || id.Kind == DeliverKind {
+		ctx.Logger().Error("activation of an unknown kind", slog.String("kind", id.Kind))
+		return nil
+	}
+	pid := ctx.SpawnPrefix(cluster.WithClusterIdentity(kind.Props, id), id.Identity)
+	kind.Inc()
+	p.actors[key] = placed{id: id, pid: pid}
+	p.byPID[pid.Id] = key
+	return pid
 }
 
 // noteEnded queues a's end for the next notice to the members, which

@@ -17,6 +17,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // staticProvider publishes the member list the test sets.
@@ -194,8 +196,14 @@ func TestMultiMemberEndedActivationsAreToldInOneNotice(t *testing.T) {
 func startEchoMember(tb testing.TB, extra ...*cluster.Member) (*Member, *cluster.Member) {
 	tb.Helper()
 	kind := cluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return &echoGrain{} }))
+	return startKindsMember(tb, []*cluster.Kind{kind}, extra...)
+}
+
+// startKindsMember starts a member hosting kinds, as startEchoMember does.
+func startKindsMember(tb testing.TB, kinds []*cluster.Kind, extra ...*cluster.Member) (*Member, *cluster.Member) {
+	tb.Helper()
 	m, err := startWith(Options{Name: "t", Host: "127.0.0.1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Kinds: []*cluster.Kind{kind}, RequestTimeout: 2 * time.Second},
+		Kinds: kinds, RequestTimeout: 2 * time.Second},
 		func() cluster.ClusterProvider { return &staticProvider{extra: extra} })
 	require.NoError(tb, err)
 	tb.Cleanup(func() { m.Stop(false) })
@@ -228,4 +236,87 @@ func BenchmarkMultiMemberActivationEnd(b *testing.B) {
 			}
 		})
 	}
+}
+
+// ensured is what an ensureGrain heard: its identity, the member it runs
+// on, and the record the JobEnsure carried.
+type ensured struct{ identity, address, record string }
+
+// ensureGrain reports every JobEnsure it is handed.
+type ensureGrain struct {
+	id  string
+	got chan<- ensured
+}
+
+func (g *ensureGrain) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *cluster.ClusterInit:
+		g.id = m.Identity.Identity
+	case *messages.JobEnsure:
+		g.got <- ensured{g.id, ctx.ActorSystem().Address(), m.GetCreated().GetId()}
+	}
+}
+
+// TestMultiMemberDeliverActivatesOnOwner: Lookup.Deliver hands a grain its
+// message through the placement actor of the identity's owner, in one
+// message: the grain is activated there (once: a second delivery finds
+// it), with the payload intact across members; an owner that does not list
+// DeliverKind (an older hub) is not sent one, and the caller falls back.
+func TestMultiMemberDeliverActivatesOnOwner(t *testing.T) {
+	got := make(chan ensured, 8)
+	kinds := func() []*cluster.Kind {
+		return []*cluster.Kind{cluster.NewKind("ens", actor.PropsFromProducer(func() actor.Actor { return &ensureGrain{got: got} }))}
+	}
+	a, selfA := startKindsMember(t, kinds())
+	selfA.Kinds = []string{"ens", DeliverKind}
+	b, selfB := startKindsMember(t, kinds(), selfA)
+	selfB.Kinds = []string{"ens", DeliverKind}
+	both := []*cluster.Member{selfA, selfB}
+	a.Cluster.MemberList.UpdateClusterTopology(both)
+	b.Cluster.MemberList.UpdateClusterTopology(both)
+
+	rdv := cluster.NewRendezvous()
+	rdv.UpdateMembers(both)
+	var onA, onB string
+	for i := 0; onA == "" || onB == ""; i++ {
+		id := fmt.Sprintf("j-%d", i)
+		if rdv.GetByClusterIdentity(cluster.NewClusterIdentity(id, "ens")) == selfA.Address() {
+			onA = id
+		} else {
+			onB = id
+		}
+	}
+	lookup := b.Cluster.Config.IdentityLookup.(*Lookup)
+	deliver := func(id string) string {
+		owner, ok := lookup.Deliver(cluster.NewClusterIdentity(id, "ens"), &messages.GrainDeliver{Identity: id, Kind: "ens",
+			Payload: &messages.GrainDeliver_JobEnsure{JobEnsure: &messages.JobEnsure{Created: &messages.JobRecord{Id: id}}}})
+		require.True(t, ok, id)
+		return owner
+	}
+	wait := func() ensured {
+		select {
+		case e := <-got:
+			return e
+		case <-time.After(5 * time.Second):
+			t.Fatal("the grain was not handed its message")
+			return ensured{}
+		}
+	}
+
+	require.Equal(t, a.Address(), deliver(onA))
+	require.Equal(t, ensured{onA, a.Address(), onA}, wait(), "activated on its owner, the other member, payload intact")
+	require.Equal(t, b.Address(), deliver(onB))
+	require.Equal(t, ensured{onB, b.Address(), onB}, wait(), "an identity this member owns: here")
+	deliver(onA)
+	require.Equal(t, ensured{onA, a.Address(), onA}, wait())
+	require.EqualValues(t, 1, a.Cluster.GetClusterKind("ens").Count(), "the second delivery found the activation")
+
+	// A's entry as an older binary lists it (under a new id: protoactor
+	// announces a topology only when its member ids change).
+	older := &cluster.Member{Id: selfA.Id + "-older", Host: selfA.Host, Port: selfA.Port, Kinds: []string{"ens"}}
+	b.Cluster.MemberList.UpdateClusterTopology([]*cluster.Member{older, selfB})
+	require.Eventually(t, func() bool {
+		_, ok := lookup.Deliver(cluster.NewClusterIdentity(onA, "ens"), &messages.GrainDeliver{Identity: onA, Kind: "ens"})
+		return !ok
+	}, 5*time.Second, 10*time.Millisecond, "an owner without DeliverKind is not sent one")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -166,7 +167,7 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	cfg := cluster.Configure(o.Name, provider, NewLookup(), remoteConfig(o),
-		cluster.WithKinds(o.Kinds...), cluster.WithRequestTimeout(o.RequestTimeout))
+		cluster.WithKinds(append(slices.Clip(o.Kinds), deliverKind())...), cluster.WithRequestTimeout(o.RequestTimeout))
 	c := cluster.New(system, cfg)
 	// A topology change moves grains: the old activation is stopped, and a
 	// PID cached on another member for it would swallow messages sent

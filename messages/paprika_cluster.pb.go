@@ -3490,6 +3490,94 @@ func (x *JobRecord) GetIdempotencyKey() string {
 	return ""
 }
 
+// GrainDeliver is a one-way message for a grain, sent to the placement
+// actor of the member that owns the grain's identity (the rendezvous
+// owner), which activates the grain if it is not up and hands it the
+// payload: one message between hubs instead of an activation request, its
+// answer, and then the message. A member advertises that it takes these
+// with the cluster kind "grain-deliver".
+type GrainDeliver struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Identity string                 `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	Kind     string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Types that are valid to be assigned to Payload:
+	//
+	//	*GrainDeliver_JobEnsure
+	Payload       isGrainDeliver_Payload `protobuf_oneof:"payload"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrainDeliver) Reset() {
+	*x = GrainDeliver{}
+	mi := &file_paprika_cluster_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrainDeliver) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrainDeliver) ProtoMessage() {}
+
+func (x *GrainDeliver) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrainDeliver.ProtoReflect.Descriptor instead.
+func (*GrainDeliver) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *GrainDeliver) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *GrainDeliver) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *GrainDeliver) GetPayload() isGrainDeliver_Payload {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *GrainDeliver) GetJobEnsure() *JobEnsure {
+	if x != nil {
+		if x, ok := x.Payload.(*GrainDeliver_JobEnsure); ok {
+			return x.JobEnsure
+		}
+	}
+	return nil
+}
+
+type isGrainDeliver_Payload interface {
+	isGrainDeliver_Payload()
+}
+
+type GrainDeliver_JobEnsure struct {
+	JobEnsure *JobEnsure `protobuf:"bytes,3,opt,name=job_ensure,json=jobEnsure,proto3,oneof"`
+}
+
+func (*GrainDeliver_JobEnsure) isGrainDeliver_Payload() {}
+
 var File_paprika_cluster_proto protoreflect.FileDescriptor
 
 const file_paprika_cluster_proto_rawDesc = "" +
@@ -3729,7 +3817,13 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\x10 \x01(\tR\x0eidempotencyKey\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B)Z'github.com/paprika-hub/paprika/messagesb\x06proto3"
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"~\n" +
+	"\fGrainDeliver\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
+	"\n" +
+	"job_ensure\x18\x03 \x01(\v2\x12.paprika.JobEnsureH\x00R\tjobEnsureB\t\n" +
+	"\apayloadB)Z'github.com/paprika-hub/paprika/messagesb\x06proto3"
 
 var (
 	file_paprika_cluster_proto_rawDescOnce sync.Once
@@ -3743,7 +3837,7 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                 // 0: paprika.Ref
 	(*Reply)(nil),               // 1: paprika.Reply
@@ -3802,8 +3896,9 @@ var file_paprika_cluster_proto_goTypes = []any{
 	(*LiveEnd)(nil),             // 54: paprika.LiveEnd
 	(*LiveStop)(nil),            // 55: paprika.LiveStop
 	(*JobRecord)(nil),           // 56: paprika.JobRecord
-	nil,                         // 57: paprika.SessionOpen.LabelsEntry
-	nil,                         // 58: paprika.JobRecord.LabelsEntry
+	(*GrainDeliver)(nil),        // 57: paprika.GrainDeliver
+	nil,                         // 58: paprika.SessionOpen.LabelsEntry
+	nil,                         // 59: paprika.JobRecord.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
@@ -3814,7 +3909,7 @@ var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 5: paprika.SchedEnqueue.job:type_name -> paprika.Ref
 	56, // 6: paprika.JobEnsure.created:type_name -> paprika.JobRecord
 	0,  // 7: paprika.ConnSend.job:type_name -> paprika.Ref
-	57, // 8: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	58, // 8: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
 	0,  // 9: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
 	0,  // 10: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
 	0,  // 11: paprika.TunnelAttach.peer:type_name -> paprika.Ref
@@ -3823,12 +3918,13 @@ var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 14: paprika.LiveAck.viewer:type_name -> paprika.Ref
 	0,  // 15: paprika.LiveInput.viewer:type_name -> paprika.Ref
 	0,  // 16: paprika.LiveAttach.source:type_name -> paprika.Ref
-	58, // 17: paprika.JobRecord.labels:type_name -> paprika.JobRecord.LabelsEntry
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	59, // 17: paprika.JobRecord.labels:type_name -> paprika.JobRecord.LabelsEntry
+	19, // 18: paprika.GrainDeliver.job_ensure:type_name -> paprika.JobEnsure
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_paprika_cluster_proto_init() }
@@ -3837,13 +3933,16 @@ func file_paprika_cluster_proto_init() {
 		return
 	}
 	file_paprika_cluster_proto_msgTypes[13].OneofWrappers = []any{}
+	file_paprika_cluster_proto_msgTypes[57].OneofWrappers = []any{
+		(*GrainDeliver_JobEnsure)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   59,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

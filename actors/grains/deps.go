@@ -154,14 +154,32 @@ func Wake(cl *cluster.Cluster, jobID string) error { return wake(cl, jobID, nil)
 // wake is Wake; a non-nil created is the record Create just stored, which
 // the activation takes instead of reading it back (jobGrain.activate).
 func wake(cl *cluster.Cluster, jobID string, created *messages.JobRecord) error {
+	ensure := &messages.JobEnsure{Created: created}
+	if d, ok := cl.Config.IdentityLookup.(deliverer); ok {
+		// One message to the job's owner, which activates the grain: no
+		// lookup's round trip first (on three hubs, two of every three
+		// jobs' owners are another hub).
+		owner, sent := d.Deliver(cluster.NewClusterIdentity(jobID, KindJob), &messages.GrainDeliver{Identity: jobID, Kind: KindJob,
+			Payload: &messages.GrainDeliver_JobEnsure{JobEnsure: ensure}})
+		if sent {
+			countMessage(cl.ActorSystem, KindJob, opSend, actor.NewPID(owner, ""))
+			return nil
+		}
+	}
 	pid := cl.Get(jobID, KindJob)
 	if pid == nil {
 		return fmt.Errorf("wake job %s: no activation", jobID)
 	}
 	countMessage(cl.ActorSystem, KindJob, opLookup, pid)
 	countMessage(cl.ActorSystem, KindJob, opSend, pid)
-	cl.ActorSystem.Root.Send(pid, &messages.JobEnsure{Created: created})
+	cl.ActorSystem.Root.Send(pid, ensure)
 	return nil
+}
+
+// deliverer is the cluster's identity lookup when it can hand a grain a
+// one-way message through the grain's owner (membership.Lookup.Deliver).
+type deliverer interface {
+	Deliver(id *cluster.ClusterIdentity, msg *messages.GrainDeliver) (owner string, ok bool)
 }
 
 // newKind registers a grain kind whose panics become error replies and

@@ -55,8 +55,9 @@ type Lookup struct {
 // actor takes messages.GrainDeliver. No grain of it is ever activated.
 const DeliverKind = "grain-deliver"
 
-// deliverKind is the marker kind every member registers: its actor only
-// exists to be named (a request for it is answered with nothing).
+// deliverKind is the marker kind every member registers. A kind needs
+// props; these are never spawned (placementActor.activate refuses the
+// kind), so a lookup of it finds nothing.
 func deliverKind() *cluster.Kind {
 	return cluster.NewKind(DeliverKind, actor.PropsFromFunc(func(actor.Context) {}))
 }

@@ -2,6 +2,7 @@ package live
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -117,6 +118,13 @@ func (s *source) Receive(ctx actor.Context) {
 		s.tell(ctx, "the worker sent a bad frame")
 		s.close(ctx, messages.ClosePolicy, m.why)
 	case *writeFailed:
+		if errors.Is(m.err, websocket.ErrCloseSent) && !s.closing {
+			// The worker closed the socket and its close frame was answered
+			// (the reader's close handler): the reader has the worker's
+			// reason ("session closed") and reports it next, in readEnded.
+			// A write that lost that race is no failure of the socket.
+			return
+		}
 		s.tell(ctx, "the worker's screencast socket failed")
 		ctx.Stop(ctx.Self())
 	case *writerDone:

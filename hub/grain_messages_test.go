@@ -60,3 +60,53 @@ func TestGrainMessagesNoJobLookup(t *testing.T) {
 	// SchedPlaced): none waits for its placement timeout.
 	require.Eventually(t, func() bool { return placementsPending(t, h) == 0 }, 2*time.Second, 10*time.Millisecond)
 }
+
+// schedulerSends is how many one-way messages h sent to the scheduler.
+func schedulerSends(h *Hub) int64 {
+	m := h.Metrics()
+	return m.Get("paprika_grain_messages_total", "kind=scheduler", "op=send", "to=local") +
+		m.Get("paprika_grain_messages_total", "kind=scheduler", "op=send", "to=remote")
+}
+
+// TestGrainMessagesJobEndRidesRelease: a finished job's SchedRemove goes
+// in the worker grain's state push that frees its slot, so a job costs the
+// scheduler three messages (enqueue, the push that settles its placement,
+// the push that frees its slot), not four; heartbeats add a few.
+func TestGrainMessagesJobEndRidesRelease(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	startAgent(t, h.URL(), "wr", 2)
+	require.Eventually(t, func() bool { ws, err := h.Workers(t.Context()); return err == nil && len(ws) == 1 && ws[0].Alive },
+		10*time.Second, 10*time.Millisecond)
+	const n = 40
+	before := schedulerSends(h)
+	runJobs(t, h, n)
+	sent := schedulerSends(h) - before
+	require.GreaterOrEqual(t, sent, int64(3*n), "every job is enqueued, placed and freed")
+	require.Less(t, sent, int64(3*n+n/2), "one message per job fewer than a SchedRemove of its own would cost")
+	// The removals reached the scheduler: nothing is left queued, pending
+	// or counted.
+	require.Eventually(t, func() bool { return placementsPending(t, h) == 0 }, 2*time.Second, 10*time.Millisecond)
+}
+
+// TestGrainMessagesFinalReleaseNotHeld: a final release reaching a worker
+// grain that holds no such attempt (a fresh activation after its hub
+// died, a release that overtook the assignment) still ends the job at the
+// scheduler: its profile lock frees and it leaves the queue.
+func TestGrainMessagesFinalReleaseNotHeld(t *testing.T) {
+	h := startTestHub(t, testConfig(t)) // no worker: the job stays queued
+	cl := h.member.Cluster
+	stats := func() grains.SchedStats {
+		r, err := grains.Call(cl, grains.SchedulerID, grains.KindScheduler, &messages.SchedGetStats{}, 5*time.Second)
+		require.NoError(t, err)
+		var st grains.SchedStats
+		require.NoError(t, json.Unmarshal(r.Json, &st))
+		return st
+	}
+	j := submit(t, h.URL(), `{"mode":"fetch","params":{"url":"http://127.0.0.1:1/","profile":"p-unheld"}}`)
+	require.Eventually(t, func() bool { st := stats(); return st.ProfilesInUse["p-unheld"] == j.ID && st.Queued == 1 },
+		5*time.Second, 10*time.Millisecond)
+	grains.Send(cl.ActorSystem.Root, cl, "w-never-seen", grains.KindWorker,
+		&messages.WorkerRelease{JobId: j.ID, Attempt: 1, Final: true, Lane: "0"})
+	require.Eventually(t, func() bool { st := stats(); return len(st.ProfilesInUse) == 0 && st.Queued == 0 },
+		5*time.Second, 10*time.Millisecond)
+}

@@ -456,9 +456,15 @@ func (x *WorkerAssign) GetJob() *Ref {
 
 // WorkerRelease frees the slot a job attempt held.
 type WorkerRelease struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// final: the job has ended for good (not a retry or a requeue); the
+	// worker grain hands the scheduler its SchedRemove (with lane) in the
+	// state push that frees the slot, one message where there were two. A
+	// grain that does not hold the attempt sends the SchedRemove alone.
+	Final         bool   `protobuf:"varint,3,opt,name=final,proto3" json:"final,omitempty"`
+	Lane          string `protobuf:"bytes,4,opt,name=lane,proto3" json:"lane,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -505,6 +511,20 @@ func (x *WorkerRelease) GetAttempt() int32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *WorkerRelease) GetFinal() bool {
+	if x != nil {
+		return x.Final
+	}
+	return false
+}
+
+func (x *WorkerRelease) GetLane() string {
+	if x != nil {
+		return x.Lane
+	}
+	return ""
 }
 
 // WorkerCancelJob asks the worker to stop a job attempt.
@@ -727,7 +747,11 @@ type SchedWorkerState struct {
 	// placed: jobs whose assignment this worker's link has just taken; the
 	// scheduler settles each as a SchedPlaced (one message instead of two
 	// per job).
-	Placed        []string `protobuf:"bytes,33,rep,name=placed,proto3" json:"placed,omitempty"`
+	Placed []string `protobuf:"bytes,33,rep,name=placed,proto3" json:"placed,omitempty"`
+	// removed: jobs that ended for good since the last push (their
+	// WorkerRelease said final); the scheduler takes each as a SchedRemove
+	// before the state that frees their slots.
+	Removed       []*SchedRemove `protobuf:"bytes,34,rep,name=removed,proto3" json:"removed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -870,6 +894,13 @@ func (x *SchedWorkerState) GetShmLow() bool {
 func (x *SchedWorkerState) GetPlaced() []string {
 	if x != nil {
 		return x.Placed
+	}
+	return nil
+}
+
+func (x *SchedWorkerState) GetRemoved() []*SchedRemove {
+	if x != nil {
+		return x.Removed
 	}
 	return nil
 }
@@ -3609,10 +3640,12 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
 	"\x05frame\x18\x03 \x01(\fR\x05frame\x12\x1e\n" +
-	"\x03job\x18\x04 \x01(\v2\f.paprika.RefR\x03job\"@\n" +
+	"\x03job\x18\x04 \x01(\v2\f.paprika.RefR\x03job\"j\n" +
 	"\rWorkerRelease\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
-	"\aattempt\x18\x02 \x01(\x05R\aattempt\"B\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
+	"\x05final\x18\x03 \x01(\bR\x05final\x12\x12\n" +
+	"\x04lane\x18\x04 \x01(\tR\x04lane\"B\n" +
 	"\x0fWorkerCancelJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"~\n" +
@@ -3622,7 +3655,7 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x12set_max_concurrent\x18\x03 \x01(\bR\x10setMaxConcurrent\"\x0f\n" +
 	"\rWorkerGetInfo\"\f\n" +
 	"\n" +
-	"WorkerSync\"\x82\x04\n" +
+	"WorkerSync\"\xb2\x04\n" +
 	"\x10SchedWorkerState\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1c\n" +
@@ -3641,7 +3674,8 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x0funhealthy_lanes\x18\x1e \x01(\x05R\x0eunhealthyLanes\x12)\n" +
 	"\x10unhealthy_reason\x18\x1f \x01(\tR\x0funhealthyReason\x12\x17\n" +
 	"\ashm_low\x18  \x01(\bR\x06shmLow\x12\x16\n" +
-	"\x06placed\x18! \x03(\tR\x06placed\"\x86\x02\n" +
+	"\x06placed\x18! \x03(\tR\x06placed\x12.\n" +
+	"\aremoved\x18\" \x03(\v2\x14.paprika.SchedRemoveR\aremoved\"\x86\x02\n" +
 	"\fSchedEnqueue\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x02 \x01(\x03R\rcreatedUnixMs\x12\x12\n" +
@@ -3906,25 +3940,26 @@ var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 2: paprika.WorkerDisconnected.conn:type_name -> paprika.Ref
 	0,  // 3: paprika.WorkerLeaving.conn:type_name -> paprika.Ref
 	0,  // 4: paprika.WorkerAssign.job:type_name -> paprika.Ref
-	0,  // 5: paprika.SchedEnqueue.job:type_name -> paprika.Ref
-	56, // 6: paprika.JobEnsure.created:type_name -> paprika.JobRecord
-	0,  // 7: paprika.ConnSend.job:type_name -> paprika.Ref
-	58, // 8: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
-	0,  // 9: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
-	0,  // 10: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
-	0,  // 11: paprika.TunnelAttach.peer:type_name -> paprika.Ref
-	0,  // 12: paprika.LiveJoin.viewer:type_name -> paprika.Ref
-	0,  // 13: paprika.LiveLeave.viewer:type_name -> paprika.Ref
-	0,  // 14: paprika.LiveAck.viewer:type_name -> paprika.Ref
-	0,  // 15: paprika.LiveInput.viewer:type_name -> paprika.Ref
-	0,  // 16: paprika.LiveAttach.source:type_name -> paprika.Ref
-	59, // 17: paprika.JobRecord.labels:type_name -> paprika.JobRecord.LabelsEntry
-	19, // 18: paprika.GrainDeliver.job_ensure:type_name -> paprika.JobEnsure
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	16, // 5: paprika.SchedWorkerState.removed:type_name -> paprika.SchedRemove
+	0,  // 6: paprika.SchedEnqueue.job:type_name -> paprika.Ref
+	56, // 7: paprika.JobEnsure.created:type_name -> paprika.JobRecord
+	0,  // 8: paprika.ConnSend.job:type_name -> paprika.Ref
+	58, // 9: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	0,  // 10: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
+	0,  // 11: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
+	0,  // 12: paprika.TunnelAttach.peer:type_name -> paprika.Ref
+	0,  // 13: paprika.LiveJoin.viewer:type_name -> paprika.Ref
+	0,  // 14: paprika.LiveLeave.viewer:type_name -> paprika.Ref
+	0,  // 15: paprika.LiveAck.viewer:type_name -> paprika.Ref
+	0,  // 16: paprika.LiveInput.viewer:type_name -> paprika.Ref
+	0,  // 17: paprika.LiveAttach.source:type_name -> paprika.Ref
+	59, // 18: paprika.JobRecord.labels:type_name -> paprika.JobRecord.LabelsEntry
+	19, // 19: paprika.GrainDeliver.job_ensure:type_name -> paprika.JobEnsure
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_paprika_cluster_proto_init() }

@@ -714,9 +714,11 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	g.log.Debug("job final", slog.String("status", string(j.Status)), slog.String("reason", j.Reason))
 	switch prev.Status {
 	case persistence.StatusRunning:
-		Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts)})
-		// Its tenant's max_running frees; its lane is its profile's warm one.
-		g.sched(ctx, &messages.SchedRemove{JobId: g.id, Lane: j.Lane})
+		// The worker grain frees the slot and hands the scheduler this
+		// job's SchedRemove in the same state push: its tenant's
+		// max_running frees, its lane is its profile's warm one.
+		Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts),
+			Final: true, Lane: j.Lane})
 	case persistence.StatusQueued, persistence.StatusScheduled:
 		g.sched(ctx, &messages.SchedRemove{JobId: g.id})
 	}

@@ -129,6 +129,9 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 			s.settle(id, msg.WorkerId)
 			s.profiles.placed(id, msg.WorkerId)
 		}
+		for _, r := range msg.Removed {
+			s.ended(r) // as a SchedRemove each, before the freed slots
+		}
 		s.workerState(msg)
 		s.place(ctx)
 	case *messages.SchedEnqueue:
@@ -181,11 +184,8 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 	case *wakeJob:
 		Send(ctx, s.cl, msg.jobID, KindJob, &messages.JobEnsure{})
 	case *messages.SchedRemove:
-		s.remove(msg.JobId)
-		s.delayed.Remove(msg.JobId)
-		s.book.stop(msg.JobId)
-		s.profileRelease(msg.JobId, msg.Lane) // its profile's next job may go
-		s.place(ctx)                          // its tenant may be under max_running now
+		s.ended(msg)
+		s.place(ctx) // its tenant may be under max_running now
 	case *tenantResync:
 		s.resyncTenants(ctx)
 	case *messages.SchedPickSession:
@@ -361,6 +361,16 @@ func (s *schedulerGrain) enqueue(j queuedJob) {
 }
 
 func (s *schedulerGrain) remove(id string) { s.queue.Remove(id) }
+
+// ended forgets a job (or a session's slot) that ended for good: out of
+// the queue and the delayed set, out of its tenant's count, and its
+// profile's next job may go (hinted to m.Lane).
+func (s *schedulerGrain) ended(m *messages.SchedRemove) {
+	s.remove(m.JobId)
+	s.delayed.Remove(m.JobId)
+	s.book.stop(m.JobId)
+	s.profileRelease(m.JobId, m.Lane)
+}
 
 // armPlaceTimeout bounds a placement in flight; settle stops it.
 func (s *schedulerGrain) armPlaceTimeout(jobID, workerID string) {

@@ -59,6 +59,8 @@ type workerGrain struct {
 	// placed: jobs whose assignment the link took since the last push to
 	// the scheduler; the next SchedWorkerState settles them there.
 	placed []string
+	// removed: the SchedRemoves of final releases, for the same push.
+	removed []*messages.SchedRemove
 }
 
 // ConnAckTimeout bounds the wait for a WorkerConn to take a frame; a live
@@ -111,11 +113,7 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 	case *messages.WorkerAssign:
 		g.assign(ctx, msg)
 	case *messages.WorkerRelease:
-		if att, ok := g.running[msg.JobId]; ok && (msg.Attempt == 0 || att == msg.Attempt || att == 0) {
-			g.release(msg.JobId)
-			g.info.InFlight = len(g.running)
-			g.publishSoon(ctx)
-		}
+		g.released(ctx, msg)
 	case *messages.WorkerForward:
 		if g.conn != nil {
 			ctx.Send(g.conn, &messages.ConnSend{Frame: msg.Frame})
@@ -550,6 +548,29 @@ func (g *workerGrain) assignSent(ctx actor.Context, msg *messages.WorkerAssign, 
 	return &messages.Reply{Ok: true, PlacedReported: true}
 }
 
+// released frees the slot msg's attempt holds. A final release's
+// SchedRemove rides on the state push that frees the slot; when this grain
+// holds no such attempt (a fresh activation, a release that overtook the
+// assignment) there is no push, and the scheduler is sent it alone.
+func (g *workerGrain) released(ctx actor.Context, msg *messages.WorkerRelease) {
+	var removed *messages.SchedRemove
+	if msg.Final {
+		removed = &messages.SchedRemove{JobId: msg.JobId, Lane: msg.Lane}
+	}
+	if att, ok := g.running[msg.JobId]; ok && (msg.Attempt == 0 || att == msg.Attempt || att == 0) {
+		g.release(msg.JobId)
+		g.info.InFlight = len(g.running)
+		if removed != nil {
+			g.removed = append(g.removed, removed)
+		}
+		g.publishSoon(ctx)
+		return
+	}
+	if removed != nil {
+		Send(ctx, g.cl, SchedulerID, KindScheduler, removed)
+	}
+}
+
 // unhold frees the slot an assignment that was not sent reserved, if it
 // still holds it (a release may have come first).
 func (g *workerGrain) unhold(msg *messages.WorkerAssign) {
@@ -686,8 +707,9 @@ func (g *workerGrain) pushScheduler(ctx actor.Context) {
 		DeclaresModes:  len(g.info.Modes) > 0,
 		Modes:          runnableModes(g.info.Modes, g.info.Drivers),
 		Placed:         g.placed,
+		Removed:        g.removed,
 	}
-	g.placed = nil
+	g.placed, g.removed = nil, nil
 	g.judgeHealth(st)
 	Send(ctx, g.cl, SchedulerID, KindScheduler, st)
 }

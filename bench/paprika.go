@@ -328,6 +328,8 @@ func (p *paprikaSystem) stmts(ctx context.Context) map[string]float64 {
 			switch k {
 			case "Com_select", "Com_insert", "Com_update", "Com_delete", "Com_commit", "Com_begin", "Com_replace", "Com_insert_select":
 				m["sql"] += v
+				// by statement kind, in the per-job line (not the table)
+				m["sql/"+strings.TrimPrefix(k, "Com_")] += v
 			case "Com_stmt_prepare", "Com_stmt_execute", "Com_stmt_close", "Com_stmt_reset":
 				m["sql-proto"] += v
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/paprika-hub/paprika/actors/dispatch"
 	"github.com/paprika-hub/paprika/actors/grains"
 	"github.com/paprika-hub/paprika/actors/link"
 	"github.com/paprika-hub/paprika/actors/live"
@@ -45,6 +46,7 @@ type Hub struct {
 
 	// set by Start, read-only afterwards
 	member     *membership.Member
+	dispatch   *dispatch.Pool // the actors' goroutines; closed after the member stops
 	logs       *logpipe.Router
 	links      *link.Links
 	tunnels    *tunnel.Ends
@@ -115,6 +117,14 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 	return h, nil
 }
 
+// dispatchThroughput is the messages a mailbox processes per turn
+// (protoactor's default); dispatchIdle bounds the goroutines the hub keeps
+// waiting for turns, about as many as mailboxes are busy at once under load.
+const (
+	dispatchThroughput = 300
+	dispatchIdle       = 128
+)
+
 // moveSpread is how long a stopping hub takes to send its workers away when
 // peers can take them: a reconnect storm on one survivor is worse than a
 // few seconds of drain.
@@ -163,7 +173,7 @@ func logDeps(d *grains.Deps, l config.LimitsConfig) *logpipe.Deps {
 		j, err := d.Jobs.Get(ctx, jobID)
 		return j.WorkerID, j.Attempts, err
 	}
-	return &logpipe.Deps{Logs: d.Logs, Log: d.Log, Metrics: d.Metrics, Now: d.Now, Holder: holder,
+	return &logpipe.Deps{Logs: d.Logs, Log: d.Log, Metrics: d.Metrics, Now: d.Now, Holder: holder, Dispatcher: d.Dispatcher,
 		Timing: logpipe.Timing{LogBatchLines: t.LogBatchLines, LogBatchWait: t.LogBatchWait,
 			LogBudgetLines: t.LogBudgetLines, GrainTimeout: t.GrainTimeout, IdlePassivate: t.IdlePassivate,
 			DonePassivate: t.FinalPassivate,
@@ -273,9 +283,12 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		h.log.Warn("cluster TLS is off (cluster.insecure): whoever reaches the cluster port can send this hub's actors any message",
 			slog.String("cluster.host", h.cfg.Cluster.Host))
 	}
+	h.dispatch = dispatch.New(dispatchThroughput, dispatchIdle)
+	d.Dispatcher = h.dispatch
 	h.member, err = membership.Start(membership.Options{
-		Name:     "paprika-" + strings.TrimSuffix(h.cfg.Redis.Prefix, ":"),
-		Provider: provider, Host: h.cfg.Cluster.Host, Port: h.cfg.Cluster.Port, Logger: h.log,
+		Dispatcher: h.dispatch,
+		Name:       "paprika-" + strings.TrimSuffix(h.cfg.Redis.Prefix, ":"),
+		Provider:   provider, Host: h.cfg.Cluster.Host, Port: h.cfg.Cluster.Port, Logger: h.log,
 		Kinds: []*cluster.Kind{grains.NewWorkerKind(d), grains.NewJobKind(d), grains.NewSchedulerKind(d),
 			grains.NewSessionKind(d), grains.NewLiveKind(d)},
 		RequestTimeout: d.Timing.GrainTimeout,
@@ -291,6 +304,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		ClientTLS:       clusterTLS.Client,
 	})
 	if err != nil {
+		h.dispatch.Close()
 		closeListeners()
 		_ = h.stores.Close()
 		return fmt.Errorf("start cluster member: %w", err)
@@ -316,6 +330,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	errs = append(errs, serr)
 	if err := errors.Join(errs...); err != nil {
 		h.member.Stop(false)
+		h.dispatch.Close()
 		closeListeners()
 		_ = h.stores.Close()
 		return fmt.Errorf("start hub actors: %w", err)
@@ -455,6 +470,7 @@ func (h *Hub) Stop(ctx context.Context) error {
 		// Handing grains over only matters when another member can take
 		// them; alone, a graceful leave just sleeps.
 		h.member.Stop(h.member.Cluster.MemberList.Length() > 1)
+		h.dispatch.Close()
 		h.stopErr = h.stores.Close()
 		h.log.Info("hub stopped")
 	})

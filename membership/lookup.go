@@ -49,6 +49,8 @@ type Lookup struct {
 	// DeliverKind); a member of an older version is sent the lookup and
 	// the message as before.
 	delivers map[string]bool
+	// dispatcher runs the placement actor (Options.Dispatcher).
+	dispatcher actor.Dispatcher
 }
 
 // DeliverKind is the cluster kind a member lists to say that its placement
@@ -78,7 +80,7 @@ func (l *Lookup) Setup(c *cluster.Cluster, _ []string, _ bool) {
 	system := c.ActorSystem
 	l.placement, _ = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &placementActor{cluster: c, actors: map[string]placed{}, byPID: map[string]string{}}
-	}), activatorName)
+	}, actor.WithDispatcher(l.dispatcher)), activatorName)
 	l.sub = system.EventStream.Subscribe(func(ev interface{}) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok {
 			l.onTopology(t)

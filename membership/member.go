@@ -49,8 +49,11 @@ type Options struct {
 	// health; 0 means DefaultAutomanagedPort.
 	AutomanagedPort int
 	Kinds           []*cluster.Kind
-	RequestTimeout  time.Duration
-	Logger          *slog.Logger
+	// Dispatcher runs the placement actor's turns (every activation and
+	// every GrainDeliver goes through it); nil: protoactor's default.
+	Dispatcher     actor.Dispatcher
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
 	// Agent shares one in-memory membership between members of one process
 	// (provider "test"); nil makes a private one.
 	Agent *test.InMemAgent
@@ -166,7 +169,9 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 		_ = l.Close()
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-	cfg := cluster.Configure(o.Name, provider, NewLookup(), remoteConfig(o),
+	lookup := NewLookup()
+	lookup.dispatcher = o.Dispatcher
+	cfg := cluster.Configure(o.Name, provider, lookup, remoteConfig(o),
 		cluster.WithKinds(append(slices.Clip(o.Kinds), deliverKind())...), cluster.WithRequestTimeout(o.RequestTimeout))
 	c := cluster.New(system, cfg)
 	// A topology change moves grains: the old activation is stopped, and a

@@ -119,6 +119,10 @@ type Deps struct {
 	// each profile ran last: a fresh scheduler activation starts its
 	// affinity memory from it (profiles.go). Nil: it starts empty.
 	Assets persistence.AssetStore
+
+	// Dispatcher runs the turns of the grains and the links (the hub's
+	// dispatch.Pool); nil: protoactor's default, a goroutine per turn.
+	Dispatcher actor.Dispatcher
 }
 
 // LogCloser ends a job's log on this hub without waiting (the log pipe's
@@ -188,6 +192,7 @@ func newKind(d *Deps, kind string, produce func() actor.Actor) *cluster.Kind {
 	// A series at 0 from the start: a rate or an alert over panics sees
 	// "none", not "no data".
 	d.Metrics.ActorPanics.WithLabelValues(kind)
-	props := actor.PropsFromProducer(produce, actor.WithReceiverMiddleware(supervise.Recover(kind, d.Log, d.Metrics)))
+	props := actor.PropsFromProducer(produce, actor.WithReceiverMiddleware(supervise.Recover(kind, d.Log, d.Metrics)),
+		actor.WithDispatcher(d.Dispatcher))
 	return cluster.NewKind(kind, props)
 }

@@ -102,7 +102,7 @@ type retryFinish struct {
 func NewWorkerConnProps(d *grains.Deps, ws *websocket.Conn, workerID string, logs *logpipe.Router) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &workerConn{deps: d, ws: ws, workerID: workerID, logs: logs}
-	}, actor.WithReceiverMiddleware(supervise.Recover("worker_conn", d.Log, d.Metrics)))
+	}, actor.WithReceiverMiddleware(supervise.Recover("worker_conn", d.Log, d.Metrics)), actor.WithDispatcher(d.Dispatcher))
 }
 
 func (c *workerConn) Receive(ctx actor.Context) {

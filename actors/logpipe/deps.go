@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/paprika-hub/paprika/metrics"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -45,6 +47,9 @@ type Deps struct {
 	// store's claim of record): only that worker's lines and end count.
 	// nil trusts every sender (tests of the pipe alone).
 	Holder func(ctx context.Context, jobID string) (workerID string, attempt int, err error)
+	// Dispatcher runs the turns of the pipe's actors (the hub's
+	// dispatch.Pool); nil: protoactor's default.
+	Dispatcher actor.Dispatcher
 }
 
 // donePassivate is DonePassivate, or IdlePassivate when unset.

@@ -78,7 +78,8 @@ func Start(system *actor.ActorSystem, d *Deps, spawn func(*actor.Props, string) 
 	book := newHolderBook(d.Timing.HolderTTL)
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &logRouterActor{deps: d, budget: budget, book: book}
-	}, actor.WithSupervisor(supervise.Strategy()), actor.WithReceiverMiddleware(supervise.Recover("log_router", d.Log, d.Metrics)))
+	}, actor.WithSupervisor(supervise.Strategy()), actor.WithReceiverMiddleware(supervise.Recover("log_router", d.Log, d.Metrics)),
+		actor.WithDispatcher(d.Dispatcher))
 	pid, err := spawn(props, "logs")
 	if err != nil {
 		return nil, err
@@ -157,7 +158,8 @@ func (a *logRouterActor) Receive(ctx actor.Context) {
 		carry := &flusherCarry{}
 		a.flusher = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
 			return &logFlusher{deps: a.deps, budget: a.budget, carry: carry}
-		}, actor.WithReceiverMiddleware(supervise.Recover("log_flusher", a.deps.Log, a.deps.Metrics))))
+		}, actor.WithReceiverMiddleware(supervise.Recover("log_flusher", a.deps.Log, a.deps.Metrics)),
+			actor.WithDispatcher(a.deps.Dispatcher)))
 	case *streamFor:
 		ctx.Respond(a.stream(ctx, msg.jobID))
 	case *routeTo:
@@ -185,7 +187,8 @@ func (a *logRouterActor) stream(ctx actor.Context, jobID string) *actor.PID {
 		carry := &streamCarry{}
 		pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
 			return &logStream{deps: a.deps, jobID: jobID, flusher: a.flusher, budget: a.budget, book: a.book, carry: carry}
-		}, actor.WithReceiverMiddleware(supervise.Recover("log_stream", a.deps.Log, a.deps.Metrics))))
+		}, actor.WithReceiverMiddleware(supervise.Recover("log_stream", a.deps.Log, a.deps.Metrics)),
+			actor.WithDispatcher(a.deps.Dispatcher)))
 		a.streams[jobID] = pid
 		a.byPID[pid.Id] = jobID
 	}

@@ -49,16 +49,22 @@ func runJobs(t *testing.T, via *Hub, n int) {
 // (membership.Lookup.Deliver), and the scheduler and the worker's link reach
 // it by the PID it hands on (SchedEnqueue.job, ConnSend.job).
 func TestGrainMessagesNoJobLookup(t *testing.T) {
-	h := startTestHub(t, testConfig(t))
-	startAgent(t, h.URL(), "wm", 2)
-	require.Eventually(t, func() bool { ws, err := h.Workers(t.Context()); return err == nil && len(ws) == 1 && ws[0].Alive },
-		10*time.Second, 10*time.Millisecond)
+	h := hubWithWorker(t, "wm", 2)
 	const n = 20
 	runJobs(t, h, n)
 	require.Zero(t, jobLookups(h), "no lookup: the wake goes through the job's owner")
 	// The worker grain's state push settled each placement (no
 	// SchedPlaced): none waits for its placement timeout.
 	require.Eventually(t, func() bool { return placementsPending(t, h) == 0 }, 2*time.Second, 10*time.Millisecond)
+}
+
+// hubWithWorker starts a hub and a worker agent of lanes lanes linked to it.
+func hubWithWorker(t *testing.T, worker string, lanes int) *Hub {
+	h := startTestHub(t, testConfig(t))
+	startAgent(t, h.URL(), worker, lanes)
+	require.Eventually(t, func() bool { ws, err := h.Workers(t.Context()); return err == nil && len(ws) == 1 && ws[0].Alive },
+		10*time.Second, 10*time.Millisecond)
+	return h
 }
 
 // schedulerSends is how many one-way messages h sent to the scheduler.
@@ -73,10 +79,7 @@ func schedulerSends(h *Hub) int64 {
 // scheduler three messages (enqueue, the push that settles its placement,
 // the push that frees its slot), not four; heartbeats add a few.
 func TestGrainMessagesJobEndRidesRelease(t *testing.T) {
-	h := startTestHub(t, testConfig(t))
-	startAgent(t, h.URL(), "wr", 2)
-	require.Eventually(t, func() bool { ws, err := h.Workers(t.Context()); return err == nil && len(ws) == 1 && ws[0].Alive },
-		10*time.Second, 10*time.Millisecond)
+	h := hubWithWorker(t, "wr", 2)
 	const n = 40
 	before := schedulerSends(h)
 	runJobs(t, h, n)

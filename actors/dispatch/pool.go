@@ -5,7 +5,7 @@
 // mailbox has messages. A new goroutine starts on a small stack, and a
 // grain's turn (the middleware chain, the store call, an encoding) grows
 // it two or three times, copying it each time: stack growth was 5 % of an
-// embedded hub's CPU flat out and 7 % of a hub's in a cluster of three. A
+// embedded hub's CPU flat out and 10 % of a hub's in a cluster of three. A
 // goroutine of the pool keeps the stack it grew for the next turn.
 package dispatch
 

@@ -119,8 +119,9 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 		o.JoinTimeout = DefaultJoinTimeout
 	}
 	// protoactor and the clients of its providers narrate every topology
-	// change and retry at INFO; keep their warnings.
-	quiet := slog.New(minLevel{o.Logger.Handler(), max(slog.LevelWarn, o.MinLevel)})
+	// change and retry at INFO; keep their warnings (and not the ERROR an
+	// orderly close logs, benignEnds).
+	quiet := slog.New(benignEnds{minLevel{o.Logger.Handler(), max(slog.LevelWarn, o.MinLevel)}})
 	logger := quiet.With(slog.String("component", "protoactor"))
 	var provider cluster.ClusterProvider
 	ownAgent := false

@@ -2,7 +2,6 @@ package membership
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 
@@ -53,9 +52,7 @@ func orderlyClose(r slog.Record) bool {
 			return true
 		}
 		if err, ok := a.Value.Any().(error); ok {
-			var se interface{ GRPCStatus() *status.Status }
-			if errors.As(err, &se) {
-				st := se.GRPCStatus()
+			if st, ok := status.FromError(err); ok { // unwraps, too
 				orderly = st.Code() == codes.Canceled ||
 					st.Code() == codes.Unavailable && strings.Contains(st.Message(), peerStopped)
 			}

@@ -67,9 +67,11 @@ func (p *Pool) run(fn func()) {
 		}
 		select {
 		case fn = <-p.work:
-			p.idle.Add(-1)
 		case <-p.quit:
-			p.idle.Add(-1)
+			fn = nil
+		}
+		p.idle.Add(-1)
+		if fn == nil {
 			return
 		}
 	}

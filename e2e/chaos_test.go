@@ -252,11 +252,17 @@ func TestChaosActorPanics(t *testing.T) {
 	f.startWorkers(3, 2)
 	c := f.client()
 	stop := chaosLoad(t, f, 60*time.Millisecond, 10)
-	time.Sleep(2 * time.Second)
-	page, err := c.List(context.Background(), client.ListOptions{Status: client.StatusRunning, Limit: 5})
-	require.NoError(t, err)
-	require.NotEmpty(t, page.Jobs)
-	running := page.Jobs[0].ID
+	// A job that runs now: under a loaded CI the first placements can take
+	// longer than the load's first seconds.
+	var running string
+	require.Eventually(t, func() bool {
+		page, err := c.List(context.Background(), client.ListOptions{Status: client.StatusRunning, Limit: 5})
+		if err != nil || len(page.Jobs) == 0 {
+			return false
+		}
+		running = page.Jobs[0].ID
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "a running job to aim the job and log_stream panics at")
 	for _, k := range []struct{ kind, id string }{
 		{"job", running}, {"log_stream", running}, {"scheduler", ""}, {"reconciler", ""},
 		{"worker", "w0"}, {"worker_conn", "w1"},

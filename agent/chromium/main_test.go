@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/paprika-hub/paprika/agent"
+	"github.com/paprika-hub/paprika/internal/syncbuf"
 )
 
 func TestMain(m *testing.M) {
@@ -38,8 +39,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// waitTimeout bounds the tests' waits; generous for 2 cores under -race.
-const waitTimeout = 20 * time.Second
+// waitTimeout bounds the tests' waits; generous for 2 cores under -race,
+// and above the driver's DefaultStartTimeout: a lane's Chromium that starts
+// slowly on a loaded machine fails with the driver's own error, not with
+// the test's wait.
+const waitTimeout = 45 * time.Second
 
 // site is the test's own web site on 127.0.0.1.
 type site struct {
@@ -171,7 +175,16 @@ func newDriver(t testing.TB, lanes int, tweak ...func(*Config)) (*Driver, *captu
 
 func testLogger(t testing.TB) *slog.Logger {
 	if !testing.Verbose() {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
+		// Kept, and shown only when the test fails: a failure under CI
+		// (never verbose) says what the driver did.
+		var buf syncbuf.Buffer
+		t.Cleanup(func() {
+			if t.Failed() {
+				lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+				t.Logf("---- last lines of the driver's log ----\n%s", strings.Join(lines[max(0, len(lines)-80):], "\n"))
+			}
+		})
+		return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

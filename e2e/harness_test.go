@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/client"
+	"github.com/paprika-hub/paprika/internal/syncbuf"
 )
 
 // binary is built with -race; clusterBinary without it, because several
@@ -106,11 +107,7 @@ func startBinary(t testing.TB, bin, name string, env []string, args ...string) *
 				}
 				t.Logf("---- data race in %s ----\n%s", name, race)
 			}
-			lines := strings.Split(string(b), "\n")
-			if len(lines) > 60 {
-				lines = lines[len(lines)-60:]
-			}
-			t.Logf("---- last lines of %s ----\n%s", name, strings.Join(lines, "\n"))
+			t.Logf("---- last lines of %s ----\n%s", name, syncbuf.LastLines(string(b), 60))
 		}
 	})
 	return p

@@ -180,8 +180,7 @@ func testLogger(t testing.TB) *slog.Logger {
 		var buf syncbuf.Buffer
 		t.Cleanup(func() {
 			if t.Failed() {
-				lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-				t.Logf("---- last lines of the driver's log ----\n%s", strings.Join(lines[max(0, len(lines)-80):], "\n"))
+				t.Logf("---- last lines of the driver's log ----\n%s", syncbuf.LastLines(buf.String(), 80))
 			}
 		})
 		return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))

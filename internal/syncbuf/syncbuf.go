@@ -5,6 +5,7 @@ package syncbuf
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 )
 
@@ -26,4 +27,11 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// LastLines is the last n lines of s: the tail a test prints of a log when
+// it fails.
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -67,6 +67,7 @@ type Metrics struct {
 	LogWriteErrors    prometheus.Counter // paprika_log_write_errors_total
 	LogLinesDuplicate prometheus.Counter // paprika_log_lines_duplicate_total
 	LogGaps           prometheus.Counter // paprika_log_gaps_total
+	LogStreams        prometheus.Counter // paprika_log_streams_started_total
 	// LogLinesRefused counts lines past a job's log bound, by the bound
 	// (limit = lines | bytes): limits.max_log_lines, limits.max_log_bytes.
 	LogLinesRefused *prometheus.CounterVec // paprika_log_lines_refused_total{limit}
@@ -199,6 +200,8 @@ func NewMetrics() *Metrics {
 		"Log lines dropped because their sequence number was already stored.")
 	m.LogGaps = counter("paprika_log_gaps_total",
 		"Log lines that arrived past the next expected sequence number (lines in between are missing).")
+	m.LogStreams = counter("paprika_log_streams_started_total",
+		"Per-job log streams spawned on this hub (a job that ends without a line needs none).")
 	m.LogLinesRefused = vec("paprika_log_lines_refused_total",
 		"Log lines not stored because their job's log reached limits.max_log_lines or limits.max_log_bytes, by limit (lines, bytes).", "limit")
 

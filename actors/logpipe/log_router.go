@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // lineBudget bounds the log lines a hub holds in memory between the socket
@@ -68,8 +69,18 @@ type logRouterActor struct {
 	flusher *actor.PID
 	streams map[string]*actor.PID
 	byPID   map[string]string // child PID id → job id
-	timers  *supervise.Timers // no timers: it owns the drain's continuations
+	timers  *supervise.Timers // the ended maps' turn and the drain's continuations
+	// ended and endedOld hold the jobs whose log this router ended without
+	// a stream (endWithoutStream), for one to two DonePassivate periods:
+	// as long as a stream would have stayed up done. A stream woken for
+	// one of them meanwhile starts done, so a late line is refused even
+	// before the store has the done sentinel.
+	ended, endedOld map[string]struct{}
+	endedArmed      bool
 }
+
+// endedTurn ages the ended maps by one DonePassivate period.
+type endedTurn struct{}
 
 // Start spawns the router (and its flusher) with spawn, which
 // places it under the hub's supervisor.
@@ -163,7 +174,15 @@ func (a *logRouterActor) Receive(ctx actor.Context) {
 	case *streamFor:
 		ctx.Respond(a.stream(ctx, msg.jobID))
 	case *routeTo:
+		if end, ok := msg.msg.(*End); ok && a.endWithoutStream(ctx, msg.jobID, end) {
+			return
+		}
 		ctx.Send(a.stream(ctx, msg.jobID), msg.msg)
+	case *endedTurn:
+		a.endedOld, a.ended = a.ended, nil
+		if a.endedArmed = len(a.endedOld) > 0; a.endedArmed {
+			a.timers.After(a.deps.Timing.donePassivate(), &endedTurn{})
+		}
 	case *toFlusher:
 		ctx.Send(a.flusher, msg.msg)
 	case *actor.Terminated:
@@ -185,6 +204,12 @@ func (a *logRouterActor) stream(ctx actor.Context, jobID string) *actor.PID {
 	pid, ok := a.streams[jobID]
 	if !ok {
 		carry := &streamCarry{}
+		if a.endedHere(jobID) {
+			// Its done sentinel went to the flusher without a stream; the
+			// store may not have it yet.
+			*carry = streamCarry{valid: true, done: true, doneSent: true, resumed: true}
+		}
+		a.deps.Metrics.LogStreams.Inc()
 		pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
 			return &logStream{deps: a.deps, jobID: jobID, flusher: a.flusher, budget: a.budget, book: a.book, carry: carry}
 		}, actor.WithReceiverMiddleware(supervise.Recover("log_stream", a.deps.Log, a.deps.Metrics)),
@@ -193,6 +218,58 @@ func (a *logRouterActor) stream(ctx actor.Context, jobID string) *actor.PID {
 		a.byPID[pid.Id] = jobID
 	}
 	return pid
+}
+
+// endWithoutStream ends the log of a job that has no stream on this hub,
+// when that takes no stream's state: the End closes the log (not
+// KeepOpen), this router did not end it already, and the holder is known
+// without the store (the assignment this hub's link noted, or no fencing
+// at all). Most jobs never log a line, and for them a stream was a spawn,
+// three turns, a passivation timer and a stop, only to send what this
+// sends: the same done sentinel, or the same refusal of a stranger's end.
+// Anything else goes to a stream, as before.
+func (a *logRouterActor) endWithoutStream(ctx actor.Context, jobID string, m *End) bool {
+	if m.KeepOpen || a.streams[jobID] != nil || a.endedHere(jobID) {
+		return false
+	}
+	holds := true
+	if a.deps.Holder != nil && m.Worker != "" {
+		// As the stream's first check: an assignment older than the
+		// speaker's attempt says nothing of it, the store does (a stream).
+		w, att, ok := a.book.take(jobID, a.deps.now())
+		if !ok || att < m.Attempt {
+			return false
+		}
+		holds = w == m.Worker && att == m.Attempt
+	}
+	if !holds {
+		// Not the holder's: the log stays open, and the report goes on to
+		// the job grain, which refuses it as stale.
+		a.deps.Metrics.FencedReports.WithLabelValues("log").Inc()
+		ctx.Send(a.flusher, &flushReq{notify: m.Notify, payload: m.Payload})
+		return true
+	}
+	ctx.Send(a.flusher, &flushReq{batch: persistence.LogBatch{JobID: jobID, Done: true}, hasBatch: true, urgent: true,
+		notify: m.Notify, payload: m.Payload})
+	if a.ended == nil {
+		a.ended = map[string]struct{}{}
+	}
+	a.ended[jobID] = struct{}{}
+	if !a.endedArmed {
+		a.endedArmed = true
+		a.timers.After(a.deps.Timing.donePassivate(), &endedTurn{})
+	}
+	return true
+}
+
+// endedHere reports whether this router ended jobID's log without a
+// stream within the last one to two DonePassivate periods.
+func (a *logRouterActor) endedHere(jobID string) bool {
+	if _, ok := a.ended[jobID]; ok {
+		return true
+	}
+	_, ok := a.endedOld[jobID]
+	return ok
 }
 
 // drain asks every stream to hand its pending lines over, all at once,

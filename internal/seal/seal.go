@@ -189,6 +189,41 @@ func rewriteProxy(params json.RawMessage, f func(*messages.ProxyOptions) (bool, 
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return params, nil
 	}
+	if !mayNameProxy(trimmed) && json.Valid(trimmed) {
+		// Every job's params pass here on placement and in each API
+		// answer, and most have no proxy: a scan instead of decoding the
+		// object into a map. Invalid params still fail as before.
+		return params, nil
+	}
+	return rewriteProxyDecoded(trimmed, params, f)
+}
+
+// mayNameProxy reports whether b could hold a key that encoding/json
+// takes for "proxy": it holds "proxy" in any ASCII case, or an escape or
+// a non-ASCII byte (an escaped or Unicode-folded spelling), which this
+// scan does not try to read.
+func mayNameProxy(b []byte) bool {
+	const word = "proxy"
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c == '\\' || c >= 0x80 {
+			return true
+		}
+		if c|0x20 == 'p' && i+len(word) <= len(b) {
+			j := 1
+			for ; j < len(word) && b[i+j]|0x20 == word[j]; j++ {
+			}
+			if j == len(word) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rewriteProxyDecoded is rewriteProxy on the decoded object (trimmed is
+// params without surrounding space).
+func rewriteProxyDecoded(trimmed, params json.RawMessage, f func(*messages.ProxyOptions) (bool, error)) (json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &m); err != nil {
 		return nil, fmt.Errorf("params: %w", err)

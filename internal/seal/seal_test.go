@@ -1,11 +1,14 @@
 package seal
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/messages"
 )
 
 func TestSealOpen(t *testing.T) {
@@ -105,7 +108,17 @@ func FuzzParams(f *testing.F) {
 	f.Add(`{"proxy":{"server":"http://p:1","username":"u","password":"secret1"}}`)
 	f.Add(`{"proxy":{"password_sealed":"ps1.x.y"}}`)
 	f.Add(`{"PROXY":null,"proxy":[]}`)
+	f.Add(`{"url":"http://x/","pRoXy_list":[1],"p":"prox"}`)
 	f.Fuzz(func(t *testing.T, s string) {
+		// The scan that skips decoding agrees with decoding: params it
+		// passes through come out of the decoding path unchanged too.
+		mark := func(p *messages.ProxyOptions) (bool, error) { p.Server = "changed"; return true, nil }
+		fast, fastErr := rewriteProxy(json.RawMessage(s), mark)
+		if tr := bytes.TrimSpace([]byte(s)); len(tr) > 0 && tr[0] == '{' {
+			slow, slowErr := rewriteProxyDecoded(tr, json.RawMessage(s), mark)
+			require.Equal(t, slowErr == nil, fastErr == nil, "errors differ for %q", s)
+			require.Equal(t, string(slow), string(fast), "results differ for %q", s)
+		}
 		_, _ = k.OpenParams(json.RawMessage(s))
 		_, _ = k.Open(s)
 		sealed, err := k.SealParams(json.RawMessage(s))
@@ -126,4 +139,17 @@ func FuzzParams(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkOpenParams is the placement of a job whose params have no
+// proxy, as most do: the worker gets them as stored.
+func BenchmarkOpenParams(b *testing.B) {
+	k, _ := New("key-0123456789abcdef", "test")
+	params := json.RawMessage(`{"url":"https://example.com/some/page?q=1","wait_for":"#main","timeout_ms":30000,"labels":{"team":"a"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := k.OpenParams(params); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

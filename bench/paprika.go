@@ -345,13 +345,20 @@ func (p *paprikaSystem) stmts(ctx context.Context) map[string]float64 {
 // hubAllocs adds the bytes the hubs' Go heaps allocated so far
 // (go_memstats_alloc_bytes_total), in KiB, as "hub-alloc-kb": per job, what
 // the hubs' garbage collectors are made to work through. Unlike CPU seconds
-// it hardly moves with what else the machine is doing.
+// it hardly moves with what else the machine is doing. With the embedded
+// store it adds the store's commits (paprika_job_store_commits_total) as
+// "commits": per job, the fsync pairs a job's writes cost.
 func (p *paprikaSystem) hubAllocs(ctx context.Context, m map[string]float64) {
 	const family = "go_memstats_alloc_bytes_total "
+	const commits = "paprika_job_store_commits_total "
 	p.eachMetricLine(ctx, func(line string) {
 		if v, ok := strings.CutPrefix(line, family); ok {
 			n, _ := strconv.ParseFloat(v, 64)
 			m["hub-alloc-kb"] += n / 1024
+		}
+		if v, ok := strings.CutPrefix(line, commits); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			m["commits"] += n
 		}
 	})
 }

@@ -109,6 +109,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Hub, error) {
 		Metrics:   metrics.NewMetrics(),
 		ParamsKey: paramsKey,
 	}
+	if c, ok := stores.Jobs.(interface{ Commits() int64 }); ok {
+		h.deps.Metrics.CountStoreCommits(c.Commits)
+	}
 	h.deps.Approvals = stores.Approvals // nil (approval off) unless auth.worker_approval
 	h.deps.Tenants = tenantConfig(cfg)
 	h.deps.Cluster = func() *cluster.Cluster { return h.member.Cluster }

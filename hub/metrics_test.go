@@ -174,6 +174,14 @@ func TestMetricsScrapeAfterJobs(t *testing.T) {
 		require.EqualValues(t, jobs+1, m.Get("paprika_queue_wait_seconds"), "the count grows with the jobs run")
 	})
 
+	t.Run("store commits", func(t *testing.T) {
+		// Seven jobs' creates, claims and finishes: at least one commit,
+		// and never more commits than writes.
+		n := m.Get("paprika_job_store_commits_total")
+		require.Positive(t, n, "the embedded store counts its commits")
+		require.LessOrEqual(t, n, int64(4*(jobs+1)))
+	})
+
 	t.Run("fleet gauges", func(t *testing.T) {
 		require.Eventually(t, func() bool {
 			return m.Get("paprika_workers_alive") == 1 && m.Get("paprika_lanes", "state=free") == 3

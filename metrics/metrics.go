@@ -279,6 +279,18 @@ var waitBuckets = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 3
 // is only known later.
 func (m *Metrics) MarkStarted(t time.Time) { m.started.Store(t.UnixNano()) }
 
+// CountStoreCommits exports paprika_job_store_commits_total, read from
+// commits at each scrape: the write transactions the embedded job store
+// committed. Its group committer runs every write that queued during the
+// previous commit in one, so commits over jobs finished is what a job's
+// writes cost in fsyncs. Only the embedded store has it.
+func (m *Metrics) CountStoreCommits(commits func() int64) {
+	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "paprika_job_store_commits_total",
+		Help: "Write transactions the embedded job store committed; one commit (two fdatasyncs) carries every write that queued during the previous one.",
+	}, func() float64 { return float64(commits()) }))
+}
+
 // uptime is in whole seconds, as /metrics always reported it.
 func (m *Metrics) uptime() float64 {
 	s := m.started.Load()

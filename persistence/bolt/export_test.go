@@ -3,7 +3,7 @@ package bolt
 import bbolt "go.etcd.io/bbolt"
 
 // Commits is how many transactions s's group committer has committed.
-func Commits(s *JobStore) int64 { return s.group.commits.Load() }
+func Commits(s *JobStore) int64 { return s.Commits() }
 
 // LeafFill is how full the leaf pages of bucket name are, in use over
 // allocated.

@@ -376,6 +376,11 @@ func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persist
 }
 
 // Close closes the file; later calls fail with persistence.ErrUnavailable.
+// Commits is how many write transactions the store committed: its
+// group committer's groups, each one commit for every write that queued
+// during the one before.
+func (s *JobStore) Commits() int64 { return s.group.commits.Load() }
+
 // It waits for running transactions and is safe to call twice.
 func (s *JobStore) Close() error {
 	s.group.stop()

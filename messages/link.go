@@ -331,19 +331,31 @@ var knownTypes = map[string]bool{
 // panics, whatever the input (FuzzDecodeFrame in link_test.go).
 func DecodeFrame(data []byte) (Frame, error) {
 	var f Frame
+	err := DecodeFrameInto(data, &f)
+	return f, err
+}
+
+// DecodeFrameInto is DecodeFrame into *f, which it overwrites whole (on
+// an error too, as DecodeFrame returns). A reader that decodes every
+// frame into one Frame of its own allocates none per frame: a hub's
+// socket reader hands a log line on as three fields, and copies a frame
+// only for the frames that go on whole.
+func DecodeFrameInto(data []byte, f *Frame) error {
+	*f = Frame{} // also drops slices json would otherwise append into
 	if len(data) > MaxFrameBytes {
-		return f, fmt.Errorf("%w: %d bytes, limit %d", ErrMalformed, len(data), MaxFrameBytes)
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrMalformed, len(data), MaxFrameBytes)
 	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		return Frame{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	if err := json.Unmarshal(data, f); err != nil {
+		*f = Frame{}
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if !knownTypes[f.Type] {
-		return f, fmt.Errorf("%w: %q", ErrUnknownType, f.Type)
+		return fmt.Errorf("%w: %q", ErrUnknownType, f.Type)
 	}
 	if err := f.validate(); err != nil {
-		return f, fmt.Errorf("%w: %s: %v", ErrMalformed, f.Type, err)
+		return fmt.Errorf("%w: %s: %v", ErrMalformed, f.Type, err)
 	}
-	return f, nil
+	return nil
 }
 
 func (f *Frame) validate() error {

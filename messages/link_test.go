@@ -2,12 +2,13 @@ package messages
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
-	"unicode/utf8"
 )
 
 func TestDecodeFrame(t *testing.T) {
@@ -117,8 +118,20 @@ func FuzzDecodeFrame(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	// A reader's own Frame, left holding another frame: decoding into it
+	// must give what a fresh decode gives, fields and verdict alike.
+	dirty := func() Frame {
+		d, _ := DecodeFrame([]byte(`{"type":"heartbeat","stats":{"in_flight":1},"running":["j1","j2"],"lane_urls":["a"],` +
+			`"lane_states":["idle"],"lane_health":[{"rss_mb":1}],"job_id":"old","seq":9,"line":"old","params":{"x":1}}`))
+		return d
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fr, err := DecodeFrame(data)
+		into := dirty()
+		intoErr := DecodeFrameInto(data, &into)
+		if (err == nil) != (intoErr == nil) || !reflect.DeepEqual(fr, into) {
+			t.Fatalf("DecodeFrameInto differs from DecodeFrame: %v %+v vs %v %+v", intoErr, into, err, fr)
+		}
 		if err != nil {
 			return
 		}

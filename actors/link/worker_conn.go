@@ -242,6 +242,7 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 		}
 	}()
 	var buf bytes.Buffer // reader-confined: a log line's frame is decoded from it and forgotten
+	var f messages.Frame // reader-confined, decoded into anew each time: a log line costs no Frame
 	for {
 		typ, data, err := readFrame(c.ws, &buf)
 		if errors.Is(err, errFrameTooLarge) {
@@ -257,8 +258,7 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 			root.Send(self, &badFrame{err: errors.New("binary frames are not part of the link")})
 			continue
 		}
-		f, err := messages.DecodeFrame(data)
-		if err != nil {
+		if err := messages.DecodeFrameInto(data, &f); err != nil {
 			root.Send(self, &badFrame{err: err, f: f})
 			continue
 		}

@@ -115,6 +115,17 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"job_status","job_id":"j","attempt":3,"state":"running"}`,
 		`{"type":"job_query","job_id":"j","attempt":1}`,
 		`{"type":"x"}`, `{}`, `null`, `"s"`, `{"type":"job_log","seq":1e99}`,
+		`{"type":"job_log","job_id":"01KB3Z0Q8X9V2M5N7P4R6T8W0Y","attempt":2,"line":"first"}`,
+		`{"type":"job_log","job_id":"j","attempt":1,"seq":12,"line":"a \"quoted\" \u003ctag\u003e \\ line\n"}`,
+		"{\"type\":\"job_log\",\"job_id\":\"j\",\"attempt\":1,\"seq\":3,\"line\":\"caf\xc3\xa9 \xff\"}",
+		`{"type":"job_log","job_id":"j","attempt":01,"seq":3,"line":"x"}`,
+		`{"type":"job_log","job_id":"j","attempt":1,"seq":-3,"line":"x"}`,
+		`{"type":"job_log","job_id":"j","attempt":1,"seq":3.0,"line":"x"}`,
+		`{"type":"job_log","job_id":"j","attempt":1,"seq":1234567890123456789,"line":"x"}`,
+		`{"type":"job_log","job_id":"j","seq":3,"attempt":1,"line":"x"}`,
+		`{"type":"job_log","job_id":"j","attempt":1,"line":"x","line":"y"}`,
+		`{"type":"job_log","job_id":"j","attempt":1,"line":"x"} `,
+		`{"type":"job_log"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -131,6 +142,12 @@ func FuzzDecodeFrame(f *testing.F) {
 		intoErr := DecodeFrameInto(data, &into)
 		if (err == nil) != (intoErr == nil) || !reflect.DeepEqual(fr, into) {
 			t.Fatalf("DecodeFrameInto differs from DecodeFrame: %v %+v vs %v %+v", intoErr, into, err, fr)
+		}
+		// The job_log fast path decodes what encoding/json decodes.
+		var viaJSON Frame
+		jsonErr := decodeFrameJSON(data, &viaJSON)
+		if len(data) <= MaxFrameBytes && ((err == nil) != (jsonErr == nil) || !reflect.DeepEqual(fr, viaJSON)) {
+			t.Fatalf("decoders differ on %q: %v %+v vs encoding/json %v %+v", data, err, fr, jsonErr, viaJSON)
 		}
 		if err != nil {
 			return
@@ -228,6 +245,21 @@ func TestHelloDeclaredModesAreBounded(t *testing.T) {
 	} {
 		if _, err := DecodeFrame(hello(modes)); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: got %v, want a malformed frame", name, err)
+		}
+	}
+}
+
+// BenchmarkDecodeJobLog is a hub's socket reader on a log line as a
+// worker encodes it, into the reader's own Frame.
+func BenchmarkDecodeJobLog(b *testing.B) {
+	data, err := Frame{Type: TypeJobLog, JobID: "01KB3Z0Q8X9V2M5N7P4R6T8W0Y", Attempt: 1, Seq: 41,
+		Line: "GET https://example.com/page 200 in 31ms"}.Encode()
+	require.NoError(b, err)
+	var f Frame
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := DecodeFrameInto(data, &f); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -388,11 +388,21 @@ func decodeJobLog(data []byte, f *Frame) bool {
 	if !bytes.HasPrefix(data, []byte(jobLogHead)) {
 		return false
 	}
-	p := data[len(jobLogHead):]
-	var out Frame
+	// The fields go straight into *f (a whole Frame copied in was a tenth
+	// of this); a frame not taken leaves it zero again.
+	if !scanJobLog(data[len(jobLogHead):], f) {
+		*f = Frame{}
+		return false
+	}
+	f.Type = TypeJobLog
+	return true
+}
+
+// scanJobLog reads what follows jobLogHead into f's job_log fields.
+func scanJobLog(p []byte, f *Frame) bool {
 	var ok bool
 	if p, ok = cutKey(p, `,"job_id":`); ok {
-		if out.JobID, p, ok = scanString(p); !ok {
+		if f.JobID, p, ok = scanString(p); !ok {
 			return false
 		}
 	}
@@ -401,24 +411,19 @@ func decodeJobLog(data []byte, f *Frame) bool {
 		if n, p, ok = scanUint(p); !ok {
 			return false
 		}
-		out.Attempt = int(n)
+		f.Attempt = int(n)
 	}
 	if p, ok = cutKey(p, `,"seq":`); ok {
-		if out.Seq, p, ok = scanUint(p); !ok {
+		if f.Seq, p, ok = scanUint(p); !ok {
 			return false
 		}
 	}
 	if p, ok = cutKey(p, `,"line":`); ok {
-		if out.Line, p, ok = scanString(p); !ok {
+		if f.Line, p, ok = scanString(p); !ok {
 			return false
 		}
 	}
-	if len(p) != 1 || p[0] != '}' {
-		return false
-	}
-	out.Type = TypeJobLog
-	*f = out
-	return true
+	return len(p) == 1 && p[0] == '}'
 }
 
 // cutKey returns p after key when p starts with it.

@@ -313,7 +313,7 @@ func sumCPU(cmds []*exec.Cmd) float64 {
 
 func (p *paprikaSystem) stmts(ctx context.Context) map[string]float64 {
 	m := map[string]float64{}
-	p.hubAllocs(ctx, m)
+	p.hubCounters(ctx, m)
 	if !p.real {
 		return m
 	}
@@ -342,13 +342,13 @@ func (p *paprikaSystem) stmts(ctx context.Context) map[string]float64 {
 	return m
 }
 
-// hubAllocs adds the bytes the hubs' Go heaps allocated so far
+// hubCounters adds the bytes the hubs' Go heaps allocated so far
 // (go_memstats_alloc_bytes_total), in KiB, as "hub-alloc-kb": per job, what
 // the hubs' garbage collectors are made to work through. Unlike CPU seconds
 // it hardly moves with what else the machine is doing. With the embedded
 // store it adds the store's commits (paprika_job_store_commits_total) as
 // "commits": per job, the fsync pairs a job's writes cost.
-func (p *paprikaSystem) hubAllocs(ctx context.Context, m map[string]float64) {
+func (p *paprikaSystem) hubCounters(ctx context.Context, m map[string]float64) {
 	const family = "go_memstats_alloc_bytes_total "
 	const commits = "paprika_job_store_commits_total "
 	p.eachMetricLine(ctx, func(line string) {

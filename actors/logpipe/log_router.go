@@ -243,10 +243,7 @@ func (a *logRouterActor) endWithoutStream(ctx actor.Context, jobID string, m *En
 		holds = w == m.Worker && att == m.Attempt
 	}
 	if !holds {
-		// Not the holder's: the log stays open, and the report goes on to
-		// the job grain, which refuses it as stale.
-		a.deps.Metrics.FencedReports.WithLabelValues("log").Inc()
-		ctx.Send(a.flusher, &flushReq{notify: m.Notify, payload: m.Payload})
+		refuseEnd(ctx, a.deps, a.flusher, m)
 		return true
 	}
 	ctx.Send(a.flusher, &flushReq{batch: persistence.LogBatch{JobID: jobID, Done: true}, hasBatch: true, urgent: true,

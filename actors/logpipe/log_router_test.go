@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/metrics"
@@ -78,17 +77,17 @@ func TestEndWithoutStream(t *testing.T) {
 
 	// A stranger's end: fenced, confirmed (the grain refuses it), no stream.
 	r.Assigned("j-other", "w1", 1, "link-a")
-	fencedBefore := counter(t, m.FencedReports.WithLabelValues("log"))
+	fencedBefore := counterValue(m.FencedReports.WithLabelValues("log"))
 	end("j-other", "w2", false)
 	waitPersisted("j-other")
-	require.Equal(t, fencedBefore+1, counter(t, m.FencedReports.WithLabelValues("log")))
+	require.Equal(t, fencedBefore+1, counterValue(m.FencedReports.WithLabelValues("log")))
 
 	// The holder's end: no stream; its confirmation waits for the store.
 	r.Assigned("j-quiet", "w1", 1, "link-a")
 	end("j-quiet", "w1", false)
 	require.Never(t, func() bool { return len(persisted) > 0 }, 200*time.Millisecond, 10*time.Millisecond,
 		"confirmed before the store took the done sentinel")
-	require.Zero(t, counter(t, m.LogStreams), "no stream for a job that ended without a line")
+	require.Zero(t, counterValue(m.LogStreams), "no stream for a job that ended without a line")
 
 	// A late line for it, while the store still has no sentinel: the stream
 	// it wakes starts done and refuses it.
@@ -99,7 +98,7 @@ func TestEndWithoutStream(t *testing.T) {
 	system.Root.Send(late, &Line{Worker: "w1", Attempt: 1, Seq: 0, Text: "late"})
 	require.Eventually(t, func() bool { return duplicates(m) == dupBefore+1 },
 		5*time.Second, 10*time.Millisecond, "the late line is refused")
-	require.Equal(t, float64(1), counter(t, m.LogStreams))
+	require.Equal(t, float64(1), counterValue(m.LogStreams))
 
 	close(logs.gate)
 	waitPersisted("j-quiet")
@@ -115,22 +114,15 @@ func TestEndWithoutStream(t *testing.T) {
 	// No noted assignment: a stream, which asks the store for the holder.
 	end("j-unnoted", "w1", false)
 	waitPersisted("j-unnoted")
-	require.Equal(t, float64(2), counter(t, m.LogStreams))
+	require.Equal(t, float64(2), counterValue(m.LogStreams))
 	require.EqualValues(t, 2, holderReads.Load())
 
 	// An end that keeps the log open for a retry: a stream, which holds it open.
 	r.Assigned("j-retry", "w1", 1, "link-a")
 	end("j-retry", "w1", true)
 	waitPersisted("j-retry")
-	require.Equal(t, float64(3), counter(t, m.LogStreams))
+	require.Equal(t, float64(3), counterValue(m.LogStreams))
 	_, done, err = logs.Read(ctx, "j-retry", 0, 10)
 	require.NoError(t, err)
 	require.False(t, done)
-}
-
-func counter(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
-	t.Helper()
-	var v dto.Metric
-	require.NoError(t, c.Write(&v))
-	return v.GetCounter().GetValue()
 }

@@ -79,6 +79,14 @@ type End struct {
 	KeepOpen bool
 }
 
+// refuseEnd answers an End whose sender does not hold the job: the log
+// stays open, and the report goes on (through the flusher, behind the
+// lines before it) to the job grain, which refuses it as stale.
+func refuseEnd(ctx actor.Context, d *Deps, flusher *actor.PID, m *End) {
+	d.Metrics.FencedReports.WithLabelValues("log").Inc()
+	ctx.Send(flusher, &flushReq{notify: m.Notify, payload: m.Payload})
+}
+
 // closeLog ends the log on the hub's own decision (cancel, deadline, lost).
 type closeLog struct{}
 
@@ -130,10 +138,7 @@ func (s *logStream) Receive(ctx actor.Context) {
 		s.flush(ctx, nil, nil)
 	case *End:
 		if !s.holds(ctx, msg.Worker, msg.Attempt) {
-			// Not the holder's: the log stays open, and the report goes on
-			// to the job grain, which refuses it as stale.
-			s.deps.Metrics.FencedReports.WithLabelValues("log").Inc()
-			ctx.Send(s.flusher, &flushReq{notify: msg.Notify, payload: msg.Payload})
+			refuseEnd(ctx, s.deps, s.flusher, msg)
 			return
 		}
 		if s.done {

@@ -142,9 +142,12 @@ func TestDoneStreamPassivatesSoon(t *testing.T) {
 	require.Equal(t, []string{"a"}, lines)
 }
 
-func duplicates(m *metrics.Metrics) float64 {
+func duplicates(m *metrics.Metrics) float64 { return counterValue(m.LogLinesDuplicate) }
+
+// counterValue reads a counter (-1 when it cannot be read).
+func counterValue(c interface{ Write(*dto.Metric) error }) float64 {
 	var v dto.Metric
-	if m.LogLinesDuplicate.Write(&v) != nil {
+	if c.Write(&v) != nil {
 		return -1
 	}
 	return v.GetCounter().GetValue()

@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/paprika-hub/paprika/actors/grains"
+	"github.com/paprika-hub/paprika/membership"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // TestMultiMemberGrainMessagesNoJobLookup: with two hubs, jobs submitted
@@ -31,4 +35,43 @@ func TestMultiMemberGrainMessagesNoJobLookup(t *testing.T) {
 	runJobs(t, a, n)
 	require.Zero(t, jobLookups(a)+jobLookups(b), "no lookup: the wake goes through the job's owner")
 	require.Eventually(t, func() bool { return placementsPending(t, a) == 0 }, 2*time.Second, 10*time.Millisecond)
+}
+
+// TestMultiMemberJobsLiveOnTheSubmittingHub: a job submitted through a hub
+// gets an id whose grain that hub owns (grains.mintLocal), through either
+// hub, so its wake is a local message; and the jobs still run on a worker
+// linked to the other hub. Without the preference half the ids would be
+// the other hub's.
+func TestMultiMemberJobsLiveOnTheSubmittingHub(t *testing.T) {
+	cfgA, cfgB := sharedStoreConfigs(t)
+	a := startTestHub(t, cfgA)
+	b := startTestHub(t, cfgB)
+	require.Eventually(t, func() bool {
+		return a.member.Cluster.MemberList.Length() == 2 && b.member.Cluster.MemberList.Length() == 2
+	}, 10*time.Second, 20*time.Millisecond, "the hubs meet")
+	startAgent(t, b.URL(), "wm3", 2)
+	require.Eventually(t, func() bool { ws, err := a.Workers(t.Context()); return err == nil && len(ws) == 1 && ws[0].Alive },
+		10*time.Second, 10*time.Millisecond)
+
+	const n = 40
+	for _, via := range []*Hub{a, b} {
+		lookup := via.member.Cluster.Config.IdentityLookup.(*membership.Lookup)
+		self := via.member.Cluster.ActorSystem.Address()
+		ids := make([]string, 0, n)
+		owned := 0
+		for range n {
+			id := submit(t, via.URL(), `{"mode":"noop"}`).ID
+			ids = append(ids, id)
+			if lookup.OwnerOf(id, grains.KindJob) == self {
+				owned++
+			}
+		}
+		// Each id misses with chance 2^-8 (mintTries draws on two
+		// members): more than 3 misses in 40 is a 1-in-50,000 event.
+		require.GreaterOrEqual(t, owned, n-3, "jobs submitted through %s are owned by it", self)
+		for _, id := range ids {
+			require.Eventually(t, func() bool { return getJob(t, via.URL(), id).Status == persistence.StatusSucceeded },
+				20*time.Second, 10*time.Millisecond, id)
+		}
+	}
 }

@@ -123,6 +123,14 @@ func (l *Lookup) owner(id *cluster.ClusterIdentity) (string, <-chan struct{}) {
 	return l.rdv.GetByClusterIdentity(id), l.changed
 }
 
+// OwnerOf is the address of the member that places identity of kind
+// under this member's current view of the topology; "" when there is none.
+func (l *Lookup) OwnerOf(identity, kind string) string {
+	id := cluster.ClusterIdentity{Identity: identity, Kind: kind}
+	owner, _ := l.owner(&id)
+	return owner
+}
+
 // Deliver sends msg, one way, to the placement actor of the member that
 // owns id, which activates the grain there if it is not up and hands it
 // the payload: one message instead of an activation request, its answer,

@@ -287,6 +287,9 @@ func TestMultiMemberDeliverActivatesOnOwner(t *testing.T) {
 		}
 	}
 	lookup := b.Cluster.Config.IdentityLookup.(*Lookup)
+	require.Equal(t, a.Address(), lookup.OwnerOf(onA, "ens"), "OwnerOf agrees with the hash")
+	require.Equal(t, b.Address(), lookup.OwnerOf(onB, "ens"))
+	require.Empty(t, lookup.OwnerOf(onA, "no-such-kind"), "no member has the kind")
 	deliver := func(id string) string {
 		owner, ok := lookup.Deliver(cluster.NewClusterIdentity(id, "ens"), &messages.GrainDeliver{Identity: id, Kind: "ens",
 			Payload: &messages.GrainDeliver_JobEnsure{JobEnsure: &messages.JobEnsure{Created: &messages.JobRecord{Id: id}}}})

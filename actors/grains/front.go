@@ -50,6 +50,9 @@ func (f *Front) Submit(ctx context.Context, j persistence.Job) (persistence.Job,
 		j.Status = persistence.StatusScheduled // held until run_at (delayed job)
 	}
 	j.CreatedAt = time.Now().UTC()
+	if j.ID == "" {
+		j.ID = mintLocal(persistence.NewJobID, ownedHere(f.d.Cluster(), KindJob))
+	}
 	stored, created, err := f.d.Jobs.Create(ctx, j)
 	if err != nil {
 		return stored, false, fmt.Errorf("create job: %w", err)

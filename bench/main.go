@@ -66,6 +66,9 @@ type result struct {
 	// a steady load, where grains of earlier jobs passivate meanwhile
 	// (Paprika's do 3 s after their job ends), unlike in a short burst.
 	pacedCPUPerK map[string]float64
+	// pacedStmts is stmts of the paced run: a load with idle lanes, where
+	// placement has a choice of workers.
+	pacedStmts map[string]float64
 }
 
 // system is one queue under test.
@@ -96,11 +99,16 @@ func run(ctx context.Context, o options) error {
 		}
 		systems = append(systems, s)
 		if p, ok := s.(*paprikaSystem); ok && o.base != "" {
-			systems = append(systems, &paprikaSystem{label: p.label + "@base", bin: o.base, o: p.o, hubs: p.hubs, real: p.real})
+			systems = append(systems, &paprikaSystem{label: p.label + "@base", bin: o.base, o: p.o, hubs: p.hubs, real: p.real, cports: p.cports})
 		}
 	}
 	res := map[string][]result{}
 	for round := 1; round <= o.rounds; round++ {
+		for _, s := range systems {
+			if p, ok := s.(*paprikaSystem); ok {
+				*p.cports = nil // new ports each round, the same for a system and its @base twin
+			}
+		}
 		for _, s := range systems {
 			fmt.Fprintf(os.Stderr, "round %d/%d: %s ...\n", round, o.rounds, s.name())
 			r, err := measure(ctx, s, o)
@@ -110,6 +118,9 @@ func run(ctx context.Context, o options) error {
 			fmt.Fprintf(os.Stderr, "  %.0f jobs/s, cpu/1k %s, p50 %s p99 %s, paced cpu/1k %s\n", r.jobsPerSec, fmtMap(r.cpuPerK, 3), r.p50, r.p99,
 				fmtMap(r.pacedCPUPerK, 3))
 			fmt.Fprintf(os.Stderr, "  per job: %s\n", fmtMap(r.stmts, 2))
+			if len(r.pacedStmts) > 0 {
+				fmt.Fprintf(os.Stderr, "  per paced job: %s\n", fmtMap(r.pacedStmts, 2))
+			}
 			res[s.name()] = append(res[s.name()], r)
 		}
 	}
@@ -151,8 +162,14 @@ func measure(ctx context.Context, s system, o options) (r result, err error) {
 		for k, f := range procs {
 			before[k] = f()
 		}
+		st0 = s.stmts(ctx)
 		if _, err := drive(ctx, s, o.paced, o.producers, 1, o.rate); err != nil {
 			return r, fmt.Errorf("paced run: %w", err)
+		}
+		st1 = s.stmts(ctx)
+		r.pacedStmts = map[string]float64{}
+		for k, v := range st1 {
+			r.pacedStmts[k] = (v - st0[k]) / float64(o.paced)
 		}
 		r.pacedCPUPerK = map[string]float64{}
 		for k, f := range procs {

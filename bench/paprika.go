@@ -32,6 +32,13 @@ type paprikaSystem struct {
 	o     *options
 	hubs  int
 	real  bool // MariaDB + Redis; embedded otherwise
+	// cports are the hubs' cluster ports of this round, shared with the
+	// @base twin: grains are placed by a hash over the members'
+	// addresses, so the same ports give both binaries the same placement
+	// of the scheduler and the worker grains — which hub each lives on
+	// swings the remote messages per job by ±1.5 from one set of ports
+	// to another. run clears them at each round.
+	cports *[]int
 
 	dir      string
 	db       string // MariaDB database of this run
@@ -114,10 +121,14 @@ func (p *paprikaSystem) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		cport, err := freePort()
-		if err != nil {
-			return err
+		if i == len(*p.cports) {
+			cport, err := freePort()
+			if err != nil {
+				return err
+			}
+			*p.cports = append(*p.cports, cport)
 		}
+		cport := (*p.cports)[i]
 		url := fmt.Sprintf("http://127.0.0.1:%d", port)
 		henv := append(env, fmt.Sprintf("PAPRIKA_HUB_ID=hub-%d", i), fmt.Sprintf("PAPRIKA_CLUSTER_PORT=%d", cport),
 			"PAPRIKA_ASSETS_DIR="+filepath.Join(p.dir, fmt.Sprintf("hub-%d", i), "assets"))
@@ -457,11 +468,11 @@ func (p *paprikaSystem) latencies(ctx context.Context) ([]time.Duration, error) 
 func newSystem(name string, o *options) (system, error) {
 	switch name {
 	case "paprika-embedded":
-		return &paprikaSystem{label: name, o: o, hubs: 1}, nil
+		return &paprikaSystem{label: name, o: o, hubs: 1, cports: new([]int)}, nil
 	case "paprika-mariadb":
-		return &paprikaSystem{label: name, o: o, hubs: 1, real: true}, nil
+		return &paprikaSystem{label: name, o: o, hubs: 1, real: true, cports: new([]int)}, nil
 	case "paprika-3hubs":
-		return &paprikaSystem{label: name, o: o, hubs: 3, real: true}, nil
+		return &paprikaSystem{label: name, o: o, hubs: 3, real: true, cports: new([]int)}, nil
 	case "asynq":
 		return &asynqSystem{o: o}, nil
 	case "river":

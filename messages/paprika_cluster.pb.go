@@ -751,7 +751,11 @@ type SchedWorkerState struct {
 	// removed: jobs that ended for good since the last push (their
 	// WorkerRelease said final); the scheduler takes each as a SchedRemove
 	// before the state that frees their slots.
-	Removed       []*SchedRemove `protobuf:"bytes,34,rep,name=removed,proto3" json:"removed,omitempty"`
+	Removed []*SchedRemove `protobuf:"bytes,34,rep,name=removed,proto3" json:"removed,omitempty"`
+	// link_address: the cluster address of the hub holding the worker's
+	// socket ("" when it has none). Among the least-loaded workers the
+	// scheduler prefers one whose socket is on the job grain's hub.
+	LinkAddress   string `protobuf:"bytes,35,opt,name=link_address,json=linkAddress,proto3" json:"link_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -903,6 +907,13 @@ func (x *SchedWorkerState) GetRemoved() []*SchedRemove {
 		return x.Removed
 	}
 	return nil
+}
+
+func (x *SchedWorkerState) GetLinkAddress() string {
+	if x != nil {
+		return x.LinkAddress
+	}
+	return ""
 }
 
 // SchedEnqueue asks the scheduler to place a queued job.
@@ -3655,7 +3666,7 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x12set_max_concurrent\x18\x03 \x01(\bR\x10setMaxConcurrent\"\x0f\n" +
 	"\rWorkerGetInfo\"\f\n" +
 	"\n" +
-	"WorkerSync\"\xb2\x04\n" +
+	"WorkerSync\"\xd5\x04\n" +
 	"\x10SchedWorkerState\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1c\n" +
@@ -3675,7 +3686,8 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x10unhealthy_reason\x18\x1f \x01(\tR\x0funhealthyReason\x12\x17\n" +
 	"\ashm_low\x18  \x01(\bR\x06shmLow\x12\x16\n" +
 	"\x06placed\x18! \x03(\tR\x06placed\x12.\n" +
-	"\aremoved\x18\" \x03(\v2\x14.paprika.SchedRemoveR\aremoved\"\x86\x02\n" +
+	"\aremoved\x18\" \x03(\v2\x14.paprika.SchedRemoveR\aremoved\x12!\n" +
+	"\flink_address\x18# \x01(\tR\vlinkAddress\"\x86\x02\n" +
 	"\fSchedEnqueue\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12&\n" +
 	"\x0fcreated_unix_ms\x18\x02 \x01(\x03R\rcreatedUnixMs\x12\x12\n" +

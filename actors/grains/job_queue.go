@@ -17,6 +17,7 @@ type queuedJob struct {
 	enqueued time.Time // when it reached this queue (placement latency)
 	priority int       // 0..9
 	tenant   string    // "" = the default tenant (tenantLane)
+	near     string    // the job grain's hub (PickWorkerNear); "" when unknown
 }
 
 // numPriorities is the number of priority levels, one FIFO each.
@@ -230,14 +231,14 @@ func (q *jobQueue) BeginPass() { q.pass++ }
 // says whether any worker could run a mode at all; a class it denies is
 // skipped without a pick (a backlog of a mode no worker declares costs no
 // pick_worker scan). False when no job can go.
-func (q *jobQueue) nextPlacement(now time.Time, served func(mode string) bool, pick func(mode string) *Candidate) (queuedJob, *Candidate, bool) {
+func (q *jobQueue) nextPlacement(now time.Time, served func(mode string) bool, pick func(j queuedJob) *Candidate) (queuedJob, *Candidate, bool) {
 	for {
 		j, class, ok := q.Next(now)
 		if !ok {
 			return j, nil, false
 		}
 		if served == nil || served(j.mode) {
-			if c := pick(j.mode); c != nil {
+			if c := pick(j); c != nil {
 				return j, c, true
 			}
 		}

@@ -26,11 +26,11 @@ func (q *fifoQueue) pushBack(j queuedJob) { q.byID[j.id] = q.order.PushBack(j) }
 // placeOne is the old place loop up to its first placement: oldest first,
 // a browser job no worker takes is passed over (and tried again on the
 // next pass), a noop job that finds no worker ends the pass.
-func (q *fifoQueue) placeOne(pick func(mode string) *Candidate) (queuedJob, *Candidate, bool) {
+func (q *fifoQueue) placeOne(pick func(queuedJob) *Candidate) (queuedJob, *Candidate, bool) {
 	for e := q.order.Front(); e != nil; e = e.Next() {
 		j := e.Value.(queuedJob)
 		isNoop := j.mode == messages.ModeNoop || j.mode == ""
-		c := pick(j.mode)
+		c := pick(j)
 		if c == nil {
 			if isNoop {
 				break
@@ -80,7 +80,7 @@ func fleet(n int, now time.Time) []*Candidate {
 
 // run measures n placements; place places one job (false: none could go).
 func (pb placementBench) run(b *testing.B, n int, push func(queuedJob),
-	place func(now time.Time, pick func(string) *Candidate) (queuedJob, *Candidate, bool)) time.Duration {
+	place func(now time.Time, pick func(queuedJob) *Candidate) (queuedJob, *Candidate, bool)) time.Duration {
 	rng := rand.New(rand.NewPCG(7, 8))
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	next := pb.jobs(rng, start)
@@ -95,7 +95,7 @@ func (pb placementBench) run(b *testing.B, n int, push func(queuedJob),
 		}
 	}
 	pickRng := rand.New(rand.NewPCG(9, 10))
-	pick := func(mode string) *Candidate { return testRule.PickWorker(cands, mode, now, pickRng) }
+	pick := func(j queuedJob) *Candidate { return testRule.PickWorker(cands, j.mode, now, pickRng) }
 	lat := make([]time.Duration, n)
 	for i := range n {
 		cands[rng.IntN(len(cands))].InFlight-- // a lane frees
@@ -138,7 +138,7 @@ func BenchmarkPlacement100k(b *testing.B) {
 			// What the scheduler's count says (countServed): noop and the
 			// declared mode have workers, nothing else.
 			served := func(mode string) bool { return mode == messages.ModeNoop || mode == pb.declared }
-			prio := pb.run(b, n, pq.PushBack, func(now time.Time, pick func(string) *Candidate) (queuedJob, *Candidate, bool) {
+			prio := pb.run(b, n, pq.PushBack, func(now time.Time, pick func(queuedJob) *Candidate) (queuedJob, *Candidate, bool) {
 				pq.BeginPass()
 				j, c, ok := pq.nextPlacement(now, served, pick)
 				if ok {
@@ -147,7 +147,7 @@ func BenchmarkPlacement100k(b *testing.B) {
 				return j, c, ok
 			})
 			fq := &fifoQueue{order: list.New(), byID: map[string]*list.Element{}}
-			fifo := pb.run(b, n, fq.pushBack, func(_ time.Time, pick func(string) *Candidate) (queuedJob, *Candidate, bool) {
+			fifo := pb.run(b, n, fq.pushBack, func(_ time.Time, pick func(queuedJob) *Candidate) (queuedJob, *Candidate, bool) {
 				return fq.placeOne(pick)
 			})
 			b.ReportMetric(float64(prio.Nanoseconds())/1000, "p99-prio-µs")

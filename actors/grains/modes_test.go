@@ -130,7 +130,7 @@ func TestJobQueueSkipsUnservedModes(t *testing.T) {
 	q.PushBack(queuedJob{id: "c", mode: "pdf-diff", created: t0, priority: 9})
 	q.PushBack(queuedJob{id: "n", mode: messages.ModeNoop, created: t0.Add(time.Second)})
 	picks := 0
-	pick := func(string) *Candidate { picks++; return &Candidate{ID: "w"} }
+	pick := func(queuedJob) *Candidate { picks++; return &Candidate{ID: "w"} }
 	q.BeginPass()
 	j, _, ok := q.nextPlacement(t0, func(m string) bool { return m == messages.ModeNoop }, pick)
 	require.True(t, ok)

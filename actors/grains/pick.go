@@ -29,6 +29,9 @@ type Candidate struct {
 	UnhealthyReason string
 	ShmLow          bool
 	unhealthyIdx    int // UnhealthyReason's index in persistence.HealthSkipReasons
+	// LinkHub is the cluster address of the hub holding the worker's
+	// socket ("" when unknown): PickWorkerNear's preference.
+	LinkHub string
 
 	// scheduler bookkeeping: InFlight = reported + placing
 	reported int       // in_flight as the worker grain last reported it
@@ -90,21 +93,47 @@ func better(a, b *Candidate) bool {
 // random (reservoir sampling over the tied best), because a deterministic
 // order piles every idle job onto the first worker. One pass, no allocation.
 func (r PickRule) PickWorker(cands []*Candidate, mode string, now time.Time, rng *rand.Rand) *Candidate {
-	var best *Candidate
-	ties := 0
+	return r.PickWorkerNear(cands, mode, now, rng, "")
+}
+
+// PickWorkerNear is PickWorker breaking ties toward the hub at near (the
+// job grain's): among the tied best, one whose socket is on that hub if
+// there is any, at random among those, else at random among all. The rank
+// — (in_flight, -max_concurrent) — is never overruled, so no worker takes
+// more than an equal share for being near; what being near saves is the
+// cluster hop of the job's job_started and job_done (the link sends them
+// to the job grain on its own hub). With near == "" or no candidate on
+// that hub it draws exactly as PickWorker always has.
+func (r PickRule) PickWorkerNear(cands []*Candidate, mode string, now time.Time, rng *rand.Rand, near string) *Candidate {
+	var best, bestNear *Candidate
+	ties, nearTies := 0, 0
 	for _, c := range cands {
 		if !r.Eligible(c, mode, now) {
 			continue
 		}
+		isNear := near != "" && c.LinkHub == near
 		switch {
 		case best == nil || better(c, best):
 			best, ties = c, 1
+			bestNear, nearTies = nil, 0
+			if isNear {
+				bestNear, nearTies = c, 1
+			}
 		case !better(best, c): // equal rank
 			ties++
 			if rng.IntN(ties) == 0 {
 				best = c
 			}
+			if isNear {
+				nearTies++
+				if rng.IntN(nearTies) == 0 {
+					bestNear = c
+				}
+			}
 		}
+	}
+	if bestNear != nil {
+		return bestNear
 	}
 	return best
 }

@@ -145,3 +145,39 @@ func BenchmarkPickWorker1000(b *testing.B) {
 	p99 := lat[int(math.Ceil(0.99*float64(len(lat))))-1]
 	b.ReportMetric(float64(p99.Nanoseconds())/1000, "p99-µs")
 }
+
+// TestPickWorkerNear: among the tied least-loaded, a worker linked to the
+// job grain's hub is preferred (at random among such); a less-loaded
+// worker elsewhere still wins; with no preference the draws are
+// PickWorker's own, seed for seed.
+func TestPickWorkerNear(t *testing.T) {
+	now := time.Now()
+	rng := rand.New(rand.NewPCG(3, 4))
+	mk := func(id, hub string, inFlight int) *Candidate {
+		c := idle(id, now)
+		c.LinkHub, c.InFlight = hub, inFlight
+		return c
+	}
+	a1, a2, b1, b2 := mk("a1", "hub-a", 0), mk("a2", "hub-a", 0), mk("b1", "hub-b", 0), mk("b2", "hub-b", 0)
+	cands := []*Candidate{b1, a1, b2, a2}
+	counts := map[string]int{}
+	for range 1000 {
+		counts[testRule.PickWorkerNear(cands, "noop", now, rng, "hub-a").ID]++
+	}
+	require.Zero(t, counts["b1"]+counts["b2"], "a tie goes to the job's hub: %v", counts)
+	require.InDelta(t, 500, counts["a1"], 100, "spread among the near ones: %v", counts)
+
+	a1.InFlight, a2.InFlight = 1, 1
+	for range 100 {
+		got := testRule.PickWorkerNear(cands, "noop", now, rng, "hub-a").ID
+		require.Contains(t, []string{"b1", "b2"}, got, "the rank is never overruled")
+	}
+	require.Contains(t, []string{"a1", "a2", "b1", "b2"}, testRule.PickWorkerNear(cands, "noop", now, rng, "hub-c").ID)
+
+	a1.InFlight, a2.InFlight = 0, 0
+	r1, r2 := rand.New(rand.NewPCG(5, 6)), rand.New(rand.NewPCG(5, 6))
+	for range 200 {
+		require.Equal(t, testRule.PickWorker(cands, "noop", now, r1).ID, testRule.PickWorkerNear(cands, "noop", now, r2, "hub-c").ID,
+			"no near candidate: the same draws as PickWorker")
+	}
+}

@@ -150,7 +150,8 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 			return
 		}
 		s.delayed.Remove(msg.JobId)
-		q := queuedJob{id: msg.JobId, mode: msg.Mode, created: time.UnixMilli(msg.CreatedUnixMs), priority: prio, tenant: msg.Tenant}
+		q := queuedJob{id: msg.JobId, mode: msg.Mode, created: time.UnixMilli(msg.CreatedUnixMs), priority: prio, tenant: msg.Tenant,
+			near: msg.Job.GetAddress()}
 		if msg.Profile == "" || !s.profileEnqueue(q, msg.Profile) {
 			s.enqueue(q)
 		}
@@ -332,6 +333,7 @@ func (s *schedulerGrain) workerState(m *messages.SchedWorkerState) {
 	c.HasBrowser = m.HasBrowser
 	c.DiskPct = m.DiskPct
 	c.Drivers = m.Drivers
+	c.LinkHub = m.LinkAddress
 	c.UnhealthyLanes, c.UnhealthyReason, c.ShmLow = int(m.UnhealthyLanes), m.UnhealthyReason, m.ShmLow
 	c.unhealthyIdx = healthIndex(m.UnhealthyReason)
 	if c.Declares != m.DeclaresModes || !sameModes(c.Modes, m.Modes) {
@@ -492,7 +494,7 @@ func (s *schedulerGrain) place(ctx actor.Context) {
 		return
 	}
 	s.queue.BeginPass()
-	pick := func(mode string) *Candidate { return s.rule.PickWorker(s.cands, mode, now, s.rng) }
+	pick := func(j queuedJob) *Candidate { return s.rule.PickWorkerNear(s.cands, j.mode, now, s.rng, j.near) }
 	defer s.flushHealthSkips()
 	for {
 		q, c, found := s.queue.nextPlacement(now, s.serves, pick)

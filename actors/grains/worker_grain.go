@@ -709,6 +709,9 @@ func (g *workerGrain) pushScheduler(ctx actor.Context) {
 		Placed:         g.placed,
 		Removed:        g.removed,
 	}
+	if g.conn != nil {
+		st.LinkAddress = g.conn.Address
+	}
 	g.placed, g.removed = nil, nil
 	g.judgeHealth(st)
 	Send(ctx, g.cl, SchedulerID, KindScheduler, st)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/paprika-hub/paprika/internal/backoff"
+	"github.com/paprika-hub/paprika/internal/cork"
 	"github.com/paprika-hub/paprika/messages"
 )
 
@@ -188,7 +190,16 @@ func (a *Agent) dialHub(ctx context.Context, u string) (*websocket.Conn, *http.R
 		hdr.Set("Authorization", "Bearer "+a.cfg.Token)
 	}
 	dialer := websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: dialTimeout, TLSClientConfig: a.tlsConf,
-		ReadBufferSize: tunnelBuffer, WriteBufferSize: tunnelBuffer}
+		ReadBufferSize: tunnelBuffer, WriteBufferSize: tunnelBuffer,
+		// A Conn beneath, so the link's writer can gather a batch of
+		// frames into one write (link.writeJobFrames).
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return cork.Wrap(c), nil
+		}}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	return dialer.DialContext(dctx, u, hdr)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/paprika-hub/paprika/internal/cork"
 	"github.com/paprika-hub/paprika/messages"
 )
 
@@ -221,13 +222,30 @@ func (l *link) writeLoop() {
 
 // writeJobFrames writes one batch of the outbox's pending frames; the outbox
 // signals ready again while more remain.
+//
+// The batch goes out in one write when the socket can (cork): a job's
+// job_started and job_done, and other jobs' frames queued meanwhile, cost
+// one system call.
 func (l *link) writeJobFrames() error {
-	for _, b := range l.box.take(l.ready, writeBatch) {
-		if err := l.write(b); err != nil {
-			return err
+	frames := l.box.take(l.ready, writeBatch)
+	ck := cork.Of(l.conn.NetConn())
+	if ck == nil || len(frames) < 2 {
+		ck = nil
+	} else {
+		ck.Cork()
+	}
+	var err error
+	for _, b := range frames {
+		if err = l.write(b); err != nil {
+			break
 		}
 	}
-	return nil
+	if ck != nil {
+		if ferr := ck.Flush(); err == nil && ferr != nil {
+			err = fmt.Errorf("write frames: %w", ferr)
+		}
+	}
+	return err
 }
 
 // flushAndClose writes the queued control frames and every pending job

@@ -24,12 +24,7 @@ import (
 // and the link's use the PID handed on — and every placement is settled
 // (none left for the placement timeout).
 func TestMultiMemberGrainMessagesNoJobLookup(t *testing.T) {
-	cfgA, cfgB := sharedStoreConfigs(t)
-	a := startTestHub(t, cfgA)
-	b := startTestHub(t, cfgB)
-	require.Eventually(t, func() bool {
-		return a.member.Cluster.MemberList.Length() == 2 && b.member.Cluster.MemberList.Length() == 2
-	}, 10*time.Second, 20*time.Millisecond, "the hubs meet")
+	a, b := twoHubs(t)
 	startAgent(t, b.URL(), "wm2", 2)
 	require.Eventually(t, func() bool { ws, err := a.Workers(t.Context()); return err == nil && len(ws) == 1 && ws[0].Alive },
 		10*time.Second, 10*time.Millisecond)
@@ -45,12 +40,7 @@ func TestMultiMemberGrainMessagesNoJobLookup(t *testing.T) {
 // linked to the other hub. Without the preference half the ids would be
 // the other hub's.
 func TestMultiMemberJobsLiveOnTheSubmittingHub(t *testing.T) {
-	cfgA, cfgB := sharedStoreConfigs(t)
-	a := startTestHub(t, cfgA)
-	b := startTestHub(t, cfgB)
-	require.Eventually(t, func() bool {
-		return a.member.Cluster.MemberList.Length() == 2 && b.member.Cluster.MemberList.Length() == 2
-	}, 10*time.Second, 20*time.Millisecond, "the hubs meet")
+	a, b := twoHubs(t)
 	startAgent(t, b.URL(), "wm3", 2)
 	require.Eventually(t, func() bool { ws, err := a.Workers(t.Context()); return err == nil && len(ws) == 1 && ws[0].Alive },
 		10*time.Second, 10*time.Millisecond)
@@ -84,12 +74,7 @@ func TestMultiMemberJobsLiveOnTheSubmittingHub(t *testing.T) {
 // job_started and job_done stay on that hub. Without the preference half
 // would go to the other hub's worker.
 func TestMultiMemberIdleJobGoesToItsHubsWorker(t *testing.T) {
-	cfgA, cfgB := sharedStoreConfigs(t)
-	a := startTestHub(t, cfgA)
-	b := startTestHub(t, cfgB)
-	require.Eventually(t, func() bool {
-		return a.member.Cluster.MemberList.Length() == 2 && b.member.Cluster.MemberList.Length() == 2
-	}, 10*time.Second, 20*time.Millisecond, "the hubs meet")
+	a, b := twoHubs(t)
 	startAgent(t, a.URL(), "wna", 2)
 	startAgent(t, b.URL(), "wnb", 2)
 	idle := func() bool {

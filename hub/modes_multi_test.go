@@ -17,12 +17,7 @@ import (
 // lists it in GET /modes, checks its params against its schema and places
 // its jobs on it, from the fleet-wide registry.
 func TestMultiMemberModes(t *testing.T) {
-	cfgA, cfgB := sharedStoreConfigs(t)
-	a := startTestHub(t, cfgA)
-	b := startTestHub(t, cfgB)
-	require.Eventually(t, func() bool {
-		return a.member.Cluster.MemberList.Length() == 2 && b.member.Cluster.MemberList.Length() == 2
-	}, 10*time.Second, 20*time.Millisecond, "the hubs meet")
+	a, b := twoHubs(t)
 	l := dialRawLinkModes(t, a.URL(), "w-decl", 2, messages.ModeDecl{Name: "pdf-diff", Schema: json.RawMessage(pdfDiffSchema)})
 
 	require.Eventually(t, func() bool { return getModes(t, b.URL())["pdf-diff"].Workers == 1 },

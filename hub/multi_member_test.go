@@ -44,6 +44,18 @@ func sharedStoreConfigs(t *testing.T) (a, b *config.Config) {
 	return mk(), mk()
 }
 
+// twoHubs starts two hubs of one deployment (sharedStoreConfigs) and
+// waits until each counts the other a member.
+func twoHubs(t *testing.T) (a, b *Hub) {
+	cfgA, cfgB := sharedStoreConfigs(t)
+	a = startTestHub(t, cfgA)
+	b = startTestHub(t, cfgB)
+	require.Eventually(t, func() bool {
+		return a.member.Cluster.MemberList.Length() == 2 && b.member.Cluster.MemberList.Length() == 2
+	}, 10*time.Second, 20*time.Millisecond, "the hubs meet")
+	return a, b
+}
+
 // TestMultiMemberSessionSurvivesHubLoss: a session whose grain lives on hub
 // A goes on through hub B after A leaves: B activates the grain from the
 // session store, its commands drive the same browser tab, the worker still
@@ -138,12 +150,7 @@ func TestMultiMemberSessionSurvivesHubLoss(t *testing.T) {
 // through /sessions/{id}/cdp and the one-step /cdp alike.
 func TestMultiMemberCDPThroughAnotherHub(t *testing.T) {
 	page := serveCookiePage(t)
-	cfgA, cfgB := sharedStoreConfigs(t)
-	a := startTestHub(t, cfgA)
-	b := startTestHub(t, cfgB)
-	require.Eventually(t, func() bool {
-		return a.member.Cluster.MemberList.Length() == 2 && b.member.Cluster.MemberList.Length() == 2
-	}, 10*time.Second, 20*time.Millisecond, "the hubs meet")
+	a, b := twoHubs(t)
 	startChromiumAgent(t, b.URL(), "wc", 1)
 	ctx := context.Background()
 	free := func() bool {

@@ -12,6 +12,7 @@ import (
 	"github.com/paprika-hub/paprika/actors/grains"
 	"github.com/paprika-hub/paprika/actors/logpipe"
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/internal/cork"
 	"github.com/paprika-hub/paprika/messages"
 )
 
@@ -115,7 +116,8 @@ func (l *Links) Accept(w http.ResponseWriter, r *http.Request, workerID string) 
 		http.Error(w, `{"error":{"code":"hub_shutdown","message":"this hub is shutting down"}}`, http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := upgrader.Upgrade(w, r, nil)
+	// The socket gathers a burst of frames into one write (writeLoop).
+	ws, err := upgrader.Upgrade(cork.Hijackable(w), r, nil)
 	if err != nil {
 		l.log.Info("worker link upgrade failed", slog.String("worker_id", workerID), slog.Any("err", err))
 		return

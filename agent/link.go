@@ -228,24 +228,14 @@ func (l *link) writeLoop() {
 // one system call.
 func (l *link) writeJobFrames() error {
 	frames := l.box.take(l.ready, writeBatch)
-	ck := cork.Of(l.conn.NetConn())
-	if ck == nil || len(frames) < 2 {
-		ck = nil
-	} else {
-		ck.Cork()
-	}
-	var err error
-	for _, b := range frames {
-		if err = l.write(b); err != nil {
-			break
+	return cork.Gather(l.conn.NetConn(), func() error {
+		for _, b := range frames {
+			if err := l.write(b); err != nil {
+				return err
+			}
 		}
-	}
-	if ck != nil {
-		if ferr := ck.Flush(); err == nil && ferr != nil {
-			err = fmt.Errorf("write frames: %w", ferr)
-		}
-	}
-	return err
+		return nil
+	})
 }
 
 // flushAndClose writes the queued control frames and every pending job

@@ -30,9 +30,9 @@ func ownedHere(cl *cluster.Cluster, kind string) func(identity string) bool {
 // took it: its wake (which carries the record just stored) is a local
 // message instead of one to the owner, two jobs in three on three hubs,
 // and its grain's turns are spread over the hubs as the clients spread
-// their submissions. It is a
-// preference, never a rule: a topology change moves the grain like any
-// other, and an id owned elsewhere works as before. The ids keep their
+// their submissions. It is a preference, never a rule: a topology change
+// moves the grain like any other, and an id owned elsewhere works as
+// before. The ids keep their
 // order (persistence.NewJobID is monotonic within a process).
 func mintLocal(mint func() string, owns func(string) bool) string {
 	id := mint()

@@ -379,27 +379,23 @@ const maxBurst = 64
 // assign_job and another's job_ack cost one system call, not one each.
 // Alone, a frame goes at once as before.
 func (c *workerConn) writeFrames(b []byte) error {
-	ck := cork.Of(c.ws.NetConn())
-	if ck != nil {
-		ck.Cork()
-	}
-	_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
-	err := c.ws.WriteMessage(websocket.TextMessage, b)
-burst:
-	for n := 1; err == nil && n < maxBurst; n++ {
-		select {
-		case b = <-c.out:
-			err = c.ws.WriteMessage(websocket.TextMessage, b)
-		default:
-			break burst
+	return cork.Gather(c.ws.NetConn(), func() error {
+		_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+		if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
+			return err
 		}
-	}
-	if ck != nil {
-		if ferr := ck.Flush(); err == nil {
-			err = ferr
+		for range maxBurst - 1 {
+			select {
+			case b = <-c.out:
+				if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
+					return err
+				}
+			default:
+				return nil
+			}
 		}
-	}
-	return err
+		return nil
+	})
 }
 
 func (c *workerConn) shutdownIO() {

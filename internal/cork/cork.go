@@ -7,6 +7,7 @@ package cork
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -96,6 +97,22 @@ func Of(c net.Conn) *Conn {
 		}
 	}
 	return nil
+}
+
+// Gather runs writes with the writes to c's Conn (Of) held, then writes
+// them out in one write; without a Conn beneath c it just runs writes.
+// The first error wins, a failed final write included.
+func Gather(c net.Conn, writes func() error) error {
+	ck := Of(c)
+	if ck == nil {
+		return writes()
+	}
+	ck.Cork()
+	err := writes()
+	if ferr := ck.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("write gathered frames: %w", ferr)
+	}
+	return err
 }
 
 // Hijackable returns w with its Hijack giving the connection as a Conn,

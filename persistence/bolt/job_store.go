@@ -120,12 +120,15 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 	}
 	data := encodeJob(&j)
 	var (
-		out     persistence.Job
+		// out points at the job to answer: j, which the closure keeps on
+		// the heap anyway, or the stored one an idempotency key names — no
+		// second copy of the record escapes with it.
+		out     = &j
 		created bool
 		dup     error // the duplicate id's verdict: written nothing
 	)
 	err = s.group.update(func(tx *bbolt.Tx) error {
-		out, created, dup = j, false, nil
+		out, created, dup = &j, false, nil
 		jobs := tx.Bucket(bucketJobs)
 		idem := indexBucket(tx, bucketIdempotency)
 		if j.IdempotencyKey != "" {
@@ -134,7 +137,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 				if err != nil {
 					return fmt.Errorf("idempotency key %q: %w", j.IdempotencyKey, err)
 				}
-				out = existing
+				out = &existing
 				return nil
 			}
 		}
@@ -163,7 +166,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 	if err != nil {
 		return persistence.Job{}, false, s.wrap(err, "create job %s", j.ID)
 	}
-	return out, created, nil
+	return *out, created, nil
 }
 
 // Get returns the job with id, or persistence.ErrNotFound.
@@ -397,12 +400,14 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 		return persistence.Job{}, fmt.Errorf("%s job %s: %w", op, id, err)
 	}
 	var (
-		out   persistence.Job
+		// out points at the job as written: the decoded record, which is on
+		// the heap already (fn takes its address), not a second copy.
+		out   *persistence.Job
 		fnErr error // the transition's own verdict, already in context
 	)
 	key := []byte(id)
 	err := s.group.update(func(tx *bbolt.Tx) error {
-		out, fnErr = persistence.Job{}, nil
+		out, fnErr = nil, nil
 		jobs := tx.Bucket(bucketJobs)
 		j, err := loadJob(jobs, key)
 		if err != nil {
@@ -425,7 +430,7 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 		if err := jobs.Put(key, encodeJob(&j)); err != nil {
 			return err
 		}
-		out = j
+		out = &j
 		return nil
 	})
 	switch {
@@ -434,7 +439,7 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 	case err != nil:
 		return persistence.Job{}, s.wrap(err, "%s job %s", op, id)
 	}
-	return out, nil
+	return *out, nil
 }
 
 // wrap puts err in context, and marks a closed database as

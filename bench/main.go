@@ -69,6 +69,16 @@ type result struct {
 	// pacedStmts is stmts of the paced run: a load with idle lanes, where
 	// placement has a choice of workers.
 	pacedStmts map[string]float64
+	// gapP50, gapP99: freed lane → next job of the flat-out run, where
+	// one was measured (laneGapper).
+	gapP50, gapP99 time.Duration
+	gaps           int
+}
+
+// laneGapper is a system that can tell, after a flat-out run, how long a
+// freed lane waited for its next queued job (paprikaSystem.laneGaps).
+type laneGapper interface {
+	laneGaps(ctx context.Context, n int) ([]time.Duration, error)
 }
 
 // system is one queue under test.
@@ -117,6 +127,9 @@ func run(ctx context.Context, o options) error {
 			}
 			fmt.Fprintf(os.Stderr, "  %.0f jobs/s, cpu/1k %s, p50 %s p99 %s, paced cpu/1k %s\n", r.jobsPerSec, fmtMap(r.cpuPerK, 3), r.p50, r.p99,
 				fmtMap(r.pacedCPUPerK, 3))
+			if r.gaps > 0 {
+				fmt.Fprintf(os.Stderr, "  freed lane → next job: p50 %s p99 %s (%d gaps)\n", r.gapP50, r.gapP99, r.gaps)
+			}
 			fmt.Fprintf(os.Stderr, "  per job: %s\n", fmtMap(r.stmts, 2))
 			if len(r.pacedStmts) > 0 {
 				fmt.Fprintf(os.Stderr, "  per paced job: %s\n", fmtMap(r.pacedStmts, 2))
@@ -156,6 +169,15 @@ func measure(ctx context.Context, s system, o options) (r result, err error) {
 	r.stmts = map[string]float64{}
 	for k, v := range st1 {
 		r.stmts[k] = (v - st0[k]) / float64(o.jobs)
+	}
+	// Read after the CPU and the statements are taken, so the listing
+	// counts in neither.
+	if g, ok := s.(laneGapper); ok {
+		gaps, err := g.laneGaps(ctx, o.jobs)
+		if err != nil {
+			return r, fmt.Errorf("lane gaps: %w", err)
+		}
+		r.gaps, r.gapP50, r.gapP99 = len(gaps), quantile(gaps, 0.5), quantile(gaps, 0.99)
 	}
 	if o.paced > 0 {
 		s.resetLatencies()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -479,4 +480,46 @@ func newSystem(name string, o *options) (system, error) {
 		return &riverSystem{o: o}, nil
 	}
 	return nil, fmt.Errorf("unknown system %q (asynq, river, paprika-embedded, paprika-mariadb, paprika-3hubs)", name)
+}
+
+// laneGaps are the freed lane → next job gaps of the last n jobs to
+// finish (the flat-out run's): for two jobs in a row on one worker's lane,
+// the next one's started_at − the one before's finished_at, both stamped
+// by the hub — its job_done handled, then the release, the placement, the
+// claim, the assignment, the worker's start and its job_started. Only a
+// next job that was already queued when the lane was freed counts (its
+// created_at is not later than the finish), so a lane that waited for a
+// submission is not counted as slow.
+func (p *paprikaSystem) laneGaps(ctx context.Context, n int) ([]time.Duration, error) {
+	var jobs []client.Job
+	cursor := ""
+	for len(jobs) < n {
+		page, err := p.clients[0].List(ctx, client.ListOptions{Status: client.StatusSucceeded, Limit: min(n-len(jobs), 1000), Cursor: cursor})
+		if err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		jobs = append(jobs, page.Jobs...)
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	byLane := map[string][]client.Job{}
+	for _, j := range jobs {
+		if !j.StartedAt.IsZero() && !j.FinishedAt.IsZero() && j.Lane != "" {
+			k := j.WorkerID + "/" + j.Lane
+			byLane[k] = append(byLane[k], j)
+		}
+	}
+	var gaps []time.Duration
+	for _, js := range byLane {
+		slices.SortFunc(js, func(a, b client.Job) int { return a.StartedAt.Compare(b.StartedAt) })
+		for i := 1; i < len(js); i++ {
+			prev, next := js[i-1], js[i]
+			if next.CreatedAt.After(prev.FinishedAt) || next.StartedAt.Before(prev.FinishedAt) {
+				continue
+			}
+			gaps = append(gaps, next.StartedAt.Sub(prev.FinishedAt))
+		}
+	}
+	return gaps, nil
 }

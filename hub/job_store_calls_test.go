@@ -138,3 +138,64 @@ func byJobGrain() bool {
 		}
 	}
 }
+
+// gatedJobs holds the Finish of one job until open is closed (or the
+// caller's context ends); entered is closed when that Finish began.
+type gatedJobs struct {
+	persistence.JobStore
+	id            atomic.Value // string: the job whose Finish waits
+	entered, open chan struct{}
+	once          atomic.Bool
+}
+
+func (s *gatedJobs) Finish(ctx context.Context, id string, attempt int, f persistence.Finish) (persistence.Job, error) {
+	if want, _ := s.id.Load().(string); id == want {
+		if s.once.CompareAndSwap(false, true) {
+			close(s.entered)
+		}
+		select {
+		case <-s.open:
+		case <-ctx.Done():
+			return persistence.Job{}, ctx.Err()
+		}
+	}
+	return s.JobStore.Finish(ctx, id, attempt, f)
+}
+
+// TestFreedLaneNotHeldForTheEndsWrite: a worker's report that its job
+// ended frees the slot at once; the lane's next job runs while that end is
+// still being written (it is acknowledged, and stored as final, only once
+// written). One worker with one lane: job A's finish is held in the store,
+// and job B, submitted meanwhile, runs to its end on that lane before A's
+// end is written. Without it, B waits in the queue for A's write.
+func TestFreedLaneNotHeldForTheEndsWrite(t *testing.T) {
+	h, err := New(testConfig(t), testLogger(t))
+	require.NoError(t, err)
+	jobs := &gatedJobs{JobStore: h.deps.Jobs, entered: make(chan struct{}), open: make(chan struct{})}
+	h.deps.Jobs = jobs
+	require.NoError(t, h.Start(context.Background()))
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	startAgent(t, h.URL(), "wg", 1)
+
+	a := submit(t, h.URL(), `{"mode":"noop","params":{"sleep_ms":200}}`)
+	jobs.id.Store(a.ID)
+	select {
+	case <-jobs.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("job A's finish never reached the store")
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			close(jobs.open)
+		}
+	}()
+	b := submit(t, h.URL(), `{"mode":"noop"}`)
+	// Well inside the grain's store timeout (10 s): A's write is still held.
+	require.Eventually(t, func() bool { return getJob(t, h.URL(), b.ID).Status == persistence.StatusSucceeded },
+		5*time.Second, 20*time.Millisecond, "job B did not run on the lane job A freed while A's end was being written")
+	require.Equal(t, persistence.StatusRunning, getJob(t, h.URL(), a.ID).Status, "A's end is not stored before its write")
+	opened = true
+	close(jobs.open)
+	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, h.URL(), a.ID, 20*time.Second).Status)
+}

@@ -49,6 +49,10 @@ type jobGrain struct {
 	// hold yet (0: none); laneSave fires its write (laneSaveAfter).
 	laneUnsaved int
 	laneSave    supervise.Stop
+	// freed is the attempt whose worker slot this grain has let go of
+	// already (0: none): the worker reported its end, so its lane is free
+	// whether or not the end is durable yet (finished).
+	freed int
 }
 
 // storeRetry is how long a job waits before it is placed again after the
@@ -644,6 +648,14 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 	if g.retryable(m) {
 		return g.retryLater(ctx, m)
 	}
+	// The worker's own report says its lane is free: the slot goes back
+	// to the scheduler now, not one store write later, so the lane's next
+	// job is placed while this end is written — the write is most of the
+	// time from a freed lane to its next job. The end itself is still
+	// acknowledged (to the link, so to the worker) only once it is durable;
+	// a write that fails leaves the job running here and the report is sent
+	// again, but the lane, which the worker has freed, is not held for it.
+	g.free(ctx, int(m.Attempt))
 	f := persistence.Finish{Status: persistence.StatusSucceeded, Result: m.Result, Assets: m.Assets}
 	if !m.Succeeded {
 		f = persistence.Finish{Status: persistence.StatusFailed, Reason: m.Reason, Error: m.Error, Result: m.Result, Assets: m.Assets}
@@ -714,15 +726,31 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	g.log.Debug("job final", slog.String("status", string(j.Status)), slog.String("reason", j.Reason))
 	switch prev.Status {
 	case persistence.StatusRunning:
-		// The worker grain frees the slot and hands the scheduler this
-		// job's SchedRemove in the same state push: its tenant's
-		// max_running frees, its lane is its profile's warm one.
-		Send(ctx, g.cl, prev.WorkerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(prev.Attempts),
-			Final: true, Lane: j.Lane})
+		if g.freed != prev.Attempts {
+			g.release(ctx, prev.WorkerID, prev.Attempts, j.Lane)
+		}
 	case persistence.StatusQueued, persistence.StatusScheduled:
 		g.sched(ctx, &messages.SchedRemove{JobId: g.id})
 	}
 	return nil
+}
+
+// free lets go of the running attempt's worker slot ahead of its end's
+// write (see finished), once per attempt.
+func (g *jobGrain) free(ctx actor.Context, attempt int) {
+	if g.job.Status != persistence.StatusRunning || g.job.Attempts != attempt || g.freed == attempt {
+		return
+	}
+	g.freed = attempt
+	g.release(ctx, g.job.WorkerID, attempt, g.job.Lane)
+}
+
+// release frees the slot that attempt holds on workerID: the worker grain
+// frees it and hands the scheduler this job's SchedRemove in the same
+// state push (its tenant's max_running frees, lane is its profile's warm
+// one).
+func (g *jobGrain) release(ctx actor.Context, workerID string, attempt int, lane string) {
+	Send(ctx, g.cl, workerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(attempt), Final: true, Lane: lane})
 }
 
 // end is the hub's own decision (cancel, deadline, lost worker): it ends the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,14 +146,12 @@ type gatedJobs struct {
 	persistence.JobStore
 	id            atomic.Value // string: the job whose Finish waits
 	entered, open chan struct{}
-	once          atomic.Bool
+	enter         sync.Once
 }
 
 func (s *gatedJobs) Finish(ctx context.Context, id string, attempt int, f persistence.Finish) (persistence.Job, error) {
 	if want, _ := s.id.Load().(string); id == want {
-		if s.once.CompareAndSwap(false, true) {
-			close(s.entered)
-		}
+		s.enter.Do(func() { close(s.entered) })
 		select {
 		case <-s.open:
 		case <-ctx.Done():
@@ -184,18 +183,13 @@ func TestFreedLaneNotHeldForTheEndsWrite(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("job A's finish never reached the store")
 	}
-	opened := false
-	defer func() {
-		if !opened {
-			close(jobs.open)
-		}
-	}()
+	open := sync.OnceFunc(func() { close(jobs.open) })
+	defer open() // a failed assertion must not leave A's finish held
 	b := submit(t, h.URL(), `{"mode":"noop"}`)
 	// Well inside the grain's store timeout (10 s): A's write is still held.
 	require.Eventually(t, func() bool { return getJob(t, h.URL(), b.ID).Status == persistence.StatusSucceeded },
 		5*time.Second, 20*time.Millisecond, "job B did not run on the lane job A freed while A's end was being written")
 	require.Equal(t, persistence.StatusRunning, getJob(t, h.URL(), a.ID).Status, "A's end is not stored before its write")
-	opened = true
-	close(jobs.open)
+	open()
 	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, h.URL(), a.ID, 20*time.Second).Status)
 }

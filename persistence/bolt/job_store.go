@@ -123,7 +123,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 		// out points at the job to answer: j, which the closure keeps on
 		// the heap anyway, or the stored one an idempotency key names — no
 		// second copy of the record escapes with it.
-		out     = &j
+		out     *persistence.Job
 		created bool
 		dup     error // the duplicate id's verdict: written nothing
 	)

@@ -50,7 +50,7 @@ type groupCommitter struct {
 }
 
 type commitReq struct {
-	fn  func(*bbolt.Tx) error
+	fn  func(*writeTx) error
 	err chan error
 }
 
@@ -63,7 +63,7 @@ func newGroupCommitter(db *bbolt.DB, wait time.Duration) *groupCommitter {
 // update runs fn in a write transaction shared with other writers and
 // returns once that transaction is committed (or failed). fn may run twice
 // (alone, after its group failed), so it must reset what it reports.
-func (g *groupCommitter) update(fn func(*bbolt.Tx) error) error {
+func (g *groupCommitter) update(fn func(*writeTx) error) error {
 	r := &commitReq{fn: fn, err: make(chan error, 1)}
 	select {
 	case g.reqs <- r:
@@ -136,8 +136,9 @@ func (g *groupCommitter) loop() {
 func (g *groupCommitter) commit(group []*commitReq) {
 	g.commits.Add(1)
 	err := g.db.Update(func(tx *bbolt.Tx) error {
+		w := newWriteTx(tx)
 		for _, r := range group {
-			if err := r.fn(tx); err != nil {
+			if err := r.fn(w); err != nil {
 				return err
 			}
 		}
@@ -150,6 +151,6 @@ func (g *groupCommitter) commit(group []*commitReq) {
 		return
 	}
 	for _, r := range group {
-		r.err <- g.db.Update(r.fn)
+		r.err <- g.db.Update(func(tx *bbolt.Tx) error { return r.fn(newWriteTx(tx)) })
 	}
 }

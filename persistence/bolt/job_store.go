@@ -127,13 +127,13 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 		created bool
 		dup     error // the duplicate id's verdict: written nothing
 	)
-	err = s.group.update(func(tx *bbolt.Tx) error {
+	err = s.group.update(func(w *writeTx) error {
 		out, created, dup = &j, false, nil
-		jobs := tx.Bucket(bucketJobs)
-		idem := indexBucket(tx, bucketIdempotency)
+		jobs := w.bucket(bucketJobs)
+		idem := w.index(bucketIdempotency)
 		if j.IdempotencyKey != "" {
-			if id := idem.Get([]byte(j.IdempotencyKey)); id != nil {
-				existing, err := loadJob(jobs, id)
+			if id := w.get(idem, []byte(j.IdempotencyKey)); id != nil {
+				existing, err := decodeStored(w.get(jobs, id), id)
 				if err != nil {
 					return fmt.Errorf("idempotency key %q: %w", j.IdempotencyKey, err)
 				}
@@ -142,14 +142,14 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 			}
 		}
 		id := []byte(j.ID)
-		if jobs.Get(id) != nil {
+		if w.get(jobs, id) != nil {
 			dup = fmt.Errorf("id exists: %w", persistence.ErrConflict)
 			return nil
 		}
 		if err := jobs.Put(id, data); err != nil {
 			return err
 		}
-		if err := indexBucket(tx, bucketByStatus).Put(statusKey(&j), []byte{}); err != nil {
+		if err := w.index(bucketByStatus).Put(statusKey(&j), []byte{}); err != nil {
 			return err
 		}
 		if j.IdempotencyKey != "" {
@@ -406,10 +406,10 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 		fnErr error // the transition's own verdict, already in context
 	)
 	key := []byte(id)
-	err := s.group.update(func(tx *bbolt.Tx) error {
+	err := s.group.update(func(w *writeTx) error {
 		out, fnErr = nil, nil
-		jobs := tx.Bucket(bucketJobs)
-		j, err := loadJob(jobs, key)
+		jobs := w.bucket(bucketJobs)
+		j, err := decodeStored(w.get(jobs, key), key)
 		if err != nil {
 			fnErr = s.wrap(err, "%s job %s", op, id) // a verdict too: no write
 			return nil
@@ -419,8 +419,8 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 			return nil // refused: nothing written, the group goes on
 		}
 		if newKey := statusKey(&j); !bytes.Equal(oldKey, newKey) {
-			byStatus := indexBucket(tx, bucketByStatus)
-			if err := byStatus.Delete(oldKey); err != nil {
+			byStatus := w.index(bucketByStatus)
+			if err := w.del(byStatus, oldKey); err != nil {
 				return err
 			}
 			if err := byStatus.Put(newKey, []byte{}); err != nil {
@@ -455,7 +455,12 @@ func (s *JobStore) wrap(err error, format string, args ...any) error {
 // loadJob decodes job id from the jobs bucket; persistence.ErrNotFound
 // when absent.
 func loadJob(jobs *bbolt.Bucket, id []byte) (persistence.Job, error) {
-	data := jobs.Get(id)
+	return decodeStored(jobs.Get(id), id)
+}
+
+// decodeStored decodes job id's stored record data; persistence.ErrNotFound
+// when data is nil (absent).
+func decodeStored(data, id []byte) (persistence.Job, error) {
 	if data == nil {
 		return persistence.Job{}, persistence.ErrNotFound
 	}

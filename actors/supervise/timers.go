@@ -25,8 +25,21 @@ type Timers struct {
 	kindCount, sysCount *atomic.Int64
 
 	mu      sync.Mutex
-	live    map[*time.Timer]struct{}
-	stopped bool // StopAll ran: the incarnation is gone
+	live    timer // sentinel of the ring of armed timers
+	stopped bool  // StopAll ran: the incarnation is gone
+}
+
+// timer is one armed timer, on its set's ring from arming until it fires
+// (once) or is stopped. One struct carries what a closure chain and a
+// map entry carried: a job's life arms several timers, and each closure,
+// captured variable and map slot was an allocation of its own.
+type timer struct {
+	set        *Timers
+	tm         *time.Timer
+	pid        *actor.PID
+	msg        interface{}
+	every      time.Duration // >0: repeats
+	prev, next *timer        // the set's ring; nil once off it
 }
 
 // Stop cancels one timer; safe to call after it fired, and twice.
@@ -84,56 +97,69 @@ func (t *Timers) count(d int64) {
 // names it in LiveTimers.
 func NewTimers(ctx actor.Context, kind string) *Timers {
 	root := ctx.ActorSystem().Root
-	return &Timers{kind: kind, self: ctx.Self(), send: func(pid *actor.PID, msg interface{}) { root.Send(pid, msg) },
-		kindCount: liveCounter(kind), sysCount: systemCounter(ctx.ActorSystem(), kind),
-		live: map[*time.Timer]struct{}{}}
+	t := &Timers{kind: kind, self: ctx.Self(), send: func(pid *actor.PID, msg interface{}) { root.Send(pid, msg) },
+		kindCount: liveCounter(kind), sysCount: systemCounter(ctx.ActorSystem(), kind)}
+	t.live.prev, t.live.next = &t.live, &t.live
+	return t
 }
 
 // After sends msg to the actor itself once, after d.
-func (t *Timers) After(d time.Duration, msg interface{}) Stop { return t.SendAfter(d, t.self, msg) }
+func (t *Timers) After(d time.Duration, msg interface{}) Stop { return t.arm(d, t.self, msg, 0) }
 
 // SendAfter sends msg to pid once, after d.
 func (t *Timers) SendAfter(d time.Duration, pid *actor.PID, msg interface{}) Stop {
-	return t.arm(d, func() { t.send(pid, msg) }, false)
+	return t.arm(d, pid, msg, 0)
 }
 
 // Every sends msg to the actor itself every d, the first time after d.
-func (t *Timers) Every(d time.Duration, msg interface{}) Stop {
-	return t.arm(d, func() { t.send(t.self, msg) }, true)
-}
+func (t *Timers) Every(d time.Duration, msg interface{}) Stop { return t.arm(d, t.self, msg, d) }
 
-// arm starts one timer. The message is sent under the set's lock, so a
-// StopAll that returned has no tick still on its way to the mailbox (a
-// send is a mailbox post: it never waits).
-func (t *Timers) arm(d time.Duration, fire func(), repeat bool) Stop {
+// noStop is the Stop of a timer refused because its set stopped.
+func noStop() {}
+
+// arm starts one timer: msg to pid after d, then every `every` if that is
+// above zero.
+func (t *Timers) arm(d time.Duration, pid *actor.PID, msg interface{}, every time.Duration) Stop {
+	e := &timer{set: t, pid: pid, msg: msg, every: every}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
-		return func() {}
+		return noStop
 	}
-	var tm *time.Timer
-	tm = time.AfterFunc(d, func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if _, ok := t.live[tm]; !ok {
-			return
-		}
-		if repeat {
-			tm.Reset(d)
-		} else {
-			t.dropLocked(tm)
-		}
-		fire()
-	})
-	t.live[tm] = struct{}{}
+	e.tm = time.AfterFunc(d, e.fire)
+	e.prev, e.next = t.live.prev, &t.live
+	t.live.prev.next = e
+	t.live.prev = e
 	t.count(1)
-	return func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if _, ok := t.live[tm]; ok {
-			tm.Stop()
-			t.dropLocked(tm)
-		}
+	return e.stop
+}
+
+// fire sends the timer's message under the set's lock, so a StopAll that
+// returned has no tick still on its way to the mailbox (a send is a
+// mailbox post: it never waits).
+func (e *timer) fire() {
+	t := e.set
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.next == nil {
+		return // stopped meanwhile
+	}
+	if e.every > 0 {
+		e.tm.Reset(e.every)
+	} else {
+		t.dropLocked(e)
+	}
+	t.send(e.pid, e.msg)
+}
+
+// stop is the timer's Stop: safe after it fired, and twice.
+func (e *timer) stop() {
+	t := e.set
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.next != nil {
+		e.tm.Stop()
+		t.dropLocked(e)
 	}
 }
 
@@ -147,9 +173,9 @@ func (t *Timers) StopAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stopped = true
-	for tm := range t.live {
-		tm.Stop()
-		t.dropLocked(tm)
+	for e := t.live.next; e != &t.live; e = t.live.next {
+		e.tm.Stop()
+		t.dropLocked(e)
 	}
 }
 
@@ -181,7 +207,9 @@ func (t *Timers) Stopped() bool {
 	return t.stopped
 }
 
-func (t *Timers) dropLocked(tm *time.Timer) {
-	delete(t.live, tm)
+// dropLocked takes e off the ring of armed timers.
+func (t *Timers) dropLocked(e *timer) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
 	t.count(-1)
 }

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/paprika-hub/paprika/internal/seal"
@@ -123,13 +123,33 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, redacted(job))
 }
 
+// bodyBufs holds the buffers submissions are read into: every value
+// decoded from one is a copy (json.RawMessage included), so the buffer is
+// free again once the body is decoded.
+var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// bodyBufKeep is the largest body buffer put back: one big body does not
+// pin its buffer for the next small ones.
+const bodyBufKeep = 64 << 10
+
+func putBodyBuf(b *bytes.Buffer) {
+	if b.Cap() > bodyBufKeep {
+		return
+	}
+	b.Reset()
+	bodyBufs.Put(b)
+}
+
 // decodeSubmit reads and validates a submission, with a 4xx for each fault.
 // The body is read whole before it is decoded: a body over the limit is a
 // 413 whatever its first bytes are, not a 400 for the JSON error a
 // streaming decoder would meet first.
 func (s *Server) decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitRequest, error) {
 	var req SubmitRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	defer putBodyBuf(buf)
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	body := buf.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

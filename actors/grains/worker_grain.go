@@ -29,7 +29,10 @@ type workerGrain struct {
 
 	// actor-confined state
 	grain
-	info     persistence.WorkerInfo
+	info persistence.WorkerInfo
+	// runnable is runnableModes(info.Modes, info.Drivers), set with them:
+	// every push to the scheduler carries it, a job's life makes two.
+	runnable []string
 	conn     *actor.PID
 	connAt   int64            // when conn's socket was accepted (unix ns)
 	running  map[string]int32 // job id → attempt holding a slot
@@ -157,6 +160,7 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	defer cancel()
 	if w, err := g.deps.Workers.Get(rctx, g.id); err == nil {
 		g.info = w
+		g.runnable = runnableModes(w.Modes, w.Drivers)
 		g.info.Alive = false
 		if g.info.Status == WorkerPending {
 			g.info.Status = WorkerActive // the approval store decides that (status)
@@ -265,6 +269,7 @@ func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, h
 	g.info.BrowserURL = caps.BrowserURL
 	g.info.Drivers = caps.Drivers
 	g.info.Modes = modes
+	g.runnable = runnableModes(modes, caps.Drivers)
 	if hello.Stats != nil {
 		g.applyStats(hello.Stats)
 	}
@@ -705,7 +710,7 @@ func (g *workerGrain) pushScheduler(ctx actor.Context) {
 		DiskPct:        g.info.DiskPct,
 		Drivers:        g.info.Drivers,
 		DeclaresModes:  len(g.info.Modes) > 0,
-		Modes:          runnableModes(g.info.Modes, g.info.Drivers),
+		Modes:          g.runnable,
 		Placed:         g.placed,
 		Removed:        g.removed,
 	}

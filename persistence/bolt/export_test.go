@@ -15,3 +15,19 @@ func LeafFill(s *JobStore, name string) (fill float64, err error) {
 	})
 	return fill, err
 }
+
+// HoldWriter takes bbolt's writer lock until release is called, as a disk
+// that stopped answering would hold a commit: the store's writes queue.
+// It returns once the lock is held.
+func HoldWriter(s *JobStore) (release func()) {
+	held, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = s.db.Update(func(*bbolt.Tx) error {
+			close(held)
+			<-done
+			return nil
+		})
+	}()
+	<-held
+	return func() { close(done) }
+}

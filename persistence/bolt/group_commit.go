@@ -1,6 +1,9 @@
 package bolt
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,6 +12,7 @@ import (
 	bberrors "go.etcd.io/bbolt/errors"
 
 	"github.com/paprika-hub/paprika/internal/arrivals"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // maxGroup bounds the transitions one commit carries, so one fsync never
@@ -52,7 +56,22 @@ type groupCommitter struct {
 type commitReq struct {
 	fn  func(*writeTx) error
 	err chan error
+	// state is reqWaiting until the committer takes the write (reqTaken)
+	// or its caller gives up on it first (reqAbandoned): a write is either
+	// carried or dropped, and its caller knows which.
+	state atomic.Int32
 }
+
+const (
+	reqWaiting int32 = iota
+	reqTaken
+	reqAbandoned
+)
+
+// errNotAnswered marks a write whose caller stopped waiting (its context
+// ended) before its commit answered; its closure's reports must not be
+// read, as the committer may still run it.
+var errNotAnswered = errors.New("the job store did not answer in time")
 
 func newGroupCommitter(db *bbolt.DB, wait time.Duration) *groupCommitter {
 	g := &groupCommitter{db: db, wait: wait, reqs: make(chan *commitReq), quit: make(chan struct{}), done: make(chan struct{})}
@@ -63,14 +82,31 @@ func newGroupCommitter(db *bbolt.DB, wait time.Duration) *groupCommitter {
 // update runs fn in a write transaction shared with other writers and
 // returns once that transaction is committed (or failed). fn may run twice
 // (alone, after its group failed), so it must reset what it reports.
-func (g *groupCommitter) update(fn func(*writeTx) error) error {
+//
+// The wait is bounded by ctx: a caller is an actor's turn, which must not
+// hang on a disk that stopped answering. If ctx ends before the committer
+// took the write, nothing is written; if after, the write may still
+// land. Both are errNotAnswered (and persistence.ErrUnavailable), and the
+// caller must then not read what fn reports.
+func (g *groupCommitter) update(ctx context.Context, fn func(*writeTx) error) error {
 	r := &commitReq{fn: fn, err: make(chan error, 1)}
 	select {
 	case g.reqs <- r:
 	case <-g.quit:
 		return bberrors.ErrDatabaseNotOpen
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w: %w, nothing written", persistence.ErrUnavailable, errNotAnswered, ctx.Err())
 	}
-	return <-r.err
+	select {
+	case err := <-r.err:
+		return err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(reqWaiting, reqAbandoned) {
+			return fmt.Errorf("%w: %w: %w, nothing written", persistence.ErrUnavailable, errNotAnswered, ctx.Err())
+		}
+		return fmt.Errorf("%w: %w: %w while its commit ran; it may have been written", persistence.ErrUnavailable,
+			errNotAnswered, ctx.Err())
+	}
 }
 
 // stop ends the loop; writes already taken are answered first, later ones
@@ -134,6 +170,16 @@ func (g *groupCommitter) loop() {
 // storage error, or the commit), each write is retried alone so one bad
 // write fails only its own caller.
 func (g *groupCommitter) commit(group []*commitReq) {
+	// A write whose caller gave up is dropped, unwritten.
+	taken := group[:0]
+	for _, r := range group {
+		if r.state.CompareAndSwap(reqWaiting, reqTaken) {
+			taken = append(taken, r)
+		}
+	}
+	if group = taken; len(group) == 0 {
+		return
+	}
 	g.commits.Add(1)
 	err := g.db.Update(func(tx *bbolt.Tx) error {
 		w := newWriteTx(tx)

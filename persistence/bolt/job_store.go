@@ -127,7 +127,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 		created bool
 		dup     error // the duplicate id's verdict: written nothing
 	)
-	err = s.group.update(func(w *writeTx) error {
+	err = s.group.update(ctx, func(w *writeTx) error {
 		out, created, dup = &j, false, nil
 		jobs := w.bucket(bucketJobs)
 		idem := w.index(bucketIdempotency)
@@ -406,7 +406,7 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 		fnErr error // the transition's own verdict, already in context
 	)
 	key := []byte(id)
-	err := s.group.update(func(w *writeTx) error {
+	err := s.group.update(ctx, func(w *writeTx) error {
 		out, fnErr = nil, nil
 		jobs := w.bucket(bucketJobs)
 		j, err := decodeStored(w.get(jobs, key), key)
@@ -434,6 +434,9 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 		return nil
 	})
 	switch {
+	case errors.Is(err, errNotAnswered):
+		// fnErr and out may still be written by the committer: unread.
+		return persistence.Job{}, s.wrap(err, "%s job %s", op, id)
 	case fnErr != nil:
 		return persistence.Job{}, fnErr
 	case err != nil:

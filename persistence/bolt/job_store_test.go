@@ -288,3 +288,49 @@ func TestIndexPagesFillUp(t *testing.T) {
 		assert.Greater(t, fill, 0.8, "%s leaf pages in use", name)
 	}
 }
+
+// TestStuckCommitBoundsTheWait: a caller's wait for its commit ends with
+// its context (an actor's turn must not hang on a stuck disk), and it
+// learns whether its write may still land: one the committer had taken
+// may; one still queued behind it is dropped, never written later.
+func TestStuckCommitBoundsTheWait(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t)
+	bg := context.Background()
+	a, _, err := s.Create(bg, persistence.Job{Mode: "noop"})
+	require.NoError(t, err)
+	b, _, err := s.Create(bg, persistence.Job{Mode: "noop"})
+	require.NoError(t, err)
+
+	release := bolt.HoldWriter(s)
+	claim := func(id string) error {
+		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+		defer cancel()
+		_, err := s.Claim(ctx, id, "w1", time.Now())
+		return err
+	}
+	// a's claim is taken by the committer, whose commit then waits for
+	// the writer lock; b's stays queued behind it.
+	errA := claim(a.ID)
+	errB := claim(b.ID)
+	for _, err := range []error{errA, errB} {
+		require.ErrorIs(t, err, persistence.ErrUnavailable)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	}
+	require.ErrorContains(t, errA, "may have been written")
+	require.ErrorContains(t, errB, "nothing written")
+	release()
+
+	require.Eventually(t, func() bool {
+		got, err := s.Get(bg, a.ID)
+		return err == nil && got.Status == persistence.StatusRunning
+	}, 5*time.Second, 5*time.Millisecond, "the taken claim lands once the disk answers")
+	// A later commit has run (the store answers again); b is untouched.
+	c, _, err := s.Create(bg, persistence.Job{Mode: "noop"})
+	require.NoError(t, err)
+	require.NotEmpty(t, c.ID)
+	got, err := s.Get(bg, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, persistence.StatusQueued, got.Status, "a dropped write is never written")
+	require.Zero(t, got.Attempts)
+}

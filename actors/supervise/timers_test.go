@@ -108,3 +108,47 @@ func TestReenterDropsTheContinuationOfAStoppedIncarnation(t *testing.T) {
 		}
 	}
 }
+
+// TestTimersRingUnderChurn: timers armed, fired and stopped (twice) in
+// any interleaving keep the set true: each short one fires once, the
+// stopped ones never, the count is what is left, and StopAll empties it.
+func TestTimersRingUnderChurn(t *testing.T) {
+	system := actor.NewActorSystem()
+	got, ready := make(chan int, 4096), make(chan *Timers, 1)
+	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &timedActor{got: got, ready: ready} }))
+	ts := <-ready
+	base := LiveTimersIn(system, "test_timed")
+
+	const n = 500 // hour-long timers, and as many short ones among them
+	long := make([]Stop, 0, n)
+	for i := 0; i < n; i++ {
+		long = append(long, ts.After(time.Hour, &tick{n: -1}))
+		// Short ones fire (and leave the ring) while others are armed and stopped.
+		ts.After(time.Duration(i%4)*time.Millisecond, &tick{n: i})
+		if i%2 == 1 {
+			long[i-1]()
+			long[i-1]()
+		}
+	}
+	fired := map[int]bool{}
+	for len(fired) < n {
+		select {
+		case k := <-got:
+			require.NotEqual(t, -1, k, "a stopped or hour-long timer fired")
+			require.False(t, fired[k], "timer %d fired twice", k)
+			fired[k] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of %d short timers fired", len(fired), n)
+		}
+	}
+	require.Eventually(t, func() bool { return LiveTimersIn(system, "test_timed") == base+n/2 }, time.Second, time.Millisecond,
+		"only the hour-long ones not stopped are live")
+
+	require.NoError(t, system.Root.StopFuture(pid).Wait())
+	require.Equal(t, base, LiveTimersIn(system, "test_timed"), "StopAll empties the ring")
+	for _, stop := range long {
+		stop() // after StopAll: harmless
+	}
+	require.Equal(t, base, LiveTimersIn(system, "test_timed"))
+	require.Empty(t, got, "no tick after the stop")
+}

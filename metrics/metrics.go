@@ -98,6 +98,10 @@ type Metrics struct {
 	LogFlush         prometheus.Histogram     // paprika_log_flush_duration_seconds
 	GrainRequest     *prometheus.HistogramVec // paprika_grain_request_duration_seconds{kind}
 	TenantWait       *prometheus.HistogramVec // paprika_tenant_wait_seconds{tenant} (tenants.go)
+	JobStoreWrite    *prometheus.HistogramVec // paprika_job_store_write_seconds{op}
+	// StoreWrites are JobStoreWrite's series, resolved once: a job's life
+	// observes each.
+	StoreWrites StoreWrites
 
 	// Fleet reads the scheduler, the session store and the member list at
 	// scrape time (see fleet.go): paprika_queue_depth{mode},
@@ -259,6 +263,12 @@ func NewMetrics() *Metrics {
 	m.GrainRequest = histVec("paprika_grain_request_duration_seconds",
 		"Seconds a grain request took, from the call (grains.Ask, AskOnce, Call) to its answer or final failure, retries included, by grain kind.",
 		fastBuckets, "kind")
+	m.JobStoreWrite = histVec("paprika_job_store_write_seconds",
+		"Seconds a write on a job's path took in the job store, from the call to its answer (durable, refused or failed), by op: "+
+			"create (a submission), claim (a placement; it holds the worker's freed slot), finish (an attempt's end).",
+		fastBuckets, "op")
+	m.StoreWrites = StoreWrites{Create: m.JobStoreWrite.WithLabelValues(StoreOpCreate),
+		Claim: m.JobStoreWrite.WithLabelValues(StoreOpClaim), Finish: m.JobStoreWrite.WithLabelValues(StoreOpFinish)}
 	m.TenantWait = newTenantWait(histVec)
 
 	m.Fleet = newFleetCollector()
@@ -269,6 +279,18 @@ func NewMetrics() *Metrics {
 }
 
 // fastBuckets cover in-process and store round trips: 0.5 ms to 10 s.
+// StoreWrites are paprika_job_store_write_seconds' series, one per op.
+type StoreWrites struct {
+	Create, Claim, Finish prometheus.Observer
+}
+
+// Ops of paprika_job_store_write_seconds.
+const (
+	StoreOpCreate = "create"
+	StoreOpClaim  = "claim"
+	StoreOpFinish = "finish"
+)
+
 var fastBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 // waitBuckets cover queue waits and job runs: 10 ms to an hour.

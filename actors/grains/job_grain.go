@@ -448,7 +448,9 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		}
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	began := time.Now()
 	claimed, err := g.deps.Jobs.Claim(rctx, g.id, msg.WorkerId, g.deps.Clock())
+	g.deps.Metrics.StoreWrites.Claim.Observe(time.Since(began).Seconds())
 	cancel()
 	if err != nil {
 		g.deps.Metrics.ClaimsLost.Inc()
@@ -708,7 +710,9 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	}
 	prev := g.job
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	began := time.Now()
 	j, err := g.deps.Jobs.Finish(rctx, g.id, attempt, f)
+	g.deps.Metrics.StoreWrites.Finish.Observe(time.Since(began).Seconds())
 	cancel()
 	if err != nil {
 		if errors.Is(err, persistence.ErrConflict) {

@@ -101,6 +101,11 @@ func (g *groupCommitter) update(ctx context.Context, fn func(*writeTx) error) er
 	case err := <-r.err:
 		return err
 	case <-ctx.Done():
+		select {
+		case err := <-r.err: // answered as the context ended: the answer stands
+			return err
+		default:
+		}
 		if r.state.CompareAndSwap(reqWaiting, reqAbandoned) {
 			return fmt.Errorf("%w: %w: %w, nothing written", persistence.ErrUnavailable, errNotAnswered, ctx.Err())
 		}

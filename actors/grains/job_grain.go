@@ -657,10 +657,15 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 	// acknowledged (to the link, so to the worker) only once it is durable;
 	// a write that fails leaves the job running here and the report is sent
 	// again, but the lane, which the worker has freed, is not held for it.
+	//
+	// The end is stamped before the slot goes: whatever the freed lane (or
+	// profile) runs next is claimed after this job's finished_at, never
+	// before it, however this turn is delayed between the two.
+	at := g.deps.Clock()
 	g.free(ctx, int(m.Attempt))
-	f := persistence.Finish{Status: persistence.StatusSucceeded, Result: m.Result, Assets: m.Assets}
+	f := persistence.Finish{Status: persistence.StatusSucceeded, Result: m.Result, Assets: m.Assets, At: at}
 	if !m.Succeeded {
-		f = persistence.Finish{Status: persistence.StatusFailed, Reason: m.Reason, Error: m.Error, Result: m.Result, Assets: m.Assets}
+		f = persistence.Finish{Status: persistence.StatusFailed, Reason: m.Reason, Error: m.Error, Result: m.Result, Assets: m.Assets, At: at}
 		if m.Reason == persistence.ReasonCanceled {
 			f.Status = persistence.StatusCanceled
 		}

@@ -53,9 +53,9 @@ func (f *Front) Submit(ctx context.Context, j persistence.Job) (persistence.Job,
 	if j.ID == "" {
 		j.ID = mintLocal(persistence.NewJobID, ownedHere(f.d.Cluster(), KindJob))
 	}
-	began := time.Now()
+	took := prometheus.NewTimer(f.d.Metrics.StoreWrites.Create)
 	stored, created, err := f.d.Jobs.Create(ctx, j)
-	f.d.Metrics.StoreWrites.Create.Observe(time.Since(began).Seconds())
+	took.ObserveDuration()
 	if err != nil {
 		return stored, false, fmt.Errorf("create job: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
@@ -448,9 +449,9 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 		}
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
-	began := time.Now()
+	took := prometheus.NewTimer(g.deps.Metrics.StoreWrites.Claim)
 	claimed, err := g.deps.Jobs.Claim(rctx, g.id, msg.WorkerId, g.deps.Clock())
-	g.deps.Metrics.StoreWrites.Claim.Observe(time.Since(began).Seconds())
+	took.ObserveDuration()
 	cancel()
 	if err != nil {
 		g.deps.Metrics.ClaimsLost.Inc()
@@ -715,9 +716,9 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	}
 	prev := g.job
 	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
-	began := time.Now()
+	took := prometheus.NewTimer(g.deps.Metrics.StoreWrites.Finish)
 	j, err := g.deps.Jobs.Finish(rctx, g.id, attempt, f)
-	g.deps.Metrics.StoreWrites.Finish.Observe(time.Since(began).Seconds())
+	took.ObserveDuration()
 	cancel()
 	if err != nil {
 		if errors.Is(err, persistence.ErrConflict) {

@@ -95,7 +95,7 @@ func (g *groupCommitter) update(ctx context.Context, fn func(*writeTx) error) er
 	case <-g.quit:
 		return bberrors.ErrDatabaseNotOpen
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %w: %w, nothing written", persistence.ErrUnavailable, errNotAnswered, ctx.Err())
+		return notWritten(ctx)
 	}
 	select {
 	case err := <-r.err:
@@ -107,11 +107,17 @@ func (g *groupCommitter) update(ctx context.Context, fn func(*writeTx) error) er
 		default:
 		}
 		if r.state.CompareAndSwap(reqWaiting, reqAbandoned) {
-			return fmt.Errorf("%w: %w: %w, nothing written", persistence.ErrUnavailable, errNotAnswered, ctx.Err())
+			return notWritten(ctx)
 		}
 		return fmt.Errorf("%w: %w: %w while its commit ran; it may have been written", persistence.ErrUnavailable,
 			errNotAnswered, ctx.Err())
 	}
+}
+
+// notWritten is the error of a write dropped unwritten because its
+// caller's ctx ended first.
+func notWritten(ctx context.Context) error {
+	return fmt.Errorf("%w: %w: %w, nothing written", persistence.ErrUnavailable, errNotAnswered, ctx.Err())
 }
 
 // stop ends the loop; writes already taken are answered first, later ones

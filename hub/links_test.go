@@ -1,9 +1,11 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -331,4 +333,61 @@ func TestLeavingWorkerGetsNoAssignments(t *testing.T) {
 			break
 		}
 	}
+}
+
+// A worker lists a job it ran to its end until the end is acknowledged,
+// and the hub frees the job's slot before it writes the end (the lane is
+// not held for the write). A report in between lists a job whose slot is
+// free while the store still says the worker runs it: it must not take the
+// slot again. It did: the report's job was adopted as one this grain had
+// not reserved, its slot held until the worker's next report past
+// SlotPruneAfter, and the lane sat idle with jobs queued — on MariaDB, tens
+// of slots per 8,000 jobs flat out. One worker, one lane: job A's end is
+// held in the store, the worker's report lists A, and job B must still
+// get the lane A freed.
+func TestReportBeforeTheAckHoldsNoSlot(t *testing.T) {
+	h, err := New(testConfig(t), testLogger(t))
+	require.NoError(t, err)
+	jobs := &gatedJobs{JobStore: h.deps.Jobs, entered: make(chan struct{}), open: make(chan struct{})}
+	h.deps.Jobs = jobs
+	require.NoError(t, h.Start(context.Background()))
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	url := h.URL()
+	l := dialRawLink(t, url, "w-ack", 1)
+
+	a := submit(t, url, `{"mode":"noop","max_attempts":1}`)
+	jobs.id.Store(a.ID)
+	f := l.next(5 * time.Second)
+	require.Equal(t, messages.TypeAssignJob, f.Type)
+	require.Equal(t, a.ID, f.JobID)
+	l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: f.JobID, Attempt: f.Attempt, Lane: "sim://w-ack/lane/0"})
+	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: f.JobID, Attempt: f.Attempt, Result: []byte(`{}`)})
+	select {
+	case <-jobs.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("job A's finish never reached the store")
+	}
+	open := sync.OnceFunc(func() { close(jobs.open) })
+	defer open() // a failed assertion must not leave A's finish held
+	w := waitWorker(t, url, "w-ack", "A's slot freed", func(w persistence.WorkerInfo) bool { return w.InFlight == 0 })
+
+	// The worker's report while it waits for A's ack lists A.
+	l.heartbeat(a.ID)
+	waitWorker(t, url, "w-ack", "the report taken", func(got persistence.WorkerInfo) bool { return got.ReportedAt.After(w.ReportedAt) })
+	b := submit(t, url, `{"mode":"noop","max_attempts":1}`)
+	// Well inside SlotPruneAfter, and A's write is still held.
+	g := l.next(3 * time.Second)
+	require.Equal(t, messages.TypeAssignJob, g.Type, "job B was not placed on the lane job A freed (got %+v): the report took A's slot again", g)
+	require.Equal(t, b.ID, g.JobID)
+	require.Equal(t, persistence.StatusRunning, getJob(t, url, a.ID).Status, "A's end is not stored before its write")
+	require.Zero(t, h.Metrics().Get("paprika_fenced_reports_total", "kind=running"), "an honest report is not refused")
+
+	open()
+	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, a.ID, 10*time.Second).Status)
+	l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: g.JobID, Attempt: g.Attempt, Lane: "sim://w-ack/lane/0"})
+	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: g.JobID, Attempt: g.Attempt, Result: []byte(`{}`)})
+	require.Equal(t, persistence.StatusSucceeded, waitFinal(t, url, b.ID, 10*time.Second).Status)
+	// Once acknowledged, the worker's report lists neither; the worker is idle.
+	l.heartbeat()
+	waitWorker(t, url, "w-ack", "idle", func(w persistence.WorkerInfo) bool { return w.InFlight == 0 })
 }

@@ -39,6 +39,69 @@ type reportCheck struct {
 	attempt int
 }
 
+// A worker lists a job it ran to its end until the end is acknowledged,
+// and the job grain frees the job's slot before it writes the end (a lane
+// is not held for that write). A report made in between lists a job whose
+// slot is free while the store still says the worker runs it — on a
+// cluster, even a report made before the end can arrive after the
+// release. Adopted, such a job would hold a slot no job uses until the
+// prune (SlotPruneAfter, at a later report), and the lane sat idle with
+// jobs queued. So the jobs whose slot this activation freed are kept
+// (acking) and a report's listing of one is neither adopted nor refused;
+// one goes once a report leaves it out — the worker has its ack — and it
+// was freed SlotPruneAfter ago (an older report, crossing the release,
+// may still list it). While the worker keeps listing it (its end not yet
+// stored), it stays: its lane is free either way.
+//
+// maxAcking bounds the jobs kept; past it, those freed SlotPruneAfter ago
+// go whether listed or not, and if that is not enough, all of them (a
+// report then costs a store read, as before).
+const maxAcking = 1 << 14
+
+// freedReported notes that this activation freed id's slot (a job's; a
+// session is never listed).
+func (g *workerGrain) freedReported(id string) {
+	if isSessionSlot(id) {
+		return
+	}
+	now := g.deps.Clock()
+	if len(g.acking) >= maxAcking {
+		for k, at := range g.acking {
+			if now.Sub(at) >= SlotPruneAfter {
+				delete(g.acking, k)
+			}
+		}
+		if len(g.acking) >= maxAcking {
+			clear(g.acking)
+		}
+	}
+	g.acking[id] = now
+}
+
+// forgetAcked drops the freed jobs the worker's report no longer lists,
+// once freed SlotPruneAfter ago (see freedReported).
+func (g *workerGrain) forgetAcked(reported []string) {
+	if len(g.acking) == 0 {
+		return
+	}
+	now := g.deps.Clock()
+	var listed map[string]struct{} // built once an old entry needs it
+	for id, at := range g.acking {
+		if now.Sub(at) < SlotPruneAfter {
+			continue
+		}
+		if listed == nil {
+			listed = make(map[string]struct{}, len(reported))
+			for _, r := range reported {
+				listed[r] = struct{}{}
+			}
+		}
+		if _, still := listed[id]; !still {
+			delete(g.acking, id)
+		}
+	}
+}
+
 // reportBound is how many unheld ids of one report are looked up: twice
 // the slots placement may use (limits.worker_max_lanes and the operator's
 // cap included) — jobs running plus finished ones awaiting their ack.
@@ -57,6 +120,7 @@ func (g *workerGrain) taken() int { return len(g.running) + len(g.verifying) }
 // Anything else is refused (refuseReport).
 func (g *workerGrain) adoptRunning(ctx actor.Context, ids []string) {
 	g.info.InFlight = len(g.running)
+	g.forgetAcked(ids)
 	if len(g.verifying) > 0 {
 		return // a batch is out: the next report carries the rest
 	}
@@ -65,6 +129,9 @@ func (g *workerGrain) adoptRunning(ctx actor.Context, ids []string) {
 	for _, id := range ids {
 		if _, held := g.running[id]; held {
 			continue
+		}
+		if _, freed := g.acking[id]; freed {
+			continue // ended here, awaiting its ack
 		}
 		if at, seen := g.refused[id]; seen && now.Sub(at) < refusedMemory {
 			continue
@@ -121,6 +188,9 @@ func (g *workerGrain) settleReported(ctx actor.Context, checks []reportCheck, er
 	for _, c := range checks {
 		if _, held := g.running[c.id]; held {
 			continue
+		}
+		if _, freed := g.acking[c.id]; freed {
+			continue // assigned and ended while the store was asked
 		}
 		if c.held {
 			g.hold(c.id, int32(c.attempt))

@@ -64,6 +64,9 @@ type workerGrain struct {
 	placed []string
 	// removed: the SchedRemoves of final releases, for the same push.
 	removed []*messages.SchedRemove
+	// acking: the jobs whose slot this activation freed, which the worker
+	// may still list, and when each was freed (worker_adopt.go, acking).
+	acking map[string]time.Time
 }
 
 // ConnAckTimeout bounds the wait for a WorkerConn to take a frame; a live
@@ -152,6 +155,7 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	g.sending = map[string][]*actor.PID{}
 	g.verifying = map[string]struct{}{}
 	g.refused = map[string]time.Time{}
+	g.acking = map[string]time.Time{}
 	g.info = persistence.WorkerInfo{ID: g.id, Status: WorkerActive}
 	g.readApproval(ctx)
 	// The registry keeps what must outlive this activation: the operator's
@@ -564,6 +568,7 @@ func (g *workerGrain) released(ctx actor.Context, msg *messages.WorkerRelease) {
 	}
 	if att, ok := g.running[msg.JobId]; ok && (msg.Attempt == 0 || att == msg.Attempt || att == 0) {
 		g.release(msg.JobId)
+		g.freedReported(msg.JobId)
 		g.info.InFlight = len(g.running)
 		if removed != nil {
 			g.removed = append(g.removed, removed)

@@ -76,15 +76,16 @@ func schedulerSends(h *Hub) int64 {
 
 // TestGrainMessagesJobEndRidesRelease: a finished job's SchedRemove goes
 // in the worker grain's state push that frees its slot, so a job costs the
-// scheduler three messages (enqueue, the push that settles its placement,
-// the push that frees its slot), not four; heartbeats add a few.
+// scheduler at most three messages (enqueue, the push that settles its
+// placement, the push that frees its slot; two pushes of one mailbox round
+// go as one), not four; heartbeats add a few.
 func TestGrainMessagesJobEndRidesRelease(t *testing.T) {
 	h := hubWithWorker(t, "wr", 2)
 	const n = 40
 	before := schedulerSends(h)
 	runJobs(t, h, n)
 	sent := schedulerSends(h) - before
-	require.GreaterOrEqual(t, sent, int64(3*n), "every job is enqueued, placed and freed")
+	require.GreaterOrEqual(t, sent, int64(n+1), "every job is enqueued, and pushes settle and free them")
 	require.Less(t, sent, int64(3*n+n/2), "one message per job fewer than a SchedRemove of its own would cost")
 	// The removals reached the scheduler: nothing is left queued, pending
 	// or counted.

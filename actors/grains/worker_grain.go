@@ -64,6 +64,8 @@ type workerGrain struct {
 	placed []string
 	// removed: the SchedRemoves of final releases, for the same push.
 	removed []*messages.SchedRemove
+	// pushes: publishSoon's rounds of state pushes.
+	pushes pushRounds
 	// acking: the jobs whose slot this activation freed, which the worker
 	// may still list, and when each was freed (worker_adopt.go, acking).
 	acking map[string]time.Time
@@ -89,6 +91,44 @@ const SlotPruneAfter = 5 * time.Second
 // read by a later activation and the reconciler; the worker's own report
 // corrects a stale one (and an over-assignment costs a rejected requeue).
 const registryFlushDelay = 250 * time.Millisecond
+
+// pushTick ends a round of publishSoon's pushes: the state push left due,
+// if any (a value: a busy grain sends one a round, and it carries nothing).
+type pushTick struct{}
+
+// pushRounds coalesces a worker grain's state pushes by mailbox rounds:
+// a change with no round open is pushed at once and opens one (a pushTick
+// to itself); the changes until that tick is handled — the messages that
+// were in the mailbox before it — wait and go in one push at the tick,
+// which opens the next round; a tick with nothing waiting closes it.
+type pushRounds struct {
+	open bool // a pushTick is in the mailbox
+	due  bool // a change waits for it
+}
+
+// change notes a change of the state: true to push it now and open a
+// round (send a pushTick), false when it waits for the round's tick.
+func (r *pushRounds) change() bool {
+	if r.open {
+		r.due = true
+		return false
+	}
+	r.open = true
+	return true
+}
+
+// tick ends a round: push what waits (and send the next round's tick), or
+// close the rounds.
+func (r *pushRounds) tick() bool {
+	if !r.due {
+		r.open = false
+		return false
+	}
+	return true
+}
+
+// pushed notes a push, whatever sent it: nothing waits any more.
+func (r *pushRounds) pushed() { r.due = false }
 
 // registryFlushTick writes the registry record publishSoon left due.
 type registryFlushTick struct{}
@@ -140,6 +180,11 @@ func (g *workerGrain) Receive(ctx actor.Context) {
 		g.pushScheduler(ctx)
 	case *workerLostTick:
 		g.lost(ctx, msg)
+	case pushTick:
+		if g.pushes.tick() {
+			g.pushScheduler(ctx)
+			ctx.Send(ctx.Self(), pushTick{}) // the next round's changes wait for it
+		}
 	case *registryFlushTick:
 		g.registryStop = nil
 		g.writeRegistry()
@@ -666,10 +711,22 @@ func (g *workerGrain) publish(ctx actor.Context) {
 	g.writeRegistry()
 }
 
-// publishSoon pushes the state to the scheduler now and to the registry
-// within registryFlushDelay, one write for all the changes until then.
+// publishSoon pushes the state to the scheduler once the messages already
+// in this grain's mailbox are handled, and to the registry within
+// registryFlushDelay, one write for all the changes until then.
+//
+// A change with no push in the last mailbox round is pushed at once; the
+// changes after it, until the messages that were already in the mailbox
+// are handled (pushTick), go in one push — releases and assignments
+// arriving together, flat out, cost one push each round instead of one
+// each, every push a message to the scheduler (across the cluster when it
+// lives on another hub) and a placement pass there. The wait is the
+// mailbox's, not a timer's.
 func (g *workerGrain) publishSoon(ctx actor.Context) {
-	g.pushScheduler(ctx)
+	if g.pushes.change() {
+		g.pushScheduler(ctx)
+		ctx.Send(ctx.Self(), pushTick{}) // opens the round
+	}
 	if g.registryStop == nil {
 		g.registryStop = g.timers.After(registryFlushDelay, &registryFlushTick{})
 	}
@@ -703,6 +760,7 @@ func (g *workerGrain) writeRegistry() {
 }
 
 func (g *workerGrain) pushScheduler(ctx actor.Context) {
+	g.pushes.pushed() // this push carries what a pending one would
 	st := &messages.SchedWorkerState{
 		WorkerId:       g.id,
 		Status:         g.placeStatus(),

@@ -161,6 +161,29 @@ func (s *gatedJobs) Finish(ctx context.Context, id string, attempt int, f persis
 	return s.JobStore.Finish(ctx, id, attempt, f)
 }
 
+// startGatedHub starts a hub whose job store holds the Finish of the job
+// the test names in gatedJobs.id.
+func startGatedHub(t *testing.T) (*Hub, *gatedJobs) {
+	t.Helper()
+	h, err := New(testConfig(t), testLogger(t))
+	require.NoError(t, err)
+	jobs := &gatedJobs{JobStore: h.deps.Jobs, entered: make(chan struct{}), open: make(chan struct{})}
+	h.deps.Jobs = jobs
+	require.NoError(t, h.Start(context.Background()))
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	return h, jobs
+}
+
+// waitEntered waits until the gated Finish began.
+func (s *gatedJobs) waitEntered(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gated job's finish never reached the store")
+	}
+}
+
 // TestFreedLaneNotHeldForTheEndsWrite: a worker's report that its job
 // ended frees the slot at once; the lane's next job runs while that end is
 // still being written (it is acknowledged, and stored as final, only once
@@ -168,21 +191,12 @@ func (s *gatedJobs) Finish(ctx context.Context, id string, attempt int, f persis
 // and job B, submitted meanwhile, runs to its end on that lane before A's
 // end is written. Without it, B waits in the queue for A's write.
 func TestFreedLaneNotHeldForTheEndsWrite(t *testing.T) {
-	h, err := New(testConfig(t), testLogger(t))
-	require.NoError(t, err)
-	jobs := &gatedJobs{JobStore: h.deps.Jobs, entered: make(chan struct{}), open: make(chan struct{})}
-	h.deps.Jobs = jobs
-	require.NoError(t, h.Start(context.Background()))
-	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	h, jobs := startGatedHub(t)
 	startAgent(t, h.URL(), "wg", 1)
 
 	a := submit(t, h.URL(), `{"mode":"noop","params":{"sleep_ms":200}}`)
 	jobs.id.Store(a.ID)
-	select {
-	case <-jobs.entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("job A's finish never reached the store")
-	}
+	jobs.waitEntered(t)
 	open := sync.OnceFunc(func() { close(jobs.open) })
 	defer open() // a failed assertion must not leave A's finish held
 	b := submit(t, h.URL(), `{"mode":"noop"}`)

@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -346,12 +345,7 @@ func TestLeavingWorkerGetsNoAssignments(t *testing.T) {
 // held in the store, the worker's report lists A, and job B must still
 // get the lane A freed.
 func TestReportBeforeTheAckHoldsNoSlot(t *testing.T) {
-	h, err := New(testConfig(t), testLogger(t))
-	require.NoError(t, err)
-	jobs := &gatedJobs{JobStore: h.deps.Jobs, entered: make(chan struct{}), open: make(chan struct{})}
-	h.deps.Jobs = jobs
-	require.NoError(t, h.Start(context.Background()))
-	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	h, jobs := startGatedHub(t)
 	url := h.URL()
 	l := dialRawLink(t, url, "w-ack", 1)
 
@@ -362,11 +356,7 @@ func TestReportBeforeTheAckHoldsNoSlot(t *testing.T) {
 	require.Equal(t, a.ID, f.JobID)
 	l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: f.JobID, Attempt: f.Attempt, Lane: "sim://w-ack/lane/0"})
 	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: f.JobID, Attempt: f.Attempt, Result: []byte(`{}`)})
-	select {
-	case <-jobs.entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("job A's finish never reached the store")
-	}
+	jobs.waitEntered(t)
 	open := sync.OnceFunc(func() { close(jobs.open) })
 	defer open() // a failed assertion must not leave A's finish held
 	w := waitWorker(t, url, "w-ack", "A's slot freed", func(w persistence.WorkerInfo) bool { return w.InFlight == 0 })

@@ -64,18 +64,7 @@ func (g *workerGrain) freedReported(id string) {
 	if isSessionSlot(id) {
 		return
 	}
-	now := g.deps.Clock()
-	if len(g.acking) >= maxAcking {
-		for k, at := range g.acking {
-			if now.Sub(at) >= SlotPruneAfter {
-				delete(g.acking, k)
-			}
-		}
-		if len(g.acking) >= maxAcking {
-			clear(g.acking)
-		}
-	}
-	g.acking[id] = now
+	noteBounded(g.acking, id, g.deps.Clock(), SlotPruneAfter, maxAcking)
 }
 
 // forgetAcked drops the freed jobs the worker's report no longer lists,
@@ -242,16 +231,21 @@ const fencedRunning = "running"
 
 // remember notes a refused id (see refusedMemory, maxRefused).
 func (g *workerGrain) remember(id string) {
-	now := g.deps.Clock()
-	if len(g.refused) >= maxRefused {
-		for k, at := range g.refused {
-			if now.Sub(at) >= refusedMemory {
-				delete(g.refused, k)
+	noteBounded(g.refused, id, g.deps.Clock(), refusedMemory, maxRefused)
+}
+
+// noteBounded sets m[id] = now, keeping m under bound entries: when full,
+// those noted keep ago or earlier go, and if that is not enough, all.
+func noteBounded(m map[string]time.Time, id string, now time.Time, keep time.Duration, bound int) {
+	if len(m) >= bound {
+		for k, at := range m {
+			if now.Sub(at) >= keep {
+				delete(m, k)
 			}
 		}
-		if len(g.refused) >= maxRefused {
-			clear(g.refused)
+		if len(m) >= bound {
+			clear(m)
 		}
 	}
-	g.refused[id] = now
+	m[id] = now
 }

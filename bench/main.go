@@ -246,8 +246,8 @@ func drive(ctx context.Context, s system, n, producers, batch int, rate float64)
 	default:
 	}
 	deadline := time.Now().Add(time.Duration(n)*10*time.Millisecond + 60*time.Second)
-	var last int64
-	lastAt := time.Now()
+	// The first rate is the run's so far: base counts jobs of earlier runs.
+	last, lastAt := base, start
 	for {
 		d, err := s.done(ctx)
 		if err != nil {

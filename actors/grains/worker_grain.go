@@ -711,9 +711,9 @@ func (g *workerGrain) publish(ctx actor.Context) {
 	g.writeRegistry()
 }
 
-// publishSoon pushes the state to the scheduler once the messages already
-// in this grain's mailbox are handled, and to the registry within
-// registryFlushDelay, one write for all the changes until then.
+// publishSoon pushes the state to the scheduler (by mailbox rounds, below)
+// and to the registry within registryFlushDelay, one write for all the
+// changes until then.
 //
 // A change with no push in the last mailbox round is pushed at once; the
 // changes after it, until the messages that were already in the mailbox

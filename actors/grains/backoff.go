@@ -87,7 +87,7 @@ func (g *jobGrain) armScheduled(ctx actor.Context, now time.Time) bool {
 	// clock runs ahead holds it a little longer, redueAfter, so the two
 	// never bounce it in a tight loop).
 	if g.job.RunAt.After(now) {
-		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+		g.idle.Set(g.deps.Timing.IdlePassivate)
 		g.enqueue(ctx)
 		return false
 	}
@@ -100,7 +100,7 @@ func (g *jobGrain) armScheduled(ctx actor.Context, now time.Time) bool {
 			return false
 		}
 		g.log.Warn("queuing a due job failed; trying again", slog.Any("err", err))
-		ctx.CancelReceiveTimeout() // stay, or the retry dies with the activation
+		g.idle.Cancel() // stay, or the retry dies with the activation
 		g.timers.After(storeRetry, &promoteRetry{})
 		return false
 	}

@@ -18,6 +18,9 @@ type grain struct {
 	cl     *cluster.Cluster
 	log    *slog.Logger
 	timers *supervise.Timers
+	// idle is the incarnation's receive timeout (never protoactor's, whose
+	// timer races the turn).
+	idle *supervise.Idle
 }
 
 // begin fills the incarnation's identity, its logger (with logKey = its
@@ -29,12 +32,16 @@ func (b *grain) begin(ctx actor.Context, d *Deps, msg *cluster.ClusterInit, kind
 		b.log = lazylog.With(d.Log, slog.String(logKey, b.id))
 	}
 	b.timers = supervise.NewTimers(ctx, kind)
+	b.idle = supervise.NewIdle(b.timers)
 }
 
 // common handles what every grain handles alike — its end (the timers of
-// this incarnation stop with it) and the retries of its grain calls; true
-// when the message was one of those.
+// this incarnation stop with it), the retries of its grain calls and its
+// idle ticks that are not due; true when the message was one of those.
 func (b *grain) common(ctx actor.Context) bool {
+	if b.idle.Skip(ctx.Message()) {
+		return true
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Stopping, *actor.Restarting:
 		b.timers.StopAll()

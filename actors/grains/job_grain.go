@@ -110,9 +110,9 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		// The job is taken when the message that activated the grain is
 		// read (it may carry it: activate); should none come — a restart
 		// after a panic — the timeout loads it, so its timers are re-armed.
-		ctx.SetReceiveTimeout(activationWait)
+		g.idle.Set(activationWait)
 		return
-	case *actor.ReceiveTimeout:
+	case *supervise.IdleTimeout:
 		if !g.activated {
 			g.activate(ctx, nil)
 			return
@@ -265,7 +265,7 @@ func (g *jobGrain) load(ctx actor.Context) bool {
 		if !g.missing {
 			g.log.Warn("job grain: load failed", slog.Any("err", err))
 		}
-		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+		g.idle.Set(g.deps.Timing.IdlePassivate)
 		return false
 	}
 	if g.laneUnsaved != 0 && j.Status == persistence.StatusRunning && j.Attempts == g.laneUnsaved &&
@@ -291,10 +291,10 @@ func (g *jobGrain) arm(ctx actor.Context) {
 	}
 	if g.job.Status.Final() {
 		g.stopDeadline()
-		ctx.SetReceiveTimeout(g.deps.Timing.finalPassivate())
+		g.idle.Set(g.deps.Timing.finalPassivate())
 		return
 	}
-	ctx.CancelReceiveTimeout()
+	g.idle.Cancel()
 	if due := g.job.Deadline(); g.deadline == nil || !due.Equal(g.deadlineAt) {
 		g.stopDeadline()
 		g.deadline, g.deadlineAt = g.timers.After(max(due.Sub(now), 0), &deadlineTick{}), due

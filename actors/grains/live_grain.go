@@ -66,7 +66,7 @@ func (g *liveGrain) Receive(ctx actor.Context) {
 		g.begin(ctx, g.deps, msg, KindLive, "live")
 		g.viewers = map[string]*liveViewer{}
 		g.attachStop = func() {}
-		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+		g.idle.Set(g.deps.Timing.IdlePassivate)
 	case *messages.LiveJoin:
 		g.join(ctx, msg)
 	case *messages.LiveLeave:
@@ -102,7 +102,7 @@ func (g *liveGrain) Receive(ctx actor.Context) {
 		if samePID(msg.source, g.source) {
 			g.endAll(ctx, "the hub carrying the screencast went away")
 		}
-	case *actor.ReceiveTimeout:
+	case *supervise.IdleTimeout:
 		if len(g.viewers) == 0 && g.liveID == "" {
 			ctx.Stop(ctx.Self()) // passivate
 		}
@@ -140,7 +140,7 @@ func (g *liveGrain) join(ctx actor.Context, m *messages.LiveJoin) {
 		}
 		Send(ctx, g.cl, g.workerID, KindWorker, &messages.WorkerForward{Frame: frame})
 		g.attachStop = g.timers.After(liveAttachWait, &liveAttachTimeout{liveID: g.liveID})
-		ctx.CancelReceiveTimeout()
+		g.idle.Cancel()
 		g.log.Info("screencast asked of the worker", slog.String("worker_id", g.workerID), slog.String("live_id", g.liveID))
 	}
 	reply(ctx, ok(nil))
@@ -277,5 +277,5 @@ func (g *liveGrain) stopSource(ctx actor.Context, reason string) {
 	g.attachStop()
 	g.attachStop = func() {}
 	g.source, g.liveID, g.latest, g.owed = nil, "", nil, false
-	ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+	g.idle.Set(g.deps.Timing.IdlePassivate)
 }

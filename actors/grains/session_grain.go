@@ -238,7 +238,7 @@ func (g *sessionGrain) Receive(ctx actor.Context) {
 			return
 		}
 		g.close(ctx, "idle timeout")
-	case *actor.ReceiveTimeout:
+	case *supervise.IdleTimeout:
 		if g.s.Status == SessionClosed || g.s.Status == "" {
 			ctx.Stop(ctx.Self()) // passivate
 		}
@@ -260,7 +260,7 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 	if err != nil {
 		// Nothing here: passivate when idle (a failed read is retried by
 		// the next message, or by the next activation).
-		ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+		g.idle.Set(g.deps.Timing.IdlePassivate)
 		if errors.Is(err, persistence.ErrNotFound) {
 			g.loaded = true
 			return nil
@@ -272,7 +272,7 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 	g.s = sessionOfRecord(rec)
 	g.profileHeld = rec.Profile != ""
 	g.savedAt = g.deps.Clock()
-	ctx.CancelReceiveTimeout()
+	g.idle.Cancel()
 	g.deps.Metrics.SessionsResumed.Inc()
 	g.log.Info("session resumed from the store", slog.String("worker_id", rec.WorkerID), slog.String("lane", rec.Lane),
 		slog.Time("last_used", rec.LastUsed))
@@ -416,14 +416,14 @@ func (g *sessionGrain) pick(ctx actor.Context, o *sessionOpening) {
 				r := fail(messages.CodeProfileInUse, "%s (waited %s)", res.Message, g.deps.Timing.SessionProfileWait)
 				r.Json, _ = json.Marshal(map[string]string{"in_use_by": holderName(pick.InUseBy)})
 				g.answer(ctx, caller, r)
-				ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+				g.idle.Set(g.deps.Timing.IdlePassivate)
 				return
 			}
 			if pick.WorkerID == "" {
 				g.profileDone(ctx)
 				g.s = Session{}
 				g.answer(ctx, caller, fail(messages.CodeNoCapacity, "no worker with a free chromium lane: %s", ErrString(err, res)))
-				ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+				g.idle.Set(g.deps.Timing.IdlePassivate)
 				return
 			}
 			g.assignLane(ctx, caller, pick.WorkerID, pick.Lane, m.IdleTimeoutS, m.Options)
@@ -477,7 +477,7 @@ func (g *sessionGrain) assignLane(ctx actor.Context, caller *actor.PID, workerID
 			g.profileDone(ctx)
 			g.s = Session{}
 			g.answer(ctx, caller, fail(messages.CodeNoCapacity, "worker %s refused the session: %s", workerID, ErrString(err, ares)))
-			ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+			g.idle.Set(g.deps.Timing.IdlePassivate)
 		})
 }
 
@@ -547,7 +547,7 @@ func (g *sessionGrain) result(ctx actor.Context, m *messages.SessionResult) {
 				ctx.Send(caller, fail(messages.CodeNoCapacity, "worker %s could not open the session: %s", g.s.WorkerID, m.Error))
 			}
 			g.s = Session{}
-			ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+			g.idle.Set(g.deps.Timing.IdlePassivate)
 			return
 		}
 		// Only the lane's name is kept: an older worker also sends its
@@ -635,7 +635,7 @@ func (g *sessionGrain) finish(ctx actor.Context, reason string) {
 	g.closeTunnels(ctx, reason)
 	g.forget()
 	g.log.Info("session closed", slog.String("reason", reason))
-	ctx.SetReceiveTimeout(g.deps.Timing.IdlePassivate)
+	g.idle.Set(g.deps.Timing.IdlePassivate)
 }
 
 // release frees the session's lane and then its profile: the worker

@@ -52,7 +52,8 @@ type logStream struct {
 	truncatedBy string // "lines" or "bytes"
 	armed       bool
 	timers      *supervise.Timers
-	resumed     bool // the store's position was read (resume)
+	idle        *supervise.Idle // its passivation (never protoactor's receive timeout, which races the turn)
+	resumed     bool            // the store's position was read (resume)
 }
 
 // Line is one job_log frame, sent by a socket reader straight to the job's
@@ -119,6 +120,9 @@ type streamCarry struct {
 }
 
 func (s *logStream) Receive(ctx actor.Context) {
+	if s.idle.Skip(ctx.Message()) {
+		return
+	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		s.start(ctx)
@@ -160,7 +164,7 @@ func (s *logStream) Receive(ctx actor.Context) {
 		if ctx.Sender() != nil {
 			ctx.Respond(true)
 		}
-	case *actor.ReceiveTimeout:
+	case *supervise.IdleTimeout:
 		if len(s.pending) == 0 {
 			ctx.Stop(ctx.Self())
 		}
@@ -170,13 +174,14 @@ func (s *logStream) Receive(ctx actor.Context) {
 func (s *logStream) start(ctx actor.Context) {
 	s.log = lazylog.With(s.deps.Log, slog.String("job_id", s.jobID))
 	s.timers = supervise.NewTimers(ctx, "log_stream")
-	ctx.SetReceiveTimeout(s.deps.Timing.IdlePassivate)
+	s.idle = supervise.NewIdle(s.timers)
+	s.idle.Set(s.deps.Timing.IdlePassivate)
 	if c := s.carry; c.valid {
 		s.next, s.from, s.base, s.attempt, s.done, s.doneSent = c.next, c.next, c.base, c.attempt, c.done, c.doneSent
 		s.bytes, s.truncated, s.truncatedBy = c.bytes, c.truncated, c.truncatedBy
 		s.resumed = c.resumed
 		if s.doneSent {
-			ctx.SetReceiveTimeout(s.deps.Timing.donePassivate())
+			s.idle.Set(s.deps.Timing.donePassivate())
 		}
 		return
 	}
@@ -322,7 +327,7 @@ func (s *logStream) flush(ctx actor.Context, notify *actor.PID, payload interfac
 		s.doneSent = true
 		// A finished log's stream goes soon: at a steady thousand jobs a
 		// second the 30 s idle wait kept tens of thousands of them up.
-		ctx.SetReceiveTimeout(s.deps.Timing.donePassivate())
+		s.idle.Set(s.deps.Timing.donePassivate())
 	}
 	b := persistence.LogBatch{JobID: s.jobID, From: max(s.from, 0), Lines: s.pending, Done: final}
 	// A full batch, the done sentinel and a waiting reporter go out at

@@ -6,13 +6,19 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/cluster"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/actors/grains"
+	"github.com/paprika-hub/paprika/config"
 	"github.com/paprika-hub/paprika/membership"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
@@ -107,4 +113,81 @@ func TestMultiMemberIdleJobGoesToItsHubsWorker(t *testing.T) {
 		// the count is about 6.
 		require.GreaterOrEqual(t, near, n-1, "jobs through %s ran on %s", tc.via.URL(), tc.worker)
 	}
+}
+
+// TestMultiMemberSchedulerHandsOverOnATopologyChange: when a hub joins and
+// the scheduler grain is now its, the activation on the first hub hands
+// its queued job over at the topology change itself — the periodic
+// ownership check is off here (an hour), so only the topology event can
+// do it — and the job runs once, on the new owner's view.
+func TestMultiMemberSchedulerHandsOverOnATopologyChange(t *testing.T) {
+	cfgA, cfgB := sharedStoreConfigs(t)
+	noPeriodicCheck := func(cfg *config.Config) *Hub {
+		h, err := New(cfg, testLogger(t))
+		require.NoError(t, err)
+		h.deps.Timing.OwnerCheckEvery = time.Hour
+		require.NoError(t, h.Start(context.Background()))
+		t.Cleanup(func() { _ = h.Stop(context.Background()) })
+		return h
+	}
+	a := noPeriodicCheck(cfgA)
+	id := submit(t, a.URL(), `{"mode":"noop"}`).ID
+	queued := func(h *Hub) int {
+		r, err := grains.Call(h.member.Cluster, grains.SchedulerID, grains.KindScheduler, &messages.SchedGetStats{}, 5*time.Second)
+		if err != nil || !r.Ok {
+			return -1
+		}
+		var st grains.SchedStats
+		require.NoError(t, json.Unmarshal(r.Json, &st))
+		return st.Queued
+	}
+	require.Eventually(t, func() bool { return queued(a) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"the job waits in the scheduler on the only hub")
+
+	// B listens where the rendezvous hash gives it the scheduler.
+	host, portA, err := net.SplitHostPort(a.member.Cluster.ActorSystem.Address())
+	require.NoError(t, err)
+	pa, err := strconv.Atoi(portA)
+	require.NoError(t, err)
+	require.NoError(t, cfgB.Set("cluster.port", strconv.Itoa(portTakingScheduler(t, host, pa))))
+	b := noPeriodicCheck(cfgB)
+	require.Eventually(t, func() bool {
+		return a.member.Cluster.MemberList.Length() == 2 && b.member.Cluster.MemberList.Length() == 2
+	}, 10*time.Second, 20*time.Millisecond, "the hubs meet")
+	lookup := a.member.Cluster.Config.IdentityLookup.(*membership.Lookup)
+	require.Equal(t, b.member.Cluster.ActorSystem.Address(), lookup.OwnerOf(grains.SchedulerID, grains.KindScheduler))
+
+	stale := func() float64 {
+		var m dto.Metric
+		require.NoError(t, a.deps.Metrics.SchedStaleActivations.Write(&m))
+		return m.GetCounter().GetValue()
+	}
+	require.Eventually(t, func() bool { return stale() == 1 },
+		10*time.Second, 10*time.Millisecond, "the first hub's activation handed over at the topology change")
+	startAgent(t, b.URL(), "wmove", 1)
+	var j persistence.Job
+	require.Eventually(t, func() bool { j = getJob(t, b.URL(), id); return j.Status == persistence.StatusSucceeded },
+		20*time.Second, 10*time.Millisecond)
+	require.Equal(t, 1, j.Attempts, "run once")
+}
+
+// portTakingScheduler returns a free port on host at which a second member
+// would own the scheduler grain against the member at portA (protoactor's
+// rendezvous hash of the member's address and the identity).
+func portTakingScheduler(t *testing.T, host string, portA int) int {
+	id := &cluster.ClusterIdentity{Identity: grains.SchedulerID, Kind: grains.KindScheduler}
+	kinds := []string{grains.KindScheduler}
+	for range 64 {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		require.NoError(t, err)
+		p := l.Addr().(*net.TCPAddr).Port
+		require.NoError(t, l.Close())
+		rdv := cluster.NewRendezvous()
+		rdv.UpdateMembers(cluster.Members{{Host: host, Port: int32(portA), Id: "a", Kinds: kinds}, {Host: host, Port: int32(p), Id: "b", Kinds: kinds}})
+		if rdv.GetByClusterIdentity(id) == net.JoinHostPort(host, strconv.Itoa(p)) {
+			return p
+		}
+	}
+	t.Fatal("no free port in 64 draws takes the scheduler (each draw is even odds)")
+	return 0
 }

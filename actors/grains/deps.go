@@ -63,6 +63,7 @@ type Timing struct {
 	HubTTL            time.Duration // how long a hub's record outlives its last beat (cluster.hub_ttl)
 	WorkerMaxLanes    int           // the most slots any worker may claim (limits.worker_max_lanes; 0 = no bound)
 	CDPTunnels        int           // open CDP tunnels per session (limits.cdp_tunnels_per_session; 0 = 8)
+	OwnerCheckEvery   time.Duration // the scheduler's periodic ownership check (0 = ownerCheckEvery, 3 s)
 
 	// SessionProfileWait: a session opening with a profile in use retries
 	// its pick this long before it answers profile_in_use

@@ -123,12 +123,21 @@ func (q *jobQueue) fifo(j *queuedJob) (*queueClass, *list.List) {
 }
 
 // PushBack queues a job at the end of its priority, unless it is queued
-// already (then it stays where it is).
+// already: then it stays where it is, and learns the job grain's hub if it
+// did not know it.
 func (q *jobQueue) PushBack(j queuedJob) {
-	if _, ok := q.byID[j.id]; !ok {
+	e, ok := q.byID[j.id]
+	if !ok {
 		j.priority = clampPriority(j.priority)
 		_, l := q.fifo(&j)
 		q.byID[j.id] = l.PushBack(j)
+		return
+	}
+	// Queued from the store (a rebuild), which may not know the job
+	// grain's hub: the job's own enqueue does.
+	if held := e.Value.(queuedJob); held.near == "" && j.near != "" {
+		held.near = j.near
+		e.Value = held
 	}
 }
 

@@ -171,3 +171,20 @@ func TestJobQueueCountsByMode(t *testing.T) {
 	q.Remove("a")
 	require.Equal(t, map[string]int{"noop": 1}, q.ByMode(), "a mode with no job left is dropped")
 }
+
+// TestJobQueueRequeueLearnsTheNearHub: a job a rebuild queued without its
+// grain's hub learns it from the job's own enqueue, and keeps its place; a
+// hub it knew is not overwritten by an enqueue that does not know one.
+func TestJobQueueRequeueLearnsTheNearHub(t *testing.T) {
+	q := newJobQueue(30 * time.Second)
+	q.PushBack(queuedJob{id: "a", priority: 5})
+	q.PushBack(queuedJob{id: "b", priority: 5, near: "hub-1"})
+	q.PushBack(queuedJob{id: "a", priority: 5, near: "hub-2"})
+	q.PushBack(queuedJob{id: "b", priority: 5})
+	near := map[string]string{}
+	for j := range q.All() {
+		near[j.id] = j.near
+	}
+	require.Equal(t, map[string]string{"a": "hub-2", "b": "hub-1"}, near)
+	require.Equal(t, []string{"a", "b"}, drain(&q, t0), "the job stays where it was")
+}

@@ -69,6 +69,9 @@ type ownerCheck struct{}
 // never place, since the worker grains report to the other.
 const ownerCheckEvery = 3 * time.Second
 
+// isTopology matches the event of a cluster topology change.
+func isTopology(evt any) bool { _, ok := evt.(*cluster.ClusterTopology); return ok }
+
 // schedRebuild reloads the queue from the store (start, and each re-drive).
 type schedRebuild struct{}
 
@@ -228,7 +231,16 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.self = ctx.Self()
 	ctx.Send(ctx.Self(), &schedRebuild{})
 	s.loadProfileSpots(ctx) // answered after the rebuild: its holders wait for it
-	s.timers.Every(ownerCheckEvery, &ownerCheck{})
+	every := s.deps.Timing.OwnerCheckEvery
+	if every <= 0 {
+		every = ownerCheckEvery
+	}
+	s.timers.Every(every, &ownerCheck{})
+	// And at once on a topology change, which is what moves the grain: the
+	// stale activation hands its jobs over in milliseconds, not seconds,
+	// so jobs are not placed meanwhile on a view the workers no longer
+	// report to.
+	s.timers.OnEvent(ctx.ActorSystem().EventStream, isTopology, &ownerCheck{})
 	s.timers.Every(tenantResyncEvery, &tenantResync{})
 	s.timers.Every(profileAuditEvery, &profileAudit{})
 }
@@ -256,6 +268,12 @@ func (s *schedulerGrain) rebuild(ctx actor.Context) {
 
 func (s *schedulerGrain) loadQueued() int {
 	n := 0
+	// The job grain's hub, as PickWorkerNear wants it: the job's own
+	// enqueue, which carries it, finds the job queued already.
+	near := func(string) string { return "" }
+	if o, ok := s.cl.Config.IdentityLookup.(owner); ok {
+		near = func(id string) string { return o.OwnerOf(id, KindJob) }
+	}
 	q := persistence.ListQuery{Status: persistence.StatusQueued, Limit: sweepPage, OldestFirst: true}
 	for j, err := range persistence.AllJobs(context.Background(), s.deps.Jobs, q,
 		persistence.PageTimeout(sweepPageTimeout), persistence.MaxPages(100)) {
@@ -264,7 +282,7 @@ func (s *schedulerGrain) loadQueued() int {
 			return n
 		}
 		if j.WorkerID == "" {
-			q := queuedJob{id: j.ID, mode: j.Mode, created: j.CreatedAt, priority: j.Priority, tenant: j.Tenant}
+			q := queuedJob{id: j.ID, mode: j.Mode, created: j.CreatedAt, priority: j.Priority, tenant: j.Tenant, near: near(j.ID)}
 			if p := messages.ProfileOf(j.Params); p == "" || !s.profileEnqueue(q, p) {
 				s.enqueue(q)
 			}

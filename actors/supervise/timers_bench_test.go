@@ -24,3 +24,56 @@ func BenchmarkTimersArmStop(b *testing.B) {
 		ts.After(time.Hour, msg)()
 	}
 }
+
+// busyActor counts its messages and answers on done after n, with a 30 s
+// idle timeout armed the whole time, kept either by Idle or by protoactor's
+// SetReceiveTimeout (which resets its timer on every message).
+type busyActor struct {
+	n, seen  int
+	done     chan struct{}
+	protoact bool
+	idle     *Idle
+}
+
+func (a *busyActor) Receive(ctx actor.Context) {
+	if a.idle.Skip(ctx.Message()) {
+		return
+	}
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		if a.protoact {
+			ctx.SetReceiveTimeout(30 * time.Second)
+			return
+		}
+		a.idle = NewIdle(NewTimers(ctx, "bench_idle"))
+		a.idle.Set(30 * time.Second)
+	case *tick:
+		if a.seen++; a.seen == a.n {
+			close(a.done)
+		}
+	}
+}
+
+// BenchmarkIdleBusy: the cost per message of an idle timeout on a busy
+// actor — Idle (a clock read a message) against protoactor's receive
+// timeout (a timer stop and reset a message).
+func BenchmarkIdleBusy(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		protoact bool
+	}{{"idle", false}, {"protoactor", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			system := actor.NewActorSystem()
+			a := &busyActor{n: b.N, done: make(chan struct{}), protoact: tc.protoact}
+			pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }))
+			defer system.Root.Stop(pid)
+			msg := &tick{}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				system.Root.Send(pid, msg)
+			}
+			<-a.done
+		})
+	}
+}

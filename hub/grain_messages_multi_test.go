@@ -7,7 +7,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"strconv"
 	"testing"
@@ -20,7 +19,6 @@ import (
 	"github.com/paprika-hub/paprika/actors/grains"
 	"github.com/paprika-hub/paprika/config"
 	"github.com/paprika-hub/paprika/membership"
-	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -84,13 +82,8 @@ func TestMultiMemberIdleJobGoesToItsHubsWorker(t *testing.T) {
 	startAgent(t, a.URL(), "wna", 2)
 	startAgent(t, b.URL(), "wnb", 2)
 	idle := func() bool {
-		r, err := grains.Call(a.member.Cluster, grains.SchedulerID, grains.KindScheduler, &messages.SchedGetStats{}, 5*time.Second)
-		if err != nil || !r.Ok {
-			return false
-		}
-		var st grains.SchedStats
-		require.NoError(t, json.Unmarshal(r.Json, &st))
-		return st.WorkersAlive == 2 && st.LanesBusy == 0 && st.Pending == 0 && st.Queued == 0
+		st, ok := schedStats(t, a)
+		return ok && st.WorkersAlive == 2 && st.LanesBusy == 0 && st.Pending == 0 && st.Queued == 0
 	}
 	const n = 12
 	for _, tc := range []struct {
@@ -132,16 +125,7 @@ func TestMultiMemberSchedulerHandsOverOnATopologyChange(t *testing.T) {
 	}
 	a := noPeriodicCheck(cfgA)
 	id := submit(t, a.URL(), `{"mode":"noop"}`).ID
-	queued := func(h *Hub) int {
-		r, err := grains.Call(h.member.Cluster, grains.SchedulerID, grains.KindScheduler, &messages.SchedGetStats{}, 5*time.Second)
-		if err != nil || !r.Ok {
-			return -1
-		}
-		var st grains.SchedStats
-		require.NoError(t, json.Unmarshal(r.Json, &st))
-		return st.Queued
-	}
-	require.Eventually(t, func() bool { return queued(a) == 1 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { st, ok := schedStats(t, a); return ok && st.Queued == 1 }, 10*time.Second, 10*time.Millisecond,
 		"the job waits in the scheduler on the only hub")
 
 	// B listens where the rendezvous hash gives it the scheduler.

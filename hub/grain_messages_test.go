@@ -20,16 +20,25 @@ func jobLookups(h *Hub) int64 {
 		m.Get("paprika_grain_messages_total", "kind=job", "op=lookup", "to=remote")
 }
 
+// schedStats is the scheduler's state as seen through h; false when it
+// does not answer.
+func schedStats(t *testing.T, h *Hub) (grains.SchedStats, bool) {
+	var st grains.SchedStats
+	r, err := grains.Call(h.member.Cluster, grains.SchedulerID, grains.KindScheduler, &messages.SchedGetStats{}, 5*time.Second)
+	if err != nil || !r.Ok {
+		return st, false
+	}
+	require.NoError(t, json.Unmarshal(r.Json, &st))
+	return st, true
+}
+
 // placementsPending is the scheduler's count of placements not settled
 // yet (-1 when it does not answer).
 func placementsPending(t *testing.T, h *Hub) int {
-	r, err := grains.Call(h.member.Cluster, grains.SchedulerID, grains.KindScheduler, &messages.SchedGetStats{}, 5*time.Second)
-	if err != nil || !r.Ok {
-		return -1
+	if st, ok := schedStats(t, h); ok {
+		return st.Pending
 	}
-	var st grains.SchedStats
-	require.NoError(t, json.Unmarshal(r.Json, &st))
-	return st.Pending
+	return -1
 }
 
 // runJobs submits n no-op jobs through via and waits until each succeeded.

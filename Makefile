@@ -55,10 +55,12 @@ fuzz: ## fuzz the worker-link frame decoder for 30 s
 security: ## the trust-boundary tests alone (TestSecurity*; without -race, since some start several remotes)
 	$(GO) test -count=1 -timeout 10m -run '^TestSecurity' $(PKGS)
 
-lint: ## go vet + gofmt check (also vets, so builds, the bench/ module)
+lint: ## go vet + gofmt check (also vets, so builds, the bench/ module), and no protoactor receive timeout
 	$(GO) vet $(PKGS)
 	cd bench && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt wants:"; echo "$$out"; exit 1; fi
+	@# protoactor's receive timeout races the actor's turn: supervise.Idle instead.
+	@out=$$(git grep -n -e 'SetReceiveTimeout(' -e 'CancelReceiveTimeout(' -- '*.go' ':!*_test.go'); if [ -n "$$out" ]; then echo "use supervise.Idle, not protoactor's receive timeout:"; echo "$$out"; exit 1; fi
 
 generate: ## regenerate protobuf code (needs protoc and protoc-gen-go)
 	protoc -I messages --go_out=messages --go_opt=paths=source_relative messages/*.proto

@@ -111,8 +111,8 @@ func TestMultiMemberIdleJobGoesToItsHubsWorker(t *testing.T) {
 // TestMultiMemberSchedulerHandsOverOnATopologyChange: when a hub joins and
 // the scheduler grain is now its, the activation on the first hub hands
 // its queued job over at the topology change itself — the periodic
-// ownership check is off here (an hour), so only the topology event can
-// do it — and the job runs once, on the new owner's view.
+// ownership check is off here (an hour), so only the placement's Moved,
+// read before the stop, can do it — and the job runs once.
 func TestMultiMemberSchedulerHandsOverOnATopologyChange(t *testing.T) {
 	cfgA, cfgB := sharedStoreConfigs(t)
 	noPeriodicCheck := func(cfg *config.Config) *Hub {

@@ -294,6 +294,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Provider:   provider, Host: h.cfg.Cluster.Host, Port: h.cfg.Cluster.Port, Logger: h.log,
 		Kinds: []*cluster.Kind{grains.NewWorkerKind(d), grains.NewJobKind(d), grains.NewSchedulerKind(d),
 			grains.NewSessionKind(d), grains.NewLiveKind(d)},
+		HandOverKinds:  []string{grains.KindScheduler},
 		RequestTimeout: d.Timing.GrainTimeout,
 		Redis:          h.stores.Redis, RedisPrefix: h.cfg.Redis.Prefix, HubTTL: h.cfg.Cluster.HubTTL,
 		MemberTimeout:   h.cfg.Cluster.MemberTimeout,

@@ -51,7 +51,16 @@ type Lookup struct {
 	delivers map[string]bool
 	// dispatcher runs the placement actor (Options.Dispatcher).
 	dispatcher actor.Dispatcher
+	// handOver are the kinds told Moved before a topology change stops
+	// them (Options.HandOverKinds).
+	handOver map[string]bool
 }
+
+// Moved is what an activation of a kind in Options.HandOverKinds reads
+// when a topology change gave its identity to another member, just before
+// the PoisonPill that stops it: a grain that holds what only it knows (the
+// scheduler's queue) hands it over then. Owner is the new owner's address.
+type Moved struct{ Owner string }
 
 // DeliverKind is the cluster kind a member lists to say that its placement
 // actor takes messages.GrainDeliver. No grain of it is ever activated.
@@ -79,7 +88,7 @@ func (l *Lookup) Setup(c *cluster.Cluster, _ []string, _ bool) {
 	l.mu.Unlock()
 	system := c.ActorSystem
 	l.placement, _ = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &placementActor{cluster: c, actors: map[string]placed{}, byPID: map[string]string{}}
+		return &placementActor{cluster: c, handOver: l.handOver, actors: map[string]placed{}, byPID: map[string]string{}}
 	}, actor.WithDispatcher(l.dispatcher)), activatorName)
 	l.sub = system.EventStream.Subscribe(func(ev interface{}) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok {
@@ -223,9 +232,10 @@ type flushEnded struct{}
 // placementActor owns this member's activations: it spawns a grain on the
 // first request for it, and stops those a new topology places elsewhere.
 type placementActor struct {
-	cluster *cluster.Cluster
-	actors  map[string]placed // by identity key
-	byPID   map[string]string // activation (PID id) → identity key
+	cluster  *cluster.Cluster
+	handOver map[string]bool   // kinds told Moved before they are stopped
+	actors   map[string]placed // by identity key
+	byPID    map[string]string // activation (PID id) → identity key
 	// ended are the activations stopped since the last notice; flush is
 	// its pending timer.
 	ended []placed
@@ -283,8 +293,14 @@ func (p *placementActor) Receive(ctx actor.Context) {
 		rdv.UpdateMembers(msg.Members)
 		self := p.cluster.ActorSystem.Address()
 		for _, a := range p.actors {
-			if rdv.GetByClusterIdentity(a.id) != self {
-				ctx.Poison(a.pid) // its owner is now another member
+			if owner := rdv.GetByClusterIdentity(a.id); owner != self {
+				// Its owner is now another member. A kind that hands over
+				// is told first: Moved and the PoisonPill are both user
+				// messages from here, so it reads Moved before it stops.
+				if p.handOver[a.id.Kind] {
+					ctx.Send(a.pid, &Moved{Owner: owner})
+				}
+				ctx.Poison(a.pid)
 			}
 		}
 	}

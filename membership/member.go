@@ -50,6 +50,9 @@ type Options struct {
 	// health; 0 means DefaultAutomanagedPort.
 	AutomanagedPort int
 	Kinds           []*cluster.Kind
+	// HandOverKinds are the kinds whose activation is sent Moved before a
+	// topology change that gives it to another member stops it.
+	HandOverKinds []string
 	// Dispatcher runs the placement actor's turns (every activation and
 	// every GrainDeliver goes through it); nil: protoactor's default.
 	Dispatcher     actor.Dispatcher
@@ -173,6 +176,10 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	lookup := NewLookup()
 	lookup.dispatcher = o.Dispatcher
+	lookup.handOver = make(map[string]bool, len(o.HandOverKinds))
+	for _, k := range o.HandOverKinds {
+		lookup.handOver[k] = true
+	}
 	cfg := cluster.Configure(o.Name, provider, lookup, remoteConfig(o),
 		cluster.WithKinds(append(slices.Clip(o.Kinds), deliverKind())...), cluster.WithRequestTimeout(o.RequestTimeout))
 	c := cluster.New(system, cfg)

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/membership"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/metrics"
 	"github.com/paprika-hub/paprika/persistence"
@@ -68,9 +69,6 @@ type ownerCheck struct{}
 // topology change (protoactor #799); a stale one would hold jobs it can
 // never place, since the worker grains report to the other.
 const ownerCheckEvery = 3 * time.Second
-
-// isTopology matches the event of a cluster topology change.
-func isTopology(evt any) bool { _, ok := evt.(*cluster.ClusterTopology); return ok }
 
 // schedRebuild reloads the queue from the store (start, and each re-drive).
 type schedRebuild struct{}
@@ -185,6 +183,12 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		panic("injected panic in scheduler")
 	case *ownerCheck:
 		s.checkOwner(ctx)
+	case *membership.Moved:
+		// A topology change gave the grain to another member, whose
+		// placement stops this activation next: the jobs go over now, so
+		// they are not placed meanwhile on a view the workers no longer
+		// report to, and each enqueues with its own grain's hub.
+		s.handOver(ctx, msg.Owner)
 	case *wakeJob:
 		Send(ctx, s.cl, msg.jobID, KindJob, &messages.JobEnsure{})
 	case *messages.SchedRemove:
@@ -236,11 +240,6 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 		every = ownerCheckEvery
 	}
 	s.timers.Every(every, &ownerCheck{})
-	// And at once on a topology change, which is what moves the grain: the
-	// stale activation hands its jobs over in milliseconds, not seconds,
-	// so jobs are not placed meanwhile on a view the workers no longer
-	// report to.
-	s.timers.OnEvent(ctx.ActorSystem().EventStream, isTopology, &ownerCheck{})
 	s.timers.Every(tenantResyncEvery, &tenantResync{})
 	s.timers.Every(profileAuditEvery, &profileAudit{})
 }
@@ -429,15 +428,39 @@ func (s *schedulerGrain) placeFailed(ctx actor.Context, m *messages.SchedPlaceFa
 
 // checkOwner stops this activation when the cluster routes the scheduler
 // elsewhere: its queued jobs are woken so they enqueue with the owner.
+// With membership's lookup the owner is read from this member's view of
+// the topology, locally, as its placement actor reads it; another lookup
+// is asked beside the actor and answers to the turn. Either way the turn
+// does not wait on an activation.
 func (s *schedulerGrain) checkOwner(ctx actor.Context) {
-	s.cl.PidCache.Remove(SchedulerID, KindScheduler)
-	owner := s.cl.Get(SchedulerID, KindScheduler)
-	if owner == nil || samePID(owner, ctx.Self()) {
+	if o, ok := s.cl.Config.IdentityLookup.(owner); ok {
+		if addr := o.OwnerOf(SchedulerID, KindScheduler); addr != "" && addr != s.cl.ActorSystem.Address() {
+			s.handOver(ctx, addr)
+		}
 		return
 	}
+	system, cl := ctx.ActorSystem(), s.cl
+	found := actor.NewFuture(system, ownerCheckEvery) // an answer later than the next check is moot
+	go func() {
+		cl.PidCache.Remove(SchedulerID, KindScheduler)
+		if pid := cl.Get(SchedulerID, KindScheduler); pid != nil {
+			system.Root.Send(found.PID(), pid)
+		}
+	}()
+	s.timers.Reenter(ctx, found, func(res interface{}, _ error) {
+		if pid, _ := res.(*actor.PID); pid != nil && !samePID(pid, ctx.Self()) {
+			s.handOver(ctx, pid.String())
+		}
+	})
+}
+
+// handOver wakes every job this activation holds, so each enqueues with
+// the owner, and stops it.
+func (s *schedulerGrain) handOver(ctx actor.Context, owner string) {
+	s.cl.PidCache.Remove(SchedulerID, KindScheduler)
 	s.deps.Metrics.SchedStaleActivations.Inc()
 	s.log.Warn("another scheduler activation owns the grain; handing over and stopping",
-		slog.String("owner", owner.String()), slog.Int("queued", s.queue.Len()))
+		slog.String("owner", owner), slog.Int("queued", s.queue.Len()))
 	for q := range s.queue.All() {
 		Send(ctx, s.cl, q.id, KindJob, &messages.JobEnsure{})
 	}

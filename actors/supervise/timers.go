@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/eventstream"
 )
 
 // Timers are the timers of one actor incarnation. protoactor's timers are
@@ -26,9 +25,8 @@ type Timers struct {
 	kindCount, sysCount *atomic.Int64
 
 	mu      sync.Mutex
-	live    timer    // sentinel of the ring of armed timers
-	subs    []func() // event subscriptions to end (OnEvent)
-	stopped bool     // StopAll ran: the incarnation is gone
+	live    timer // sentinel of the ring of armed timers
+	stopped bool  // StopAll ran: the incarnation is gone
 }
 
 // timer is one armed timer, on its set's ring from arming until it fires
@@ -175,35 +173,10 @@ func (t *Timers) StopAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stopped = true
-	for _, unsub := range t.subs {
-		unsub()
-	}
-	t.subs = nil
 	for e := t.live.next; e != &t.live; e = t.live.next {
 		e.tm.Stop()
 		t.dropLocked(e)
 	}
-}
-
-// OnEvent sends msg to the actor itself each time the actor system's event
-// stream publishes an event that match accepts, until StopAll: the
-// subscription is the incarnation's like its timers, so a stopped actor
-// leaves none behind. match runs on the publisher's goroutine and must
-// only look at the event.
-func (t *Timers) OnEvent(stream *eventstream.EventStream, match func(evt any) bool, msg any) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.stopped {
-		return
-	}
-	sub := stream.SubscribeWithPredicate(func(any) {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if !t.stopped {
-			t.send(t.self, msg)
-		}
-	}, match)
-	t.subs = append(t.subs, func() { stream.Unsubscribe(sub) })
 }
 
 // Reenter is ctx.ReenterAfter for this incarnation: cont runs on the

@@ -152,32 +152,3 @@ func TestTimersRingUnderChurn(t *testing.T) {
 	require.Equal(t, base, LiveTimersIn(system, "test_timed"))
 	require.Empty(t, got, "no tick after the stop")
 }
-
-type topologyLike struct{}
-
-// TestTimersOnEventEndsWithTheIncarnation: a matching event reaches the
-// actor as its message, another does not, and once the actor stops the
-// subscription is gone from the stream.
-func TestTimersOnEventEndsWithTheIncarnation(t *testing.T) {
-	system := actor.NewActorSystem()
-	got, ready := make(chan int, 64), make(chan *Timers, 1)
-	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &timedActor{got: got, ready: ready} }))
-	ts := <-ready
-	subs := system.EventStream.Length()
-	ts.OnEvent(system.EventStream, func(evt any) bool { _, ok := evt.(*topologyLike); return ok }, &tick{n: 7})
-	require.Equal(t, subs+1, system.EventStream.Length())
-
-	system.EventStream.Publish("something else")
-	system.EventStream.Publish(&topologyLike{})
-	require.Equal(t, 7, <-got)
-	select {
-	case n := <-got:
-		t.Fatalf("one matching event, a second tick %d", n)
-	case <-time.After(50 * time.Millisecond):
-	}
-
-	require.NoError(t, system.Root.StopFuture(pid).Wait())
-	require.Equal(t, subs, system.EventStream.Length(), "the subscription ends with the actor")
-	ts.OnEvent(system.EventStream, func(any) bool { return true }, &tick{n: 8})
-	require.Equal(t, subs, system.EventStream.Length(), "a stopped set subscribes to nothing")
-}

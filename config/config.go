@@ -55,6 +55,8 @@ const (
 	DefaultJobsRetryBackoffMax = time.Hour
 	// DefaultJobsGroupCommitWait is jobs.group_commit_wait.
 	DefaultJobsGroupCommitWait = time.Millisecond
+	// DefaultJobsFinishCommitWait is jobs.finish_commit_wait.
+	DefaultJobsFinishCommitWait = 5 * time.Millisecond
 	// DefaultLogsBatchLines is logs.batch_lines.
 	DefaultLogsBatchLines = 50
 	// DefaultLogsBatchWait is logs.batch_wait.
@@ -370,6 +372,14 @@ type JobsConfig struct {
 	// wait: fewer commits per job under a steady load, at up to this much
 	// latency per transition. 0 never waits. Default 1ms. Range 0..50ms.
 	GroupCommitWait time.Duration `yaml:"group_commit_wait"`
+	// FinishCommitWait is how long the embedded store lets a job's final
+	// state wait to ride a commit that another transition starts, instead
+	// of starting one: its worker's lane is freed before the write and the
+	// worker acknowledged after it, so only the final state's visibility
+	// waits. Fewer commits per job under a steady load. 0 never waits.
+	// MariaDB's store does not wait (see the README's "Final states ride
+	// other commits"). Default 5ms. Range 0..100ms.
+	FinishCommitWait time.Duration `yaml:"finish_commit_wait"`
 }
 
 // LogsConfig is the "logs" section.
@@ -639,10 +649,11 @@ func Default() *Config {
 			FleetCache:       DefaultReconcilerFleetCache,
 		},
 		Jobs: JobsConfig{
-			DefaultTimeout:  DefaultJobsDefaultTimeout,
-			MaxAttempts:     DefaultJobsMaxAttempts,
-			RetryBackoffMax: DefaultJobsRetryBackoffMax,
-			GroupCommitWait: DefaultJobsGroupCommitWait,
+			DefaultTimeout:   DefaultJobsDefaultTimeout,
+			MaxAttempts:      DefaultJobsMaxAttempts,
+			RetryBackoffMax:  DefaultJobsRetryBackoffMax,
+			GroupCommitWait:  DefaultJobsGroupCommitWait,
+			FinishCommitWait: DefaultJobsFinishCommitWait,
 		},
 		Logs: LogsConfig{
 			BatchLines: DefaultLogsBatchLines,

@@ -5,6 +5,10 @@ import bbolt "go.etcd.io/bbolt"
 // Commits is how many transactions s's group committer has committed.
 func Commits(s *JobStore) int64 { return s.Commits() }
 
+// LazyWaiting is how many lazy writes (a Finish, a SetLane) wait in s's
+// group committer for a commit to ride.
+func LazyWaiting(s *JobStore) int { return int(s.group.waiting.Load()) }
+
 // LeafFill is how full the leaf pages of bucket name are, in use over
 // allocated.
 func LeafFill(s *JobStore, name string) (fill float64, err error) {

@@ -38,7 +38,8 @@ type Option func(*options)
 // options is what Open takes: bbolt's own and the group commit's.
 type options struct {
 	bbolt.Options
-	groupWait time.Duration
+	groupWait  time.Duration
+	finishWait time.Duration
 }
 
 // WithGroupWait lets a commit wait up to d for more writes to share it
@@ -46,6 +47,14 @@ type options struct {
 // default) never waits.
 func WithGroupWait(d time.Duration) Option {
 	return func(o *options) { o.groupWait = d }
+}
+
+// WithFinishWait lets a job's final state (Finish) and a running
+// attempt's lane (SetLane) wait up to d for a commit another write
+// starts, instead of starting one (group_commit.go's lazy writes); 0 (the
+// default) never waits.
+func WithFinishWait(d time.Duration) Option {
+	return func(o *options) { o.finishWait = d }
 }
 
 // WithLockTimeout sets how long Open waits for the file lock (default
@@ -69,7 +78,7 @@ func Open(path string, opts ...Option) (*JobStore, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open job store %s: %w", path, err)
 	}
-	return &JobStore{db: db, path: path, group: newGroupCommitter(db, o.groupWait)}, nil
+	return &JobStore{db: db, path: path, group: newGroupCommitter(db, o.groupWait, o.finishWait)}, nil
 }
 
 // openDB opens (creating it and its directory if needed) the bbolt file at
@@ -363,7 +372,7 @@ func (s *JobStore) Unclaim(ctx context.Context, id, workerID string, attempt int
 
 // SetLane records a running attempt's lane (persistence.ApplySetLane).
 func (s *JobStore) SetLane(ctx context.Context, id string, attempt int, lane string) error {
-	_, err := s.update(ctx, id, "set lane of", func(j *persistence.Job) error { return persistence.ApplySetLane(j, attempt, lane) })
+	_, err := s.updateLazy(ctx, id, "set lane of", func(j *persistence.Job) error { return persistence.ApplySetLane(j, attempt, lane) })
 	return err
 }
 
@@ -375,7 +384,7 @@ func (s *JobStore) Requeue(ctx context.Context, id string, attempt int) error {
 
 // Finish ends a non-final job (persistence.ApplyFinish).
 func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persistence.Finish) (persistence.Job, error) {
-	return s.update(ctx, id, "finish", func(j *persistence.Job) error { return persistence.ApplyFinish(j, attempt, f) })
+	return s.updateLazy(ctx, id, "finish", func(j *persistence.Job) error { return persistence.ApplyFinish(j, attempt, f) })
 }
 
 // Close closes the file; later calls fail with persistence.ErrUnavailable.
@@ -396,6 +405,17 @@ func (s *JobStore) Close() error {
 // update loads job id, applies fn and, when fn accepts, writes the job and
 // moves its status index entry: read, check and write in one transaction.
 func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persistence.Job) error) (persistence.Job, error) {
+	return s.transition(ctx, id, op, fn, s.group.update)
+}
+
+// updateLazy is update for a write that may ride a commit other writes
+// start (WithFinishWait).
+func (s *JobStore) updateLazy(ctx context.Context, id, op string, fn func(*persistence.Job) error) (persistence.Job, error) {
+	return s.transition(ctx, id, op, fn, s.group.updateLazy)
+}
+
+func (s *JobStore) transition(ctx context.Context, id, op string, fn func(*persistence.Job) error,
+	commit func(context.Context, func(*writeTx) error) error) (persistence.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return persistence.Job{}, fmt.Errorf("%s job %s: %w", op, id, err)
 	}
@@ -406,7 +426,7 @@ func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persisten
 		fnErr error // the transition's own verdict, already in context
 	)
 	key := []byte(id)
-	err := s.group.update(ctx, func(w *writeTx) error {
+	err := commit(ctx, func(w *writeTx) error {
 		out, fnErr = nil, nil
 		jobs := w.bucket(bucketJobs)
 		j, err := decodeStored(w.get(jobs, key), key)

@@ -334,3 +334,130 @@ func TestStuckCommitBoundsTheWait(t *testing.T) {
 	require.Equal(t, persistence.StatusQueued, got.Status, "a dropped write is never written")
 	require.Zero(t, got.Attempts)
 }
+
+// TestJobStoreFinishWait: the conformance suite with final states that
+// wait to ride other writes' commits (WithFinishWait).
+func TestJobStoreFinishWait(t *testing.T) {
+	t.Parallel()
+	storetest.RunJobStore(t, func(t *testing.T) persistence.JobStore {
+		s, _ := open(t, bolt.WithGroupWait(time.Millisecond), bolt.WithFinishWait(5*time.Millisecond))
+		return s
+	})
+}
+
+// runningJob creates and claims a job in s.
+func runningJob(t *testing.T, s *bolt.JobStore) persistence.Job {
+	t.Helper()
+	ctx := context.Background()
+	j, _, err := s.Create(ctx, persistence.Job{Mode: "noop", TimeoutS: 60, MaxAttempts: 1})
+	require.NoError(t, err)
+	j, err = s.Claim(ctx, j.ID, "w1", time.Now())
+	require.NoError(t, err)
+	return j
+}
+
+// finishAsync runs a's Finish (the final state a lazy write) in the
+// background; its answer comes on the channel returned.
+func finishAsync(ctx context.Context, s *bolt.JobStore, j persistence.Job) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Finish(ctx, j.ID, j.Attempts, persistence.Finish{Status: persistence.StatusSucceeded, Lane: "0"})
+		done <- err
+	}()
+	return done
+}
+
+// TestFinishRidesAnotherCommit: with a finish wait longer than the test, a
+// final state starts no commit of its own: it waits, unanswered and
+// unwritten, until another write starts one, and then both are answered
+// after that one commit; the lane (SetLane) rides the same way.
+func TestFinishRidesAnotherCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := open(t, bolt.WithFinishWait(time.Minute))
+	a := runningJob(t, s)
+	b := runningJob(t, s)
+	before := bolt.Commits(s)
+
+	done := finishAsync(ctx, s, a)
+	laneDone := make(chan error, 1)
+	go func() { laneDone <- s.SetLane(ctx, b.ID, b.Attempts, "3") }()
+	require.Eventually(t, func() bool { return bolt.LazyWaiting(s) == 2 }, 10*time.Second, time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the final state committed on its own: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	require.Equal(t, before, bolt.Commits(s), "no commit while only lazy writes wait")
+	got, err := s.Get(ctx, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, persistence.StatusRunning, got.Status, "not written before a commit carries it")
+
+	// A create (an urgent write) starts a commit: the waiting writes ride it.
+	_, _, err = s.Create(ctx, persistence.Job{Mode: "noop", TimeoutS: 60, MaxAttempts: 1})
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	require.NoError(t, <-laneDone)
+	require.Equal(t, before+1, bolt.Commits(s), "the create and the waiting writes shared one commit")
+	got, err = s.Get(ctx, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, persistence.StatusSucceeded, got.Status)
+	got, err = s.Get(ctx, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, "3", got.Lane)
+}
+
+// TestLoneFinishCommitsAfterItsWait: a final state with no other write
+// to ride commits on its own once its wait is over, and without a finish
+// wait it commits at once.
+func TestLoneFinishCommitsAfterItsWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, wait := range []time.Duration{0, 20 * time.Millisecond} {
+		s, _ := open(t, bolt.WithFinishWait(wait))
+		j := runningJob(t, s)
+		before := bolt.Commits(s)
+		start := time.Now()
+		require.NoError(t, <-finishAsync(ctx, s, j), "wait %s", wait)
+		require.GreaterOrEqual(t, time.Since(start), wait, "the final state waited for company first")
+		require.Equal(t, before+1, bolt.Commits(s))
+		got, err := s.Get(ctx, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, persistence.StatusSucceeded, got.Status)
+	}
+}
+
+// TestWaitingFinishBoundsAndClose: a final state whose caller gives up
+// while it waits is dropped, never written later; one still waiting when
+// the store closes is written and answered before Close returns.
+func TestWaitingFinishBoundsAndClose(t *testing.T) {
+	t.Parallel()
+	bg := context.Background()
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	s, err := bolt.Open(path, bolt.WithFinishWait(time.Minute))
+	require.NoError(t, err)
+	a := runningJob(t, s)
+	b := runningJob(t, s)
+
+	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	defer cancel()
+	err = <-finishAsync(ctx, s, a)
+	require.ErrorIs(t, err, persistence.ErrUnavailable)
+	require.ErrorContains(t, err, "nothing written")
+	_, _, err = s.Create(bg, persistence.Job{Mode: "noop", TimeoutS: 60, MaxAttempts: 1}) // a commit the dropped write could ride
+	require.NoError(t, err)
+	got, err := s.Get(bg, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, persistence.StatusRunning, got.Status, "a dropped write is never written")
+
+	done := finishAsync(bg, s, b)
+	require.Eventually(t, func() bool { return bolt.LazyWaiting(s) == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, s.Close())
+	require.NoError(t, <-done, "a waiting write is answered at Close")
+	s, err = bolt.Open(path)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	got, err = s.Get(bg, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, persistence.StatusSucceeded, got.Status, "written before Close returned")
+}

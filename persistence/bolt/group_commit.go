@@ -48,7 +48,7 @@ const waitGroup = 32
 //
 // A write nobody waits on in a hurry — a job's final state, whose worker's
 // lane was freed before it and whose worker is acknowledged after it
-// (updateLazy) — does not start a commit of its own: it rides the next
+// (update's lazy) — does not start a commit of its own: it rides the next
 // commit another write starts, or commits lazyWait after it came. Under a
 // steady load a no-op job's three writes then take about two commits
 // instead of three; the final state is durable before it is acknowledged,
@@ -73,7 +73,7 @@ type groupCommitter struct {
 type commitReq struct {
 	fn  func(*writeTx) error
 	err chan error
-	// lazy: the write may wait for a commit to ride (updateLazy).
+	// lazy: the write may wait for a commit to ride (update's lazy).
 	lazy bool
 	// state is reqWaiting until the committer takes the write (reqTaken)
 	// or its caller gives up on it first (reqAbandoned): a write is either
@@ -107,18 +107,12 @@ func newGroupCommitter(db *bbolt.DB, wait, lazyWait time.Duration) *groupCommitt
 // took the write, nothing is written; if after, the write may still
 // land. Both are errNotAnswered (and persistence.ErrUnavailable), and the
 // caller must then not read what fn reports.
-func (g *groupCommitter) update(ctx context.Context, fn func(*writeTx) error) error {
-	return g.run(ctx, &commitReq{fn: fn, err: make(chan error, 1)})
-}
-
-// updateLazy is update for a write that may wait up to the committer's
-// lazyWait for a commit started by another write, instead of starting
-// one: what its caller is answered, and when, is as update's, but later.
-func (g *groupCommitter) updateLazy(ctx context.Context, fn func(*writeTx) error) error {
-	return g.run(ctx, &commitReq{fn: fn, err: make(chan error, 1), lazy: g.lazyWait > 0})
-}
-
-func (g *groupCommitter) run(ctx context.Context, r *commitReq) error {
+//
+// A lazy write (lazy, with a lazyWait) waits up to lazyWait for a commit
+// another write starts instead of starting one: what its caller is
+// answered, and when, is as for any write, but later.
+func (g *groupCommitter) update(ctx context.Context, fn func(*writeTx) error, lazy bool) error {
+	r := &commitReq{fn: fn, err: make(chan error, 1), lazy: lazy && g.lazyWait > 0}
 	select {
 	case g.reqs <- r:
 	case <-g.quit:

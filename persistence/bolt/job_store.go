@@ -168,7 +168,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 		}
 		created = true
 		return nil
-	})
+	}, false)
 	if err == nil {
 		err = dup
 	}
@@ -405,17 +405,16 @@ func (s *JobStore) Close() error {
 // update loads job id, applies fn and, when fn accepts, writes the job and
 // moves its status index entry: read, check and write in one transaction.
 func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persistence.Job) error) (persistence.Job, error) {
-	return s.transition(ctx, id, op, fn, s.group.update)
+	return s.transition(ctx, id, op, fn, false)
 }
 
 // updateLazy is update for a write that may ride a commit other writes
 // start (WithFinishWait).
 func (s *JobStore) updateLazy(ctx context.Context, id, op string, fn func(*persistence.Job) error) (persistence.Job, error) {
-	return s.transition(ctx, id, op, fn, s.group.updateLazy)
+	return s.transition(ctx, id, op, fn, true)
 }
 
-func (s *JobStore) transition(ctx context.Context, id, op string, fn func(*persistence.Job) error,
-	commit func(context.Context, func(*writeTx) error) error) (persistence.Job, error) {
+func (s *JobStore) transition(ctx context.Context, id, op string, fn func(*persistence.Job) error, lazy bool) (persistence.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return persistence.Job{}, fmt.Errorf("%s job %s: %w", op, id, err)
 	}
@@ -426,7 +425,7 @@ func (s *JobStore) transition(ctx context.Context, id, op string, fn func(*persi
 		fnErr error // the transition's own verdict, already in context
 	)
 	key := []byte(id)
-	err := commit(ctx, func(w *writeTx) error {
+	err := s.group.update(ctx, func(w *writeTx) error {
 		out, fnErr = nil, nil
 		jobs := w.bucket(bucketJobs)
 		j, err := decodeStored(w.get(jobs, key), key)
@@ -452,7 +451,7 @@ func (s *JobStore) transition(ctx context.Context, id, op string, fn func(*persi
 		}
 		out = &j
 		return nil
-	})
+	}, lazy)
 	switch {
 	case errors.Is(err, errNotAnswered):
 		// fnErr and out may still be written by the committer: unread.

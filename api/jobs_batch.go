@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 // Bounds of POST /jobs:batch. Each item is also held to every bound of
@@ -67,6 +69,9 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := BatchResponse{Results: make([]BatchItem, len(items))}
+	// The items go one after another, each answered after its commit: a
+	// store must not hold one back for company.
+	r = r.WithContext(persistence.WithoutCommitWait(r.Context()))
 	allCreated := true
 	for i, raw := range items {
 		it := s.submitItem(r, raw)

@@ -108,9 +108,10 @@ func TestKeysAndEnvNames(t *testing.T) {
 	// scheduler.tenant_label, tenant_weights, tenant_quotas, debug.pprof,
 	// the four health thresholds, scheduler.affinity_wait,
 	// scheduler.session_profile_wait, jobs.group_commit_wait,
-	// jobs.finish_commit_wait
-	require.Len(t, keys, 84)
+	// jobs.finish_commit_wait, jobs.create_commit_wait
+	require.Len(t, keys, 85)
 	require.Equal(t, "PAPRIKA_JOBS_FINISH_COMMIT_WAIT", EnvName("jobs.finish_commit_wait"))
+	require.Equal(t, "PAPRIKA_JOBS_CREATE_COMMIT_WAIT", EnvName("jobs.create_commit_wait"))
 	require.Equal(t, "hub.listen", keys[0])
 	require.Equal(t, "debug.fault_injection", keys[len(keys)-1])
 	require.Equal(t, "PAPRIKA_RECONCILER_ORPHAN_GRACE", EnvName("reconciler.orphan_grace"))

@@ -123,6 +123,13 @@ var fieldChecks = map[string]func(c *Config) string{
 		return ""
 	},
 
+	"jobs.create_commit_wait": func(c *Config) string {
+		if d := c.Jobs.CreateCommitWait; d < 0 || d > 100*time.Millisecond {
+			return fmt.Sprintf("%s is out of range 0..100ms", d)
+		}
+		return ""
+	},
+
 	"logs.batch_lines": func(c *Config) string { return inRange(c.Logs.BatchLines, 1, 10000) },
 	"logs.batch_wait":  func(c *Config) string { return positive(c.Logs.BatchWait) },
 	"logs.retention":   func(c *Config) string { return positive(c.Logs.Retention) },

@@ -78,7 +78,8 @@ func OpenStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *S
 		s.close = append(s.close, jobs.Close)
 	} else {
 		path := JobsFile(cfg)
-		jobs, err := bolt.Open(path, bolt.WithGroupWait(cfg.Jobs.GroupCommitWait), bolt.WithFinishWait(cfg.Jobs.FinishCommitWait))
+		jobs, err := bolt.Open(path, bolt.WithGroupWait(cfg.Jobs.GroupCommitWait), bolt.WithFinishWait(cfg.Jobs.FinishCommitWait),
+			bolt.WithCreateWait(cfg.Jobs.CreateCommitWait))
 		if err != nil {
 			return nil, fmt.Errorf("open embedded job store %s: %w", path, err)
 		}

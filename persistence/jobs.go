@@ -246,3 +246,21 @@ type JobStore interface {
 	Revive(ctx context.Context, id string, at time.Time) (Job, error)
 	Close() error
 }
+
+// commitWaitOffKey marks a context by WithoutCommitWait.
+type commitWaitOffKey struct{}
+
+// WithoutCommitWait returns ctx marking the job store writes made under it
+// as ones their caller makes one after another, waiting on each (the
+// items of POST /jobs:batch): a store that holds a write back for a commit
+// to share (the embedded store's jobs.create_commit_wait) commits it at
+// once instead, so a batch is not its items' waits long.
+func WithoutCommitWait(ctx context.Context) context.Context {
+	return context.WithValue(ctx, commitWaitOffKey{}, true)
+}
+
+// CommitWaitOff reports whether ctx was marked by WithoutCommitWait.
+func CommitWaitOff(ctx context.Context) bool {
+	off, _ := ctx.Value(commitWaitOffKey{}).(bool)
+	return off
+}

@@ -54,25 +54,49 @@ func (f *Front) Submit(ctx context.Context, j persistence.Job) (persistence.Job,
 		j.ID = mintLocal(persistence.NewJobID, ownedHere(f.d.Cluster(), KindJob))
 	}
 	took := prometheus.NewTimer(f.d.Metrics.StoreWrites.Create)
-	stored, created, err := f.d.Jobs.Create(ctx, j)
+	var (
+		stored             persistence.Job
+		created, announced bool
+		err                error
+	)
+	if a, ok := f.d.Jobs.(announcingCreator); ok {
+		// The grain wakes while the create is on its way to disk, so its
+		// claim can share the create's commit (CreateAnnounced).
+		stored, created, err = a.CreateAnnounced(ctx, j, func(j persistence.Job) {
+			announced = true
+			f.woken(j)
+		})
+	} else {
+		stored, created, err = f.d.Jobs.Create(ctx, j)
+	}
 	took.ObserveDuration()
 	if err != nil {
 		return stored, false, fmt.Errorf("create job: %w", err)
 	}
-	if created {
-		if c := f.submitted[metricMode(stored.Mode)]; c != nil {
-			c.Inc()
-		} else {
-			f.d.Metrics.JobsSubmitted.WithLabelValues(metricMode(stored.Mode)).Inc()
-		}
-		// The wake carries the record just stored: the grain it activates
-		// need not read it back.
-		if err := wake(f.d.Cluster(), stored.ID, recordOf(stored)); err != nil {
-			// Stored and queued: the re-drive picks it up.
-			f.d.Log.Warn("could not wake a new job; re-drive will", "job_id", stored.ID, "err", err)
-		}
+	if created && !announced {
+		f.woken(stored)
 	}
 	return stored, created, nil
+}
+
+// announcingCreator is a job store that can announce a new job before its
+// create is durable (bolt.JobStore.CreateAnnounced).
+type announcingCreator interface {
+	CreateAnnounced(ctx context.Context, j persistence.Job, announce func(persistence.Job)) (persistence.Job, bool, error)
+}
+
+// woken counts a new job and wakes its grain with the record as stored:
+// the grain it activates need not read it back.
+func (f *Front) woken(j persistence.Job) {
+	if c := f.submitted[metricMode(j.Mode)]; c != nil {
+		c.Inc()
+	} else {
+		f.d.Metrics.JobsSubmitted.WithLabelValues(metricMode(j.Mode)).Inc()
+	}
+	if err := wake(f.d.Cluster(), j.ID, recordOf(j)); err != nil {
+		// Stored (or on its way) and queued: the re-drive picks it up.
+		f.d.Log.Warn("could not wake a new job; re-drive will", "job_id", j.ID, "err", err)
+	}
 }
 
 // Job reads a job from the store: reads need no grain.

@@ -208,6 +208,15 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 	}
 }
 
+// gone ends the activation of a job the store does not hold: no timer of
+// it may fire, and a later message activates a grain that reads the store.
+func (g *jobGrain) gone(ctx actor.Context) {
+	g.missing = true
+	g.stopTimers()
+	g.stopDeadline()
+	ctx.Stop(ctx.Self())
+}
+
 // refuse answers a request while the store cannot give the job.
 func (g *jobGrain) refuse(ctx actor.Context) {
 	if _, isPlace := ctx.Message().(*messages.JobPlace); isPlace {
@@ -230,7 +239,8 @@ const activationWait = 200 * time.Millisecond
 // needs; false as load. created is the record of the wake that activated
 // the grain, when that wake is a new job's: it is taken as is, with no read
 // of the store, because it is provably the current state. Create stored it
-// a moment ago and the submit's wake is this activation's first message;
+// a moment ago (or, announced, is storing it: the claim shares its commit
+// or follows it) and the submit's wake is this activation's first message;
 // every transition of a job is made by its grain, and this activation is
 // the first to exist (a grain activated before — by a cancel that came
 // first, a re-drive — read the store and is loaded, so its created is
@@ -456,6 +466,14 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 	if err != nil {
 		g.deps.Metrics.ClaimsLost.Inc()
 		g.log.Info("claim lost or failed", slog.String("worker_id", msg.WorkerId), slog.Any("err", err))
+		if errors.Is(err, persistence.ErrNotFound) {
+			// Not stored: a create announced early (CreateAnnounced) that
+			// failed on its way to disk, and its submitter was told so.
+			// There is nothing to place, now or later.
+			g.sched(ctx, failed)
+			g.gone(ctx)
+			return
+		}
 		if !errors.Is(err, persistence.ErrConflict) {
 			// Store trouble: try again later, not in a tight loop.
 			failed.Requeue, failed.RetryAfterMs = true, storeRetry.Milliseconds()

@@ -46,23 +46,23 @@ const waitGroup = 32
 // never waits, and a group that reaches waitGroup goes at once. Unlike
 // DB.Batch's fixed 10 ms it costs a steady load at most the wait.
 //
-// A write nobody waits on in a hurry — a job's final state, whose worker's
-// lane was freed before it and whose worker is acknowledged after it
-// (update's lazy) — does not start a commit of its own: it rides the next
-// commit another write starts, or commits lazyWait after it came. Under a
-// steady load a no-op job's three writes then take about two commits
-// instead of three; the final state is durable before it is acknowledged,
-// as every write is, and shows up to lazyWait later.
+// A lazy write (writeOpts.wait) does not start a commit of its own: it
+// rides the next commit another write starts, or commits its wait after
+// it came. Two kinds are: a job's final state, whose worker's lane was
+// freed before it and whose worker is acknowledged after it, and a new
+// job announced before its commit (JobStore.CreateAnnounced), whose
+// claim follows within a millisecond when a lane is free. Under a steady
+// load a no-op job's four writes then take about one commit instead of
+// three; each is durable before it is acknowledged, as every write is.
+// A commit applies the lazy writes it carries first, in the order they
+// came, then the write that started it, so a claim finds its job's create.
 type groupCommitter struct {
 	db   *bbolt.DB
 	wait time.Duration // the most a group waits for more writes (0: never)
-	// lazyWait is the most a lazy write waits for a commit to ride
-	// (0: lazy writes are ordinary ones).
-	lazyWait time.Duration
-	reqs     chan *commitReq
-	quit     chan struct{}
-	done     chan struct{}
-	once     sync.Once
+	reqs chan *commitReq
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
 	// commits counts the transactions committed (tests read it).
 	commits atomic.Int64
 	// waiting is how many lazy writes wait for a commit to ride (tests
@@ -73,8 +73,7 @@ type groupCommitter struct {
 type commitReq struct {
 	fn  func(*writeTx) error
 	err chan error
-	// lazy: the write may wait for a commit to ride (update's lazy).
-	lazy bool
+	writeOpts
 	// state is reqWaiting until the committer takes the write (reqTaken)
 	// or its caller gives up on it first (reqAbandoned): a write is either
 	// carried or dropped, and its caller knows which.
@@ -92,8 +91,27 @@ const (
 // read, as the committer may still run it.
 var errNotAnswered = errors.New("the job store did not answer in time")
 
-func newGroupCommitter(db *bbolt.DB, wait, lazyWait time.Duration) *groupCommitter {
-	g := &groupCommitter{db: db, wait: wait, lazyWait: lazyWait, reqs: make(chan *commitReq), quit: make(chan struct{}), done: make(chan struct{})}
+// writeOpts says how a write joins a commit; the zero value starts one at
+// once.
+type writeOpts struct {
+	// wait, when positive, makes the write lazy: it waits up to wait for a
+	// commit another write starts instead of starting one.
+	wait time.Duration
+	// held: a write its caller acted on before its commit (taken) is
+	// written once the committer took it, even if the caller stops
+	// waiting — it is never dropped.
+	held bool
+	// taken runs in the caller's goroutine once the committer took the
+	// write: what it starts cannot overtake the write.
+	taken func()
+	// through runs once the committer is through with the write, in its
+	// goroutine after the write was answered or dropped, or in the
+	// caller's when the committer never took it.
+	through func()
+}
+
+func newGroupCommitter(db *bbolt.DB, wait time.Duration) *groupCommitter {
+	g := &groupCommitter{db: db, wait: wait, reqs: make(chan *commitReq), quit: make(chan struct{}), done: make(chan struct{})}
 	go g.loop()
 	return g
 }
@@ -108,17 +126,23 @@ func newGroupCommitter(db *bbolt.DB, wait, lazyWait time.Duration) *groupCommitt
 // land. Both are errNotAnswered (and persistence.ErrUnavailable), and the
 // caller must then not read what fn reports.
 //
-// A lazy write (lazy, with a lazyWait) waits up to lazyWait for a commit
-// another write starts instead of starting one: what its caller is
-// answered, and when, is as for any write, but later.
-func (g *groupCommitter) update(ctx context.Context, fn func(*writeTx) error, lazy bool) error {
-	r := &commitReq{fn: fn, err: make(chan error, 1), lazy: lazy && g.lazyWait > 0}
+// A lazy write (o.wait) waits up to o.wait for a commit another write
+// starts instead of starting one: what its caller is answered, and when,
+// is as for any write, but later. A held one is written even if ctx ends
+// after the committer took it.
+func (g *groupCommitter) update(ctx context.Context, fn func(*writeTx) error, o writeOpts) error {
+	r := &commitReq{fn: fn, err: make(chan error, 1), writeOpts: o}
 	select {
 	case g.reqs <- r:
 	case <-g.quit:
+		r.finish()
 		return bberrors.ErrDatabaseNotOpen
 	case <-ctx.Done():
+		r.finish()
 		return notWritten(ctx)
+	}
+	if r.taken != nil {
+		r.taken()
 	}
 	select {
 	case err := <-r.err:
@@ -129,11 +153,19 @@ func (g *groupCommitter) update(ctx context.Context, fn func(*writeTx) error, la
 			return err
 		default:
 		}
-		if r.state.CompareAndSwap(reqWaiting, reqAbandoned) {
+		if !r.held && r.state.CompareAndSwap(reqWaiting, reqAbandoned) {
 			return notWritten(ctx)
 		}
 		return fmt.Errorf("%w: %w: %w while its commit ran; it may have been written", persistence.ErrUnavailable,
 			errNotAnswered, ctx.Err())
+	}
+}
+
+// finish runs the write's through hook, once the committer is through
+// with it (or never took it).
+func (r *commitReq) finish() {
+	if r.through != nil {
+		r.through()
 	}
 }
 
@@ -153,15 +185,21 @@ func (g *groupCommitter) stop() {
 func (g *groupCommitter) loop() {
 	defer close(g.done)
 	group := make([]*commitReq, 0, maxGroup)
-	// lazy holds the lazy writes taken and not committed yet; the first
-	// of them armed lazyTimer.
+	// lazy holds the lazy writes taken and not committed yet, in the
+	// order they came; lazyTimer fires at the earliest of their waits' ends
+	// (lazyDue).
 	var lazy []*commitReq
+	var lazyDue time.Time
 	lazyTimer := time.NewTimer(time.Hour)
 	lazyTimer.Stop()
 	defer lazyTimer.Stop()
 	// The pace of the writes starts at the wait: the first ones do not wait.
 	pace := arrivals.NewGaps(g.wait)
-	took := func() { pace.Note(time.Now()) }
+	took := func() time.Time {
+		now := time.Now()
+		pace.Note(now)
+		return now
+	}
 	var timer *time.Timer
 	if g.wait > 0 {
 		timer = time.NewTimer(time.Hour)
@@ -172,24 +210,28 @@ func (g *groupCommitter) loop() {
 		group = group[:0]
 		select {
 		case r := <-g.reqs:
-			took()
-			if r.lazy && len(lazy) < maxGroup-1 {
-				if lazy = append(lazy, r); len(lazy) == 1 {
-					lazyTimer.Reset(g.lazyWait)
+			now := took()
+			if r.wait > 0 && len(lazy) < maxGroup-1 {
+				lazy = append(lazy, r)
+				if due := now.Add(r.wait); len(lazy) == 1 || due.Before(lazyDue) {
+					lazyDue = due
+					lazyTimer.Reset(r.wait)
 				}
 				g.waiting.Store(int32(len(lazy)))
 				continue
 			}
+			// Every lazy write taken rides this commit, ahead of the write
+			// that starts it: they came first.
+			group = append(group, lazy...)
 			group = append(group, r)
-		case <-lazyTimer.C: // the oldest lazy write waited long enough
+		case <-lazyTimer.C: // a lazy write waited long enough
+			group = append(group, lazy...)
 		case <-g.quit:
 			if len(lazy) > 0 { // taken: answered before the loop ends
 				g.commit(lazy)
 			}
 			return
 		}
-		// Every lazy write taken rides this commit.
-		group = append(group, lazy...)
 		clear(lazy)
 		lazy = lazy[:0]
 		lazyTimer.Stop()
@@ -233,6 +275,8 @@ func (g *groupCommitter) commit(group []*commitReq) {
 	for _, r := range group {
 		if r.state.CompareAndSwap(reqWaiting, reqTaken) {
 			taken = append(taken, r)
+		} else {
+			r.finish()
 		}
 	}
 	if group = taken; len(group) == 0 {
@@ -251,10 +295,12 @@ func (g *groupCommitter) commit(group []*commitReq) {
 	if err == nil || len(group) == 1 {
 		for _, r := range group {
 			r.err <- err
+			r.finish()
 		}
 		return
 	}
 	for _, r := range group {
 		r.err <- g.db.Update(func(tx *bbolt.Tx) error { return r.fn(newWriteTx(tx)) })
+		r.finish()
 	}
 }

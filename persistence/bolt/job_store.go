@@ -30,6 +30,11 @@ type JobStore struct {
 	db    *bbolt.DB
 	path  string
 	group *groupCommitter // every job write goes through it (group commit)
+	// finishWait and createWait are the lazy waits of a final state (and
+	// a lane) and of an announced create (WithFinishWait, WithCreateWait).
+	finishWait, createWait time.Duration
+	// creating holds the ids and idempotency keys of the creates under way.
+	creating creating
 }
 
 // Option configures Open.
@@ -40,6 +45,7 @@ type options struct {
 	bbolt.Options
 	groupWait  time.Duration
 	finishWait time.Duration
+	createWait time.Duration
 }
 
 // WithGroupWait lets a commit wait up to d for more writes to share it
@@ -55,6 +61,14 @@ func WithGroupWait(d time.Duration) Option {
 // default) never waits.
 func WithFinishWait(d time.Duration) Option {
 	return func(o *options) { o.finishWait = d }
+}
+
+// WithCreateWait lets a new job that CreateAnnounced announced wait up
+// to d for a commit another write starts — its own claim, when a lane is
+// free — instead of starting one (group_commit.go's lazy writes); 0 (the
+// default) never waits.
+func WithCreateWait(d time.Duration) Option {
+	return func(o *options) { o.createWait = d }
 }
 
 // WithLockTimeout sets how long Open waits for the file lock (default
@@ -78,7 +92,8 @@ func Open(path string, opts ...Option) (*JobStore, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open job store %s: %w", path, err)
 	}
-	return &JobStore{db: db, path: path, group: newGroupCommitter(db, o.groupWait, o.finishWait)}, nil
+	return &JobStore{db: db, path: path, group: newGroupCommitter(db, o.groupWait),
+		finishWait: o.finishWait, createWait: o.createWait}, nil
 }
 
 // openDB opens (creating it and its directory if needed) the bbolt file at
@@ -120,12 +135,39 @@ func openDB(path, what string, opts []Option, buckets ...[]byte) (*bbolt.DB, opt
 // job already stored under j.IdempotencyKey with created=false. A duplicate
 // id is persistence.ErrConflict.
 func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.Job, bool, error) {
+	return s.CreateAnnounced(ctx, j, nil)
+}
+
+// CreateAnnounced is Create for a caller that acts on a new job before it
+// is durable: when the job is certain to be created — neither its id nor
+// its idempotency key is stored, nor in a create under way, which waits
+// for it — announce gets the job as it will be stored, once the committer
+// took its write, before the commit. A claim made from there joins the
+// create's commit or a later one, never an earlier. The write then is
+// held (once announced it is written even if ctx ends: the caller's
+// error says it may have been) and, for a queued job with a create wait,
+// lazy: it waits for the commit its claim starts. Nothing is answered
+// before the commit, as for Create; a job not announced (a duplicate, a
+// delayed job) is a plain Create. announce must not block.
+func (s *JobStore) CreateAnnounced(ctx context.Context, j persistence.Job, announce func(persistence.Job)) (persistence.Job, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return persistence.Job{}, false, fmt.Errorf("create job: %w", err)
 	}
 	j, err := persistence.PrepareNew(j, time.Now())
 	if err != nil {
 		return persistence.Job{}, false, err
+	}
+	release, err := s.creating.reserve(ctx, j.ID, j.IdempotencyKey)
+	if err != nil {
+		return persistence.Job{}, false, s.wrap(fmt.Errorf("%w: %w", persistence.ErrUnavailable, err), "create job %s", j.ID)
+	}
+	opts := writeOpts{through: release}
+	if announce != nil && s.unknown(j.ID, j.IdempotencyKey) {
+		opts.held = true
+		opts.taken = func() { announce(j) }
+		if j.Status == persistence.StatusQueued && !persistence.CommitWaitOff(ctx) {
+			opts.wait = s.createWait
+		}
 	}
 	data := encodeJob(&j)
 	var (
@@ -168,7 +210,7 @@ func (s *JobStore) Create(ctx context.Context, j persistence.Job) (persistence.J
 		}
 		created = true
 		return nil
-	}, false)
+	}, opts)
 	if err == nil {
 		err = dup
 	}
@@ -405,16 +447,16 @@ func (s *JobStore) Close() error {
 // update loads job id, applies fn and, when fn accepts, writes the job and
 // moves its status index entry: read, check and write in one transaction.
 func (s *JobStore) update(ctx context.Context, id, op string, fn func(*persistence.Job) error) (persistence.Job, error) {
-	return s.transition(ctx, id, op, fn, false)
+	return s.transition(ctx, id, op, fn, writeOpts{})
 }
 
 // updateLazy is update for a write that may ride a commit other writes
 // start (WithFinishWait).
 func (s *JobStore) updateLazy(ctx context.Context, id, op string, fn func(*persistence.Job) error) (persistence.Job, error) {
-	return s.transition(ctx, id, op, fn, true)
+	return s.transition(ctx, id, op, fn, writeOpts{wait: s.finishWait})
 }
 
-func (s *JobStore) transition(ctx context.Context, id, op string, fn func(*persistence.Job) error, lazy bool) (persistence.Job, error) {
+func (s *JobStore) transition(ctx context.Context, id, op string, fn func(*persistence.Job) error, opts writeOpts) (persistence.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return persistence.Job{}, fmt.Errorf("%s job %s: %w", op, id, err)
 	}
@@ -451,7 +493,7 @@ func (s *JobStore) transition(ctx context.Context, id, op string, fn func(*persi
 		}
 		out = &j
 		return nil
-	}, lazy)
+	}, opts)
 	switch {
 	case errors.Is(err, errNotAnswered):
 		// fnErr and out may still be written by the committer: unread.

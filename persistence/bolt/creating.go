@@ -1,0 +1,102 @@
+package bolt
+
+import (
+	"context"
+	"sync"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// creating holds the ids and idempotency keys of the creates under way,
+// from before their write reaches the committer until the committer is
+// through with it. A create whose id or key is under way waits for that
+// one first, so two creates of one key are never in flight together: an
+// announced create (CreateAnnounced) checked its key against the stored
+// ones and knows no other create will take it before its own commit.
+// Creates of distinct keys — all of them but a client's retries — never
+// wait.
+type creating struct {
+	mu sync.Mutex
+	// ids and keys map what is under way to a channel closed when it is
+	// through; nil until a second create waits for it.
+	ids, keys map[string]chan struct{}
+}
+
+// reserve marks id and key (when not empty) as under way, first waiting
+// for a create of either that is; release ends the mark. It fails only
+// when ctx ends while it waits.
+func (c *creating) reserve(ctx context.Context, id, key string) (release func(), err error) {
+	for {
+		c.mu.Lock()
+		if c.ids == nil {
+			c.ids, c.keys = map[string]chan struct{}{}, map[string]chan struct{}{}
+		}
+		busy := waitOn(c.ids, id)
+		if busy == nil && key != "" {
+			busy = waitOn(c.keys, key)
+		}
+		if busy == nil {
+			c.ids[id] = nil
+			if key != "" {
+				c.keys[key] = nil
+			}
+			c.mu.Unlock()
+			return func() { c.release(id, key) }, nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// waitOn is the channel to wait on for name when a create has it under
+// way (made for the first waiter), nil when none has. c.mu is held.
+func waitOn(m map[string]chan struct{}, name string) chan struct{} {
+	ch, busy := m[name]
+	if !busy {
+		return nil
+	}
+	if ch == nil {
+		ch = make(chan struct{})
+		m[name] = ch
+	}
+	return ch
+}
+
+func (c *creating) release(id, key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range []struct {
+		names map[string]chan struct{}
+		name  string
+	}{{c.ids, id}, {c.keys, key}} {
+		if m.name == "" {
+			continue
+		}
+		if ch := m.names[m.name]; ch != nil {
+			close(ch)
+		}
+		delete(m.names, m.name)
+	}
+}
+
+// unknown reports whether neither id nor key (when not empty) is stored:
+// with both reserved, a create of them is then certain to create. A read
+// that fails answers false (the create goes the plain way and finds out).
+func (s *JobStore) unknown(id, key string) bool {
+	known := true
+	_ = s.db.View(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketJobs).Get([]byte(id)) != nil {
+			return nil
+		}
+		if key != "" && tx.Bucket(bucketIdempotency).Get([]byte(key)) != nil {
+			return nil
+		}
+		known = false
+		return nil
+	})
+	return !known
+}

@@ -23,6 +23,8 @@ test: services ## the full suite: services up, vet, race tests, then multi-membe
 	@# build without -race and run here; see membership/redis_multi_test.go.
 	@# TestSecurityCluster* start several remotes too (membership/remoting_tls_test.go).
 	$(GO) test -count=1 -timeout 10m -run '^(TestMultiMember|TestRemoting|TestSecurityCluster)' $(PKGS)
+	@# The bench/ module's own rules (its gap measures); its benchmark runs by hand.
+	cd bench && $(GO) test -count=1 ./...
 
 services: ## install (if missing) and start Redis, MariaDB, MinIO for the store tests
 	scripts/services.sh

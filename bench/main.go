@@ -70,15 +70,18 @@ type result struct {
 	// placement has a choice of workers.
 	pacedStmts map[string]float64
 	// gapP50, gapP99: freed lane → next job of the flat-out run, where
-	// one was measured (laneGapper).
-	gapP50, gapP99 time.Duration
-	gaps           int
+	// one was measured (laneGapper); slotP50, slotP99 the same per worker
+	// slot (gapsOf).
+	gapP50, gapP99   time.Duration
+	slotP50, slotP99 time.Duration
+	gaps, slots      int
 }
 
 // laneGapper is a system that can tell, after a flat-out run, how long a
-// freed lane waited for its next queued job (paprikaSystem.laneGaps).
+// freed lane, and a freed worker slot, waited for its next queued job
+// (paprikaSystem.laneGaps).
 type laneGapper interface {
-	laneGaps(ctx context.Context, n int) ([]time.Duration, error)
+	laneGaps(ctx context.Context, n int) (lane, slot []time.Duration, err error)
 }
 
 // system is one queue under test.
@@ -128,7 +131,8 @@ func run(ctx context.Context, o options) error {
 			fmt.Fprintf(os.Stderr, "  %.0f jobs/s, cpu/1k %s, p50 %s p99 %s, paced cpu/1k %s\n", r.jobsPerSec, fmtMap(r.cpuPerK, 3), r.p50, r.p99,
 				fmtMap(r.pacedCPUPerK, 3))
 			if r.gaps > 0 {
-				fmt.Fprintf(os.Stderr, "  freed lane → next job: p50 %s p99 %s (%d gaps)\n", r.gapP50, r.gapP99, r.gaps)
+				fmt.Fprintf(os.Stderr, "  freed lane → next job: p50 %s p99 %s (%d gaps); freed slot: p50 %s p99 %s (%d gaps)\n",
+					r.gapP50, r.gapP99, r.gaps, r.slotP50, r.slotP99, r.slots)
 			}
 			fmt.Fprintf(os.Stderr, "  per job: %s\n", fmtMap(r.stmts, 2))
 			if len(r.pacedStmts) > 0 {
@@ -173,11 +177,12 @@ func measure(ctx context.Context, s system, o options) (r result, err error) {
 	// Read after the CPU and the statements are taken, so the listing
 	// counts in neither.
 	if g, ok := s.(laneGapper); ok {
-		gaps, err := g.laneGaps(ctx, o.jobs)
+		gaps, slots, err := g.laneGaps(ctx, o.jobs)
 		if err != nil {
 			return r, fmt.Errorf("lane gaps: %w", err)
 		}
 		r.gaps, r.gapP50, r.gapP99 = len(gaps), quantile(gaps, 0.5), quantile(gaps, 0.99)
+		r.slots, r.slotP50, r.slotP99 = len(slots), quantile(slots, 0.5), quantile(slots, 0.99)
 	}
 	if o.paced > 0 {
 		s.resetLatencies()

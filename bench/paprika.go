@@ -483,34 +483,50 @@ func newSystem(name string, o *options) (system, error) {
 }
 
 // laneGaps are the freed lane → next job gaps of the last n jobs to
-// finish (the flat-out run's): for two jobs in a row on one worker's lane,
-// the next one's started_at − the one before's finished_at, both stamped
-// by the hub — its job_done handled, then the release, the placement, the
-// claim, the assignment, the worker's start and its job_started. Only a
-// next job that was already queued when the lane was freed counts (its
-// created_at is not later than the finish), so a lane that waited for a
-// submission is not counted as slow.
-func (p *paprikaSystem) laneGaps(ctx context.Context, n int) ([]time.Duration, error) {
+// finish (the flat-out run's), two ways (see gapsOf): per lane and per
+// worker slot.
+func (p *paprikaSystem) laneGaps(ctx context.Context, n int) (lane, slot []time.Duration, err error) {
 	var jobs []client.Job
 	cursor := ""
 	for len(jobs) < n {
 		page, err := p.clients[0].List(ctx, client.ListOptions{Status: client.StatusSucceeded, Limit: min(n-len(jobs), 1000), Cursor: cursor})
 		if err != nil {
-			return nil, fmt.Errorf("list jobs: %w", err)
+			return nil, nil, fmt.Errorf("list jobs: %w", err)
 		}
 		jobs = append(jobs, page.Jobs...)
 		if cursor = page.NextCursor; cursor == "" {
 			break
 		}
 	}
+	lane, slot = gapsOf(jobs)
+	return lane, slot, nil
+}
+
+// gapsOf measures how long freed capacity waited for a queued job, from
+// the hub's stamps: a job's finished_at (its job_done handled) and the
+// next one's started_at (the release, the placement, the claim, the
+// assignment, the worker's start and its job_started). Only a next job
+// that was already queued when the capacity was freed counts (its
+// created_at is not later than the finish), so capacity that waited for
+// a submission is not counted as slow.
+//
+// lane pairs two jobs in a row on one worker's lane. It overstates what
+// a worker waits: the worker puts an assignment on its lowest free lane,
+// so while assignments are on their way a freed high lane is passed over
+// for lower ones freed meanwhile, and waits through several of them
+// although the worker's capacity is in use. slot counts a worker's
+// capacity as the hub does, in interchangeable slots: each start on a
+// worker is paired with the earliest of its freed slots not paired yet.
+func gapsOf(jobs []client.Job) (lane, slot []time.Duration) {
 	byLane := map[string][]client.Job{}
+	byWorker := map[string][]client.Job{}
 	for _, j := range jobs {
 		if !j.StartedAt.IsZero() && !j.FinishedAt.IsZero() && j.Lane != "" {
 			k := j.WorkerID + "/" + j.Lane
 			byLane[k] = append(byLane[k], j)
+			byWorker[j.WorkerID] = append(byWorker[j.WorkerID], j)
 		}
 	}
-	var gaps []time.Duration
 	for _, js := range byLane {
 		slices.SortFunc(js, func(a, b client.Job) int { return a.StartedAt.Compare(b.StartedAt) })
 		for i := 1; i < len(js); i++ {
@@ -518,8 +534,47 @@ func (p *paprikaSystem) laneGaps(ctx context.Context, n int) ([]time.Duration, e
 			if next.CreatedAt.After(prev.FinishedAt) || next.StartedAt.Before(prev.FinishedAt) {
 				continue
 			}
-			gaps = append(gaps, next.StartedAt.Sub(prev.FinishedAt))
+			lane = append(lane, next.StartedAt.Sub(prev.FinishedAt))
 		}
 	}
-	return gaps, nil
+	type event struct {
+		at    time.Time
+		start bool
+		job   *client.Job
+	}
+	for _, js := range byWorker {
+		evs := make([]event, 0, 2*len(js))
+		for i := range js {
+			evs = append(evs, event{js[i].FinishedAt, false, &js[i]}, event{js[i].StartedAt, true, &js[i]})
+		}
+		// At one instant a finish comes first: the slot it frees is free.
+		slices.SortFunc(evs, func(a, b event) int {
+			if c := a.at.Compare(b.at); c != 0 {
+				return c
+			}
+			if a.start == b.start {
+				return 0
+			}
+			if a.start {
+				return 1
+			}
+			return -1
+		})
+		var freed []time.Time // freed slots not refilled yet, oldest first
+		for _, e := range evs {
+			if !e.start {
+				freed = append(freed, e.at)
+				continue
+			}
+			if len(freed) == 0 {
+				continue // a slot that was never taken: nothing was freed
+			}
+			f := freed[0]
+			freed = freed[1:]
+			if !e.job.CreatedAt.After(f) {
+				slot = append(slot, e.at.Sub(f))
+			}
+		}
+	}
+	return lane, slot
 }

@@ -14,14 +14,14 @@ func printTable(w io.Writer, systems []system, res map[string][]result, o option
 	fmt.Fprintf(w, "\n%d no-op jobs per run, %d producers, %d slots, %d rounds (medians); latency: %d jobs paced at %.0f/s\n\n",
 		o.jobs, o.producers, o.lanes, o.rounds, o.paced, o.rate)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "system\tjobs/s\tCPU s/1k jobs: total\tper process\tstatements/job\tp50\tp99\tfreed lane → next p50\tp99\tpaced CPU s/1k: total\tper process\t")
+	fmt.Fprintln(tw, "system\tjobs/s\tCPU s/1k jobs: total\tper process\tstatements/job\tp50\tp99\tfreed lane → next p50\tp99\tfreed slot → next p50\tp99\tpaced CPU s/1k: total\tper process\t")
 	for _, s := range systems {
 		rs := res[s.name()]
 		var jps []float64
 		perProc := map[string][]float64{}
 		perStore := map[string][]float64{}
 		var totals []float64
-		var p50, p99, g50, g99 []float64
+		var p50, p99, g50, g99, s50, s99 []float64
 		pacedProc := map[string][]float64{}
 		var pacedTotals []float64
 		for _, r := range rs {
@@ -40,13 +40,21 @@ func printTable(w io.Writer, systems []system, res map[string][]result, o option
 				g50 = append(g50, float64(r.gapP50))
 				g99 = append(g99, float64(r.gapP99))
 			}
+			if r.slots > 0 {
+				s50 = append(s50, float64(r.slotP50))
+				s99 = append(s99, float64(r.slotP99))
+			}
 		}
 		gap50, gap99 := "-", "-"
 		if len(g50) > 0 {
 			gap50, gap99 = ms(median(g50)), ms(median(g99))
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t\n", s.name(), median(jps), median(totals),
-			medians(perProc, 3), medians(perStore, 1), ms(median(p50)), ms(median(p99)), gap50, gap99, median(pacedTotals), medians(pacedProc, 3))
+		slot50, slot99 := "-", "-"
+		if len(s50) > 0 {
+			slot50, slot99 = ms(median(s50)), ms(median(s99))
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t\n", s.name(), median(jps), median(totals),
+			medians(perProc, 3), medians(perStore, 1), ms(median(p50)), ms(median(p99)), gap50, gap99, slot50, slot99, median(pacedTotals), medians(pacedProc, 3))
 	}
 	_ = tw.Flush()
 }

@@ -69,18 +69,19 @@ func waitOn(m map[string]chan struct{}, name string) chan struct{} {
 func (c *creating) release(id, key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, m := range []struct {
-		names map[string]chan struct{}
-		name  string
-	}{{c.ids, id}, {c.keys, key}} {
-		if m.name == "" {
-			continue
-		}
-		if ch := m.names[m.name]; ch != nil {
-			close(ch)
-		}
-		delete(m.names, m.name)
+	through(c.ids, id)
+	if key != "" {
+		through(c.keys, key)
 	}
+}
+
+// through ends name's mark, waking the creates that wait for it. c.mu is
+// held.
+func through(m map[string]chan struct{}, name string) {
+	if ch := m[name]; ch != nil {
+		close(ch)
+	}
+	delete(m, name)
 }
 
 // unknown reports whether neither id nor key (when not empty) is stored:

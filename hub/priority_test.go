@@ -140,10 +140,16 @@ func TestWaitingForAndRequireCapacity(t *testing.T) {
 // TestPriorityJumpsTheQueue: one lane, busy; three priority-5 jobs queue,
 // then a priority-9 one. When the lane frees, the 9 runs first, then the
 // 5s oldest first.
+//
+// The blocker ends on its own rather than by a cancel: a cancel frees the
+// hub's slot before the worker's lane (the worker hears the cancel after),
+// so the 9 could be placed on a lane still busy, rejected by the worker and
+// queued again — a race with the next 5 for the slot its rejection frees,
+// which is not what this test is about.
 func TestPriorityJumpsTheQueue(t *testing.T) {
 	h := startTestHub(t, testConfig(t))
 	startAgent(t, h.URL(), "wa", 1)
-	blocker := submit(t, h.URL(), `{"mode":"noop","params":{"sleep_ms":60000}}`)
+	blocker := submit(t, h.URL(), `{"mode":"noop","params":{"sleep_ms":4000}}`)
 	require.Eventually(t, func() bool { return getJob(t, h.URL(), blocker.ID).Status == persistence.StatusRunning },
 		10*time.Second, 10*time.Millisecond)
 	var fives []string
@@ -157,8 +163,8 @@ func TestPriorityJumpsTheQueue(t *testing.T) {
 	// machine it places a five before it has heard of the nine.
 	require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= 5 },
 		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued jobs")
-	st, b := do(t, "POST", h.URL()+"/jobs/"+blocker.ID+"/cancel", "")
-	require.Equal(t, http.StatusOK, st, string(b))
+	require.Equal(t, persistence.StatusRunning, getJob(t, h.URL(), blocker.ID).Status,
+		"the blocker ended before the scheduler heard of every queued job: nothing was tested")
 
 	order := append([]string{nine}, fives...)
 	var started []time.Time

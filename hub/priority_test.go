@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -143,9 +144,8 @@ func TestWaitingForAndRequireCapacity(t *testing.T) {
 //
 // The blocker ends on its own rather than by a cancel: a cancel frees the
 // hub's slot before the worker's lane (the worker hears the cancel after),
-// so the 9 could be placed on a lane still busy, rejected by the worker and
-// queued again — a race with the next 5 for the slot its rejection frees,
-// which is not what this test is about.
+// so the 9 could be placed on a lane still busy and rejected by the worker
+// — what TestRejectedJobKeepsItsPlace is about, not this test.
 func TestPriorityJumpsTheQueue(t *testing.T) {
 	h := startTestHub(t, testConfig(t))
 	startAgent(t, h.URL(), "wa", 1)
@@ -206,4 +206,53 @@ func TestPrioritiesSurviveAHubRestart(t *testing.T) {
 		require.True(t, started[i-1].Before(started[i]), "job %s started at %v, before %s at %v",
 			order[i], started[i], order[i-1], started[i-1])
 	}
+}
+
+// TestRejectedJobKeepsItsPlace: a worker that rejects an assignment (its
+// lane still busy: a hub-side cancel frees the hub's slot before the
+// worker's lane) gets that job again with the slot the rejection frees,
+// not a queued job of lower priority. Ten rejections in a row, each a
+// chance for a five to take the slot (with the release sent before the
+// job is queued again, 8 of 20 runs lost the nine's place).
+func TestRejectedJobKeepsItsPlace(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	l := dialRawLink(t, h.URL(), "w-rej", 1)
+	waitAliveWorkers(t, h, 1)
+	const lane = "sim://w-rej/lane/0"
+
+	blocker := submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`)
+	a := nextAssign(l, 5*time.Second)
+	require.Equal(t, blocker.ID, a.JobID)
+	l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: a.JobID, Attempt: a.Attempt, Lane: lane})
+	var fives []string
+	for range 3 {
+		fives = append(fives, submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`).ID)
+	}
+	nine := submit(t, h.URL(), `{"mode":"noop","priority":9,"params":{"lines":1}}`).ID
+	require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= 5 },
+		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued jobs")
+
+	// The cancel frees the hub's slot; the worker's lane is still busy.
+	st, b := do(t, "POST", h.URL()+"/jobs/"+blocker.ID+"/cancel", "")
+	require.Equal(t, http.StatusOK, st, string(b))
+	const rejections = 10
+	for i := range rejections {
+		f := nextAssign(l, 5*time.Second)
+		require.Equal(t, nine, f.JobID, "assignment %d after %d rejections of the nine", i+1, i)
+		l.send(messages.Frame{Type: messages.TypeJobFailed, JobID: f.JobID, Attempt: f.Attempt,
+			Reason: persistence.ReasonRejected, Error: "no free lane (1 of 1 busy)"})
+	}
+	order := append([]string{nine}, fives...)
+	for _, id := range order {
+		f := nextAssign(l, 5*time.Second)
+		require.Equal(t, id, f.JobID, "assignments in priority order, then oldest first")
+		l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: f.JobID, Attempt: f.Attempt, Lane: lane})
+		l.send(messages.Frame{Type: messages.TypeJobDone, JobID: f.JobID, Attempt: f.Attempt, Result: []byte(`{}`)})
+	}
+	for _, id := range order {
+		j := waitFinal(t, h.URL(), id, 10*time.Second)
+		require.Equal(t, persistence.StatusSucceeded, j.Status)
+		require.Equal(t, 1, j.Attempts, "a rejection returns its attempt")
+	}
+	require.Equal(t, float64(rejections), metricValue(h.deps.Metrics.AssignmentsRejected))
 }

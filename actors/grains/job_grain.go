@@ -716,8 +716,12 @@ func (g *jobGrain) rejected(ctx actor.Context, m *messages.JobFinished) *message
 	}
 	g.deps.Metrics.AssignmentsRejected.Inc()
 	g.log.Info("worker rejected the job; queued again", slog.String("worker_id", m.WorkerId), slog.String("error", m.Error))
-	Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
+	// Queued again (load enqueues it) before its slot goes: the scheduler
+	// hears of the job before the state push that frees the slot, so the
+	// freed slot is not given to a job of lower priority meanwhile. The
+	// slot is released even when the read fails (the next wake enqueues).
 	g.load(ctx)
+	Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
 	return ok(nil)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paprika-hub/paprika/actors/grains"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -208,12 +209,12 @@ func TestPrioritiesSurviveAHubRestart(t *testing.T) {
 	}
 }
 
-// TestRejectedJobKeepsItsPlace: a worker that rejects an assignment (its
-// lane still busy: a hub-side cancel frees the hub's slot before the
-// worker's lane) gets that job again with the slot the rejection frees,
-// not a queued job of lower priority. Ten rejections in a row, each a
-// chance for a five to take the slot (with the release sent before the
-// job is queued again, 8 of 20 runs lost the nine's place).
+// TestRejectedJobKeepsItsPlace: a worker that rejects an assignment (no
+// lane free after all, by its own count) gets that job again with the slot
+// the rejection frees, not a queued job of lower priority. Thirty
+// rejections in a row, each a chance for a five to take the slot (with the
+// release sent before the job is queued again, 19 of 20 runs lost the
+// nine's place).
 func TestRejectedJobKeepsItsPlace(t *testing.T) {
 	h := startTestHub(t, testConfig(t))
 	l := dialRawLink(t, h.URL(), "w-rej", 1)
@@ -232,10 +233,8 @@ func TestRejectedJobKeepsItsPlace(t *testing.T) {
 	require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= 5 },
 		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued jobs")
 
-	// The cancel frees the hub's slot; the worker's lane is still busy.
-	st, b := do(t, "POST", h.URL()+"/jobs/"+blocker.ID+"/cancel", "")
-	require.Equal(t, http.StatusOK, st, string(b))
-	const rejections = 10
+	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: a.JobID, Attempt: a.Attempt, Result: []byte(`{}`)})
+	const rejections = 30
 	for i := range rejections {
 		f := nextAssign(l, 5*time.Second)
 		require.Equal(t, nine, f.JobID, "assignment %d after %d rejections of the nine", i+1, i)
@@ -255,4 +254,58 @@ func TestRejectedJobKeepsItsPlace(t *testing.T) {
 		require.Equal(t, 1, j.Attempts, "a rejection returns its attempt")
 	}
 	require.Equal(t, float64(rejections), metricValue(h.deps.Metrics.AssignmentsRejected))
+}
+
+// TestCanceledJobHoldsItsSlotUntilTheLaneFrees: a job the hub ends while
+// the worker runs it (a cancel; a deadline alike) keeps its worker slot
+// until the worker reports the attempt's end, or stops listing it: the
+// lane is busy until the job stops, and a job placed on it meanwhile would
+// only be rejected — again and again while the lane takes to stop.
+func TestCanceledJobHoldsItsSlotUntilTheLaneFrees(t *testing.T) {
+	h := startTestHub(t, testConfig(t))
+	l := dialRawLink(t, h.URL(), "w-stop", 1)
+	waitAliveWorkers(t, h, 1)
+	const lane = "sim://w-stop/lane/0"
+	run := func(id string) messages.Frame {
+		t.Helper()
+		a := nextAssign(l, 5*time.Second)
+		require.Equal(t, id, a.JobID)
+		l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: a.JobID, Attempt: a.Attempt, Lane: lane})
+		return a
+	}
+	cancelJob := func(id string) {
+		t.Helper()
+		st, b := do(t, "POST", h.URL()+"/jobs/"+id+"/cancel", "")
+		require.Equal(t, http.StatusOK, st, string(b))
+		require.Equal(t, persistence.StatusCanceled, getJob(t, h.URL(), id).Status)
+	}
+
+	// Ended by the worker's report of the attempt.
+	first := submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`)
+	a := run(first.ID)
+	next := submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`)
+	require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= 2 },
+		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued job")
+	cancelJob(first.ID)
+	// nextAssign skips the cancel_job frame; nothing else may come while
+	// the worker still runs the canceled job.
+	require.Empty(t, nextAssign(l, 500*time.Millisecond).JobID, "a job placed on the lane still stopping")
+	l.send(messages.Frame{Type: messages.TypeJobFailed, JobID: a.JobID, Attempt: a.Attempt,
+		Reason: persistence.ReasonCanceled, Error: "canceled"})
+	b := run(next.ID)
+
+	// Ended by the worker no longer listing it (its report lost): the
+	// slot goes at the worker's next report, SlotPruneAfter from the
+	// assignment on.
+	third := submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`)
+	require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= 3 },
+		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued job")
+	cancelJob(next.ID)
+	require.Empty(t, nextAssign(l, 500*time.Millisecond).JobID, "a job placed on the lane still stopping")
+	l.send(messages.Frame{Type: messages.TypeHeartbeat, Stats: &messages.Stats{}, Running: []string{b.JobID}})
+	require.Empty(t, nextAssign(l, 500*time.Millisecond).JobID, "the slot went while the worker lists the job")
+	time.Sleep(grains.SlotPruneAfter)
+	l.send(messages.Frame{Type: messages.TypeHeartbeat, Stats: &messages.Stats{}})
+	run(third.ID)
+	require.Zero(t, metricValue(h.deps.Metrics.AssignmentsRejected), "no assignment was rejected")
 }

@@ -194,7 +194,7 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		if !g.job.Status.Final() {
 			g.log.Warn("job passed its deadline; forcing it closed", slog.Int("timeout_s", g.job.TimeoutS))
 			g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonDeadlineExceeded,
-				Error: fmt.Sprintf("not done within timeout_s=%d", g.job.TimeoutS)})
+				Error: fmt.Sprintf("not done within timeout_s=%d", g.job.TimeoutS)}, true)
 		}
 	case *supervise.InjectPanic:
 		panic("injected panic in job grain " + g.id)
@@ -203,7 +203,7 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		if g.job.Status == persistence.StatusQueued {
 			g.log.Warn("job waited too long for a worker", slog.Duration("queued_timeout", g.deps.Timing.QueuedTimeout))
 			g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonQueuedTimeout,
-				Error: fmt.Sprintf("no worker took it within %s", g.deps.Timing.QueuedTimeout)})
+				Error: fmt.Sprintf("no worker took it within %s", g.deps.Timing.QueuedTimeout)}, false)
 		}
 	}
 }
@@ -426,8 +426,8 @@ func (g *jobGrain) onAudit(ctx actor.Context, m *messages.JobAudit) {
 	g.deps.Metrics.AssignmentsRecovered.Inc()
 	g.log.Warn("worker never got the attempt; job queued again", slog.String("worker_id", m.WorkerId),
 		slog.Int("attempt", int(m.Attempt)))
+	g.load(ctx) // queued again before the slot goes (see rejected)
 	Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
-	g.load(ctx)
 }
 
 func (g *jobGrain) sched(ctx actor.Context, msg interface{}) {
@@ -453,7 +453,7 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 			// changed): no attempt could succeed, so fail it for good.
 			g.log.Warn("job params do not open; job failed", slog.Any("err", err))
 			g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonJobError,
-				Error: fmt.Sprintf("%v: submit the job again", err)})
+				Error: fmt.Sprintf("%v: submit the job again", err)}, false)
 			g.sched(ctx, failed)
 			return
 		}
@@ -656,7 +656,12 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 	g.refreshIfStale(ctx, m.WorkerId, m.Attempt)
 	if !g.current(m.WorkerId, m.Attempt) {
 		if g.job.Status.Final() && g.job.WorkerID == m.WorkerId && int32(g.job.Attempts) == m.Attempt {
-			return ok(nil) // a re-sent report of what is stored: ack again
+			// A re-sent report of what is stored (ack again), or the
+			// worker's end of an attempt the hub ended while it ran it
+			// (end): its lane is free now, and so is the slot end kept. A
+			// slot freed already makes the release a no-op.
+			Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
+			return ok(nil)
 		}
 		g.deps.Metrics.FencedReports.WithLabelValues("finished").Inc()
 		g.log.Warn("stale report refused", slog.String("worker_id", m.WorkerId), slog.Int("attempt", int(m.Attempt)),
@@ -689,7 +694,7 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 			f.Status = persistence.StatusCanceled
 		}
 	}
-	if err := g.finish(ctx, int(m.Attempt), f); err != nil {
+	if err := g.finish(ctx, int(m.Attempt), f, false); err != nil {
 		return fail(messages.CodeStore, "%v", err)
 	}
 	if !m.Succeeded {
@@ -725,8 +730,10 @@ func (g *jobGrain) rejected(ctx actor.Context, m *messages.JobFinished) *message
 	return ok(nil)
 }
 
-// finish writes a final state fenced by attempt and frees the slot.
-func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) error {
+// finish writes a final state fenced by attempt and frees the slot, unless
+// keepSlot (see end): then the scheduler is told the job ended (its
+// tenant's count, its profile) and the worker grain keeps the slot.
+func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish, keepSlot bool) error {
 	if f.At.IsZero() {
 		f.At = g.deps.Clock()
 	}
@@ -758,7 +765,11 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish) 
 	g.log.Debug("job final", slog.String("status", string(j.Status)), slog.String("reason", j.Reason))
 	switch prev.Status {
 	case persistence.StatusRunning:
-		if g.freed != prev.Attempts {
+		switch {
+		case g.freed == prev.Attempts: // freed ahead of the write (finished)
+		case keepSlot:
+			g.sched(ctx, &messages.SchedRemove{JobId: g.id, Lane: j.Lane})
+		default:
 			g.release(ctx, prev.WorkerID, prev.Attempts, j.Lane)
 		}
 	case persistence.StatusQueued, persistence.StatusScheduled:
@@ -788,9 +799,17 @@ func (g *jobGrain) release(ctx actor.Context, workerID string, attempt int, lane
 // end is the hub's own decision (cancel, deadline, lost worker): it ends the
 // current attempt whatever it is, tells the worker to stop, and closes the
 // log so followers are not left waiting for a worker that will not report.
-func (g *jobGrain) end(ctx actor.Context, f persistence.Finish) {
+//
+// stillRuns: the worker may be running the attempt (a cancel, a deadline).
+// Its slot then stays taken until the worker reports the attempt's end
+// (finished acks it and releases the slot) or stops listing it (the worker
+// grain's prune, at its next report from SlotPruneAfter on), or is lost:
+// the lane is busy until the job has stopped, and a job placed on it
+// before would be rejected, queued again and placed there again, over and
+// over while the lane stops. A lost worker runs nothing: stillRuns false.
+func (g *jobGrain) end(ctx actor.Context, f persistence.Finish, stillRuns bool) {
 	prev := g.job
-	if err := g.finish(ctx, persistence.AnyAttempt, f); err != nil {
+	if err := g.finish(ctx, persistence.AnyAttempt, f, stillRuns); err != nil {
 		g.log.Warn("could not end job", slog.Any("err", err))
 		return
 	}
@@ -806,7 +825,7 @@ func (g *jobGrain) cancel(ctx actor.Context) *messages.Reply {
 	if g.job.Status.Final() {
 		return &messages.Reply{Ok: false, Code: string(messages.CodeConflict), Message: fmt.Sprintf("job %s is already %s", g.id, g.job.Status), Json: g.jobJSON()}
 	}
-	g.end(ctx, persistence.Finish{Status: persistence.StatusCanceled, Reason: persistence.ReasonCanceled, Error: "canceled by request"})
+	g.end(ctx, persistence.Finish{Status: persistence.StatusCanceled, Reason: persistence.ReasonCanceled, Error: "canceled by request"}, true)
 	if !g.job.Status.Final() {
 		return fail(messages.CodeUnavailable, "job %s could not be canceled now", g.id)
 	}
@@ -827,15 +846,16 @@ func (g *jobGrain) workerLost(ctx actor.Context, m *messages.JobWorkerLost) {
 		cancel()
 		if err == nil {
 			g.log.Warn("worker lost; job queued again", slog.String("worker_id", m.WorkerId), slog.Int("attempt", g.job.Attempts))
-			Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(g.job.Attempts)})
-			g.load(ctx)
+			attempt := int32(g.job.Attempts)
+			g.load(ctx) // queued again before the slot goes (see rejected)
+			Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: attempt})
 			return
 		}
 		g.log.Warn("requeue after worker loss failed", slog.Any("err", err))
 	}
 	g.log.Warn("worker lost; job failed", slog.String("worker_id", m.WorkerId))
 	g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonWorkerLost,
-		Error: fmt.Sprintf("worker %s lost the job (gone past %s, or restarted without it)", m.WorkerId, g.deps.Timing.OrphanGrace)})
+		Error: fmt.Sprintf("worker %s lost the job (gone past %s, or restarted without it)", m.WorkerId, g.deps.Timing.OrphanGrace)}, false)
 }
 
 func (g *jobGrain) jobJSON() []byte {

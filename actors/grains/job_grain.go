@@ -194,7 +194,7 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		if !g.job.Status.Final() {
 			g.log.Warn("job passed its deadline; forcing it closed", slog.Int("timeout_s", g.job.TimeoutS))
 			g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonDeadlineExceeded,
-				Error: fmt.Sprintf("not done within timeout_s=%d", g.job.TimeoutS)}, true)
+				Error: fmt.Sprintf("not done within timeout_s=%d", g.job.TimeoutS)}, slotKept)
 		}
 	case *supervise.InjectPanic:
 		panic("injected panic in job grain " + g.id)
@@ -203,7 +203,7 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		if g.job.Status == persistence.StatusQueued {
 			g.log.Warn("job waited too long for a worker", slog.Duration("queued_timeout", g.deps.Timing.QueuedTimeout))
 			g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonQueuedTimeout,
-				Error: fmt.Sprintf("no worker took it within %s", g.deps.Timing.QueuedTimeout)}, false)
+				Error: fmt.Sprintf("no worker took it within %s", g.deps.Timing.QueuedTimeout)}, slotFreed)
 		}
 	}
 }
@@ -453,7 +453,7 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 			// changed): no attempt could succeed, so fail it for good.
 			g.log.Warn("job params do not open; job failed", slog.Any("err", err))
 			g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonJobError,
-				Error: fmt.Sprintf("%v: submit the job again", err)}, false)
+				Error: fmt.Sprintf("%v: submit the job again", err)}, slotFreed)
 			g.sched(ctx, failed)
 			return
 		}
@@ -694,7 +694,7 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 			f.Status = persistence.StatusCanceled
 		}
 	}
-	if err := g.finish(ctx, int(m.Attempt), f, false); err != nil {
+	if err := g.finish(ctx, int(m.Attempt), f, slotFreed); err != nil {
 		return fail(messages.CodeStore, "%v", err)
 	}
 	if !m.Succeeded {
@@ -731,9 +731,9 @@ func (g *jobGrain) rejected(ctx actor.Context, m *messages.JobFinished) *message
 }
 
 // finish writes a final state fenced by attempt and frees the slot, unless
-// keepSlot (see end): then the scheduler is told the job ended (its
+// slotKept (see end): then the scheduler is told the job ended (its
 // tenant's count, its profile) and the worker grain keeps the slot.
-func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish, keepSlot bool) error {
+func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish, slot endSlot) error {
 	if f.At.IsZero() {
 		f.At = g.deps.Clock()
 	}
@@ -767,7 +767,7 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish, 
 	case persistence.StatusRunning:
 		switch {
 		case g.freed == prev.Attempts: // freed ahead of the write (finished)
-		case keepSlot:
+		case slot == slotKept:
 			g.sched(ctx, &messages.SchedRemove{JobId: g.id, Lane: j.Lane})
 		default:
 			g.release(ctx, prev.WorkerID, prev.Attempts, j.Lane)
@@ -796,20 +796,29 @@ func (g *jobGrain) release(ctx actor.Context, workerID string, attempt int, lane
 	Send(ctx, g.cl, workerID, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: int32(attempt), Final: true, Lane: lane})
 }
 
+// endSlot is what a job's end does with its running attempt's worker slot.
+type endSlot bool
+
+const (
+	// slotKept: the worker may still run the attempt (a cancel, a
+	// deadline). The slot stays taken until the worker reports the
+	// attempt's end (finished acks it and releases the slot), stops
+	// listing it (the worker grain's prune, at its next report from
+	// SlotPruneAfter on) or is lost: the lane is busy until the job has
+	// stopped, and a job placed on it before would be rejected, queued
+	// again and placed there again, over and over while the lane stops.
+	slotKept endSlot = true
+	// slotFreed: nothing runs the attempt any more (the worker reported
+	// its end, or was lost), or there is none (a queued job).
+	slotFreed endSlot = false
+)
+
 // end is the hub's own decision (cancel, deadline, lost worker): it ends the
 // current attempt whatever it is, tells the worker to stop, and closes the
 // log so followers are not left waiting for a worker that will not report.
-//
-// stillRuns: the worker may be running the attempt (a cancel, a deadline).
-// Its slot then stays taken until the worker reports the attempt's end
-// (finished acks it and releases the slot) or stops listing it (the worker
-// grain's prune, at its next report from SlotPruneAfter on), or is lost:
-// the lane is busy until the job has stopped, and a job placed on it
-// before would be rejected, queued again and placed there again, over and
-// over while the lane stops. A lost worker runs nothing: stillRuns false.
-func (g *jobGrain) end(ctx actor.Context, f persistence.Finish, stillRuns bool) {
+func (g *jobGrain) end(ctx actor.Context, f persistence.Finish, slot endSlot) {
 	prev := g.job
-	if err := g.finish(ctx, persistence.AnyAttempt, f, stillRuns); err != nil {
+	if err := g.finish(ctx, persistence.AnyAttempt, f, slot); err != nil {
 		g.log.Warn("could not end job", slog.Any("err", err))
 		return
 	}
@@ -825,7 +834,7 @@ func (g *jobGrain) cancel(ctx actor.Context) *messages.Reply {
 	if g.job.Status.Final() {
 		return &messages.Reply{Ok: false, Code: string(messages.CodeConflict), Message: fmt.Sprintf("job %s is already %s", g.id, g.job.Status), Json: g.jobJSON()}
 	}
-	g.end(ctx, persistence.Finish{Status: persistence.StatusCanceled, Reason: persistence.ReasonCanceled, Error: "canceled by request"}, true)
+	g.end(ctx, persistence.Finish{Status: persistence.StatusCanceled, Reason: persistence.ReasonCanceled, Error: "canceled by request"}, slotKept)
 	if !g.job.Status.Final() {
 		return fail(messages.CodeUnavailable, "job %s could not be canceled now", g.id)
 	}
@@ -855,7 +864,7 @@ func (g *jobGrain) workerLost(ctx actor.Context, m *messages.JobWorkerLost) {
 	}
 	g.log.Warn("worker lost; job failed", slog.String("worker_id", m.WorkerId))
 	g.end(ctx, persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonWorkerLost,
-		Error: fmt.Sprintf("worker %s lost the job (gone past %s, or restarted without it)", m.WorkerId, g.deps.Timing.OrphanGrace)}, false)
+		Error: fmt.Sprintf("worker %s lost the job (gone past %s, or restarted without it)", m.WorkerId, g.deps.Timing.OrphanGrace)}, slotFreed)
 }
 
 func (g *jobGrain) jobJSON() []byte {

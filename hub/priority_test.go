@@ -210,11 +210,10 @@ func TestPrioritiesSurviveAHubRestart(t *testing.T) {
 }
 
 // TestRejectedJobKeepsItsPlace: a worker that rejects an assignment (no
-// lane free after all, by its own count) gets that job again with the slot
-// the rejection frees, not a queued job of lower priority. Thirty
-// rejections in a row, each a chance for a five to take the slot (with the
-// release sent before the job is queued again, 19 of 20 runs lost the
-// nine's place).
+// lane free after all, by its own count) gets no other job until it
+// reports again — a lane that stays busy costs one rejection per report,
+// not one per placement — and then that job again, queued before its slot
+// went, not a queued job of lower priority.
 func TestRejectedJobKeepsItsPlace(t *testing.T) {
 	h := startTestHub(t, testConfig(t))
 	l := dialRawLink(t, h.URL(), "w-rej", 1)
@@ -234,12 +233,18 @@ func TestRejectedJobKeepsItsPlace(t *testing.T) {
 		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued jobs")
 
 	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: a.JobID, Attempt: a.Attempt, Result: []byte(`{}`)})
-	const rejections = 30
+	const rejections = 3
 	for i := range rejections {
 		f := nextAssign(l, 5*time.Second)
 		require.Equal(t, nine, f.JobID, "assignment %d after %d rejections of the nine", i+1, i)
 		l.send(messages.Frame{Type: messages.TypeJobFailed, JobID: f.JobID, Attempt: f.Attempt,
 			Reason: persistence.ReasonRejected, Error: "no free lane (1 of 1 busy)"})
+		// The slot went (the worker's in_flight is 0), yet nothing is
+		// placed there until the worker reports: its lane may still be
+		// busy.
+		waitWorker(t, h.URL(), "w-rej", "the rejected job's slot freed", func(w persistence.WorkerInfo) bool { return w.InFlight == 0 })
+		require.Empty(t, nextAssign(l, 300*time.Millisecond).JobID, "a job placed on a worker that said it has no lane free")
+		l.send(messages.Frame{Type: messages.TypeHeartbeat, Stats: &messages.Stats{}})
 	}
 	order := append([]string{nine}, fives...)
 	for _, id := range order {

@@ -463,8 +463,14 @@ type WorkerRelease struct {
 	// worker grain hands the scheduler its SchedRemove (with lane) in the
 	// state push that frees the slot, one message where there were two. A
 	// grain that does not hold the attempt sends the SchedRemove alone.
-	Final         bool   `protobuf:"varint,3,opt,name=final,proto3" json:"final,omitempty"`
-	Lane          string `protobuf:"bytes,4,opt,name=lane,proto3" json:"lane,omitempty"`
+	Final bool   `protobuf:"varint,3,opt,name=final,proto3" json:"final,omitempty"`
+	Lane  string `protobuf:"bytes,4,opt,name=lane,proto3" json:"lane,omitempty"`
+	// rejected: the worker rejected the assignment, having no lane free by
+	// its own count. The slot goes, but its capacity stays taken until the
+	// worker's next report (hello or heartbeat), which a freed lane sends:
+	// a lane that stays busy (a handler that ignores its cancel) then costs
+	// one rejection per report, not one per placement.
+	Rejected      bool `protobuf:"varint,5,opt,name=rejected,proto3" json:"rejected,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -525,6 +531,13 @@ func (x *WorkerRelease) GetLane() string {
 		return x.Lane
 	}
 	return ""
+}
+
+func (x *WorkerRelease) GetRejected() bool {
+	if x != nil {
+		return x.Rejected
+	}
+	return false
 }
 
 // WorkerCancelJob asks the worker to stop a job attempt.
@@ -3651,12 +3664,13 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
 	"\x05frame\x18\x03 \x01(\fR\x05frame\x12\x1e\n" +
-	"\x03job\x18\x04 \x01(\v2\f.paprika.RefR\x03job\"j\n" +
+	"\x03job\x18\x04 \x01(\v2\f.paprika.RefR\x03job\"\x86\x01\n" +
 	"\rWorkerRelease\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
 	"\x05final\x18\x03 \x01(\bR\x05final\x12\x12\n" +
-	"\x04lane\x18\x04 \x01(\tR\x04lane\"B\n" +
+	"\x04lane\x18\x04 \x01(\tR\x04lane\x12\x1a\n" +
+	"\brejected\x18\x05 \x01(\bR\brejected\"B\n" +
 	"\x0fWorkerCancelJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"~\n" +

@@ -726,7 +726,7 @@ func (g *jobGrain) rejected(ctx actor.Context, m *messages.JobFinished) *message
 	// freed slot is not given to a job of lower priority meanwhile. The
 	// slot is released even when the read fails (the next wake enqueues).
 	g.load(ctx)
-	Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt})
+	Send(ctx, g.cl, m.WorkerId, KindWorker, &messages.WorkerRelease{JobId: g.id, Attempt: m.Attempt, Rejected: true})
 	return ok(nil)
 }
 

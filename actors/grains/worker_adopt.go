@@ -97,10 +97,11 @@ func (g *workerGrain) forgetAcked(reported []string) {
 // The rest wait for a later report, once these are settled.
 func (g *workerGrain) reportBound() int { return max(2*g.slots(), 2) }
 
-// taken is the slots placement must count as used: those held, and those
-// of listed jobs whose holder the store is being asked about (a worker
-// back after a hub restart is busy with them).
-func (g *workerGrain) taken() int { return len(g.running) + len(g.verifying) }
+// taken is the slots placement must count as used: those held, those of
+// listed jobs whose holder the store is being asked about (a worker back
+// after a hub restart is busy with them), and those freed by rejections
+// since the worker's last report (rejectHolds).
+func (g *workerGrain) taken() int { return len(g.running) + len(g.verifying) + g.rejectHolds }
 
 // adoptRunning learns jobs the worker reports that this activation did not
 // reserve (it restarted, or the job was assigned through an earlier one):

@@ -69,6 +69,9 @@ type workerGrain struct {
 	// acking: the jobs whose slot this activation freed, which the worker
 	// may still list, and when each was freed (worker_adopt.go, acking).
 	acking map[string]time.Time
+	// rejectHolds: the capacity of slots freed by rejections since the
+	// worker's last report, still counted taken (WorkerRelease.rejected).
+	rejectHolds int
 }
 
 // ConnAckTimeout bounds the wait for a WorkerConn to take a frame; a live
@@ -326,6 +329,7 @@ func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, h
 	g.readApproval(ctx)
 	g.adoptRunning(ctx, hello.Running)
 	g.pruneUnreported(ctx, hello.Running)
+	g.rejectHolds = 0 // the report says what is free now
 	g.info.LastSeen = g.deps.Clock()
 	g.info.Reported, g.info.ReportedAt = hello.Running, g.info.LastSeen
 	g.log.Info("worker connected", slog.String("lan_ip", hello.LanIP), slog.Int("max_concurrent", caps.MaxConcurrent),
@@ -372,6 +376,7 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 	}
 	g.adoptRunning(ctx, f.Running)
 	g.pruneUnreported(ctx, f.Running)
+	g.rejectHolds = 0 // the report says what is free now
 	g.info.LastSeen = g.deps.Clock()
 	g.info.Reported, g.info.ReportedAt = f.Running, g.info.LastSeen
 	g.publish(ctx)
@@ -613,7 +618,14 @@ func (g *workerGrain) released(ctx actor.Context, msg *messages.WorkerRelease) {
 	}
 	if att, ok := g.running[msg.JobId]; ok && (msg.Attempt == 0 || att == msg.Attempt || att == 0) {
 		g.release(msg.JobId)
-		g.freedReported(msg.JobId)
+		if msg.Rejected {
+			// The worker has no lane free: its capacity stays taken until
+			// its next report, which a freed lane sends. Never past its
+			// slots, whatever the releases say.
+			g.rejectHolds = min(g.rejectHolds+1, g.slots())
+		} else {
+			g.freedReported(msg.JobId)
+		}
 		g.info.InFlight = len(g.running)
 		if removed != nil {
 			g.removed = append(g.removed, removed)

@@ -243,6 +243,16 @@ func TestCustomModesDeadlineFencesLateResult(t *testing.T) {
 	logs := strings.Join(logsOf(t, url, id), "\n")
 	assert.Contains(t, logs, "sleeping, deaf to cancellation")
 	assert.NotContains(t, logs, "woke up")
+
+	// The hub ended the stubborn job at its deadline, the worker reported
+	// it 300 ms later and held its one lane 5 s more: the queued job was
+	// offered to it only when a report could say the lane was free — the
+	// deadline's end kept the slot until the worker's report, and a
+	// rejection holds the capacity until the next one — not over and over
+	// while the lane stayed busy.
+	rejected := metric(t, url, "paprika_assignments_rejected_total")
+	t.Logf("assignments rejected while the lane was held: %d", rejected)
+	assert.LessOrEqual(t, rejected, int64(3), "the queued job was placed again and again on the busy lane")
 }
 
 // TestCustomModesUnservedModeWaitsVisibly: a job of a mode no alive worker

@@ -139,6 +139,23 @@ func TestWaitingForAndRequireCapacity(t *testing.T) {
 	require.Equal(t, http.StatusOK, st, string(b))
 }
 
+// queueFivesThenANine queues three priority-5 jobs, then a priority-9
+// one, behind a running blocker, and waits until the scheduler holds all
+// five. A submit is answered once the job is stored; its grain tells the
+// scheduler a moment later. The lane must free only once the scheduler
+// holds all five (the blocker's enqueue included), else on a loaded
+// machine it places a five before it has heard of the nine.
+func queueFivesThenANine(t *testing.T, h *Hub) (fives []string, nine string) {
+	t.Helper()
+	for range 3 {
+		fives = append(fives, submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`).ID)
+	}
+	nine = submit(t, h.URL(), `{"mode":"noop","priority":9,"params":{"lines":1}}`).ID
+	require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= 5 },
+		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued jobs")
+	return fives, nine
+}
+
 // TestPriorityJumpsTheQueue: one lane, busy; three priority-5 jobs queue,
 // then a priority-9 one. When the lane frees, the 9 runs first, then the
 // 5s oldest first.
@@ -153,17 +170,7 @@ func TestPriorityJumpsTheQueue(t *testing.T) {
 	blocker := submit(t, h.URL(), `{"mode":"noop","params":{"sleep_ms":4000}}`)
 	require.Eventually(t, func() bool { return getJob(t, h.URL(), blocker.ID).Status == persistence.StatusRunning },
 		10*time.Second, 10*time.Millisecond)
-	var fives []string
-	for range 3 {
-		fives = append(fives, submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`).ID)
-	}
-	nine := submit(t, h.URL(), `{"mode":"noop","priority":9,"params":{"lines":1}}`).ID
-	// A submit is answered once the job is stored; its grain tells the
-	// scheduler a moment later. The lane must free only once the scheduler
-	// holds all five (the blocker's enqueue included), else on a loaded
-	// machine it places a five before it has heard of the nine.
-	require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= 5 },
-		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued jobs")
+	fives, nine := queueFivesThenANine(t, h)
 	require.Equal(t, persistence.StatusRunning, getJob(t, h.URL(), blocker.ID).Status,
 		"the blocker ended before the scheduler heard of every queued job: nothing was tested")
 
@@ -224,13 +231,7 @@ func TestRejectedJobKeepsItsPlace(t *testing.T) {
 	a := nextAssign(l, 5*time.Second)
 	require.Equal(t, blocker.ID, a.JobID)
 	l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: a.JobID, Attempt: a.Attempt, Lane: lane})
-	var fives []string
-	for range 3 {
-		fives = append(fives, submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`).ID)
-	}
-	nine := submit(t, h.URL(), `{"mode":"noop","priority":9,"params":{"lines":1}}`).ID
-	require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= 5 },
-		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued jobs")
+	fives, nine := queueFivesThenANine(t, h)
 
 	l.send(messages.Frame{Type: messages.TypeJobDone, JobID: a.JobID, Attempt: a.Attempt, Result: []byte(`{}`)})
 	const rejections = 3
@@ -278,39 +279,42 @@ func TestCanceledJobHoldsItsSlotUntilTheLaneFrees(t *testing.T) {
 		l.send(messages.Frame{Type: messages.TypeJobStarted, JobID: a.JobID, Attempt: a.Attempt, Lane: lane})
 		return a
 	}
-	cancelJob := func(id string) {
+	// queued submits a job and waits until the scheduler has heard of
+	// enqueues jobs in all.
+	queued := func(enqueues float64) string {
+		t.Helper()
+		id := submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`).ID
+		require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= enqueues },
+			10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued job")
+		return id
+	}
+	// cancelRunning cancels id; nothing else may come (nextAssign skips
+	// the cancel_job frame) while the worker still runs it.
+	cancelRunning := func(id string) {
 		t.Helper()
 		st, b := do(t, "POST", h.URL()+"/jobs/"+id+"/cancel", "")
 		require.Equal(t, http.StatusOK, st, string(b))
 		require.Equal(t, persistence.StatusCanceled, getJob(t, h.URL(), id).Status)
+		require.Empty(t, nextAssign(l, 500*time.Millisecond).JobID, "a job placed on the lane still stopping")
 	}
 
 	// Ended by the worker's report of the attempt.
-	first := submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`)
-	a := run(first.ID)
-	next := submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`)
-	require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= 2 },
-		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued job")
-	cancelJob(first.ID)
-	// nextAssign skips the cancel_job frame; nothing else may come while
-	// the worker still runs the canceled job.
-	require.Empty(t, nextAssign(l, 500*time.Millisecond).JobID, "a job placed on the lane still stopping")
+	a := run(submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`).ID)
+	next := queued(2)
+	cancelRunning(a.JobID)
 	l.send(messages.Frame{Type: messages.TypeJobFailed, JobID: a.JobID, Attempt: a.Attempt,
 		Reason: persistence.ReasonCanceled, Error: "canceled"})
-	b := run(next.ID)
+	b := run(next)
 
 	// Ended by the worker no longer listing it (its report lost): the
 	// slot goes at the worker's next report, SlotPruneAfter from the
 	// assignment on.
-	third := submit(t, h.URL(), `{"mode":"noop","params":{"lines":1}}`)
-	require.Eventually(t, func() bool { return metricValue(h.deps.Metrics.SchedEnqueues) >= 3 },
-		10*time.Second, 5*time.Millisecond, "the scheduler heard of the queued job")
-	cancelJob(next.ID)
-	require.Empty(t, nextAssign(l, 500*time.Millisecond).JobID, "a job placed on the lane still stopping")
+	third := queued(3)
+	cancelRunning(b.JobID)
 	l.send(messages.Frame{Type: messages.TypeHeartbeat, Stats: &messages.Stats{}, Running: []string{b.JobID}})
 	require.Empty(t, nextAssign(l, 500*time.Millisecond).JobID, "the slot went while the worker lists the job")
 	time.Sleep(grains.SlotPruneAfter)
 	l.send(messages.Frame{Type: messages.TypeHeartbeat, Stats: &messages.Stats{}})
-	run(third.ID)
+	run(third)
 	require.Zero(t, metricValue(h.deps.Metrics.AssignmentsRejected), "no assignment was rejected")
 }

@@ -50,32 +50,87 @@ const (
 )
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
-	req, err := s.decodeSubmit(w, r)
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	defer putBodyBuf(buf)
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBodyBytes)); err != nil {
+		writeError(w, bodyError(err))
+		return
+	}
+	sub, err := s.prepareSubmit(r.Context(), buf.Bytes(), r.Header.Get("Idempotency-Key"), nil)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	key := r.Header.Get("Idempotency-Key")
-	if len(key) > maxIdemKeyLen {
-		writeError(w, Errorf(http.StatusBadRequest, "bad_idempotency_key", "Idempotency-Key is longer than %d bytes", maxIdemKeyLen))
-		return
-	}
-	if err := s.checkQueue(r.Context()); err != nil {
+	job, created, err := s.b.Submit(r.Context(), sub.job)
+	if err != nil {
 		writeError(w, err)
 		return
+	}
+	s.answerSubmit(w, &sub, job, created)
+}
+
+// bodyError is the answer to a submission body that could not be read.
+func bodyError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "the body is over %d bytes", maxBodyBytes)
+	}
+	return Errorf(http.StatusBadRequest, "bad_body", "read body: %v", err)
+}
+
+// submission is a POST /jobs body that passed every check, made the job
+// to create.
+type submission struct {
+	req    SubmitRequest
+	key    string // its Idempotency-Key
+	tenant string
+	job    persistence.Job
+}
+
+// ahead counts the jobs a request submits before the one being checked
+// (a batch's earlier items), which the queue limits count as queued: the
+// hub's own count of its submits only moves once they are created.
+type ahead struct {
+	jobs     int
+	byTenant map[string]int
+}
+
+func (a *ahead) add(tenant string) {
+	if a.byTenant == nil {
+		a.byTenant = map[string]int{}
+	}
+	a.jobs++
+	a.byTenant[tenant]++
+}
+
+// prepareSubmit checks a submission — its body and Idempotency-Key key —
+// with every refusal POST /jobs answers before it creates anything, and
+// makes its job. before (nil for none) holds the same request's jobs
+// ahead of it.
+func (s *Server) prepareSubmit(ctx context.Context, body []byte, key string, before *ahead) (submission, error) {
+	req, err := s.decodeSubmit(ctx, body)
+	if err != nil {
+		return submission{}, err
+	}
+	if len(key) > maxIdemKeyLen {
+		return submission{}, Errorf(http.StatusBadRequest, "bad_idempotency_key", "Idempotency-Key is longer than %d bytes", maxIdemKeyLen)
+	}
+	if before == nil {
+		before = &ahead{}
+	}
+	if err := s.checkQueue(ctx, before.jobs); err != nil {
+		return submission{}, err
 	}
 	tenant, err := s.tenantOf(req)
 	if err == nil {
-		err = s.checkTenantQueue(r.Context(), tenant)
+		err = s.checkTenantQueue(ctx, tenant, before.byTenant[tenant])
 	}
 	if err != nil {
-		writeError(w, err)
-		return
+		return submission{}, err
 	}
 	if req.RequireCapacity {
-		if err := s.checkCapacity(r.Context(), req.Mode); err != nil {
-			writeError(w, err)
-			return
+		if err := s.checkCapacity(ctx, req.Mode); err != nil {
+			return submission{}, err
 		}
 	}
 	priority := persistence.DefaultPriority
@@ -91,31 +146,32 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		attempts = max(s.opts.MaxAttempts, 1)
 	}
 	// The store keeps the proxy password sealed; req.Params keeps it clear
-	// for the idempotency comparison below.
+	// for the idempotency comparison in answerSubmit.
 	params, err := s.opts.ParamsKey.SealParams(req.Params)
 	if err != nil {
-		writeError(w, Errorf(http.StatusBadRequest, "bad_params", "%v", err))
-		return
+		return submission{}, Errorf(http.StatusBadRequest, "bad_params", "%v", err)
 	}
-	job, created, err := s.b.Submit(r.Context(), persistence.Job{
+	return submission{req: req, key: key, tenant: tenant, job: persistence.Job{
 		Mode: req.Mode, Params: params, TimeoutS: timeout, MaxAttempts: attempts,
 		Labels: req.Labels, IdempotencyKey: key, Priority: priority, Tenant: tenant,
 		RunAt: req.runAt(time.Now()), RetryBackoff: req.RetryBackoff,
-	})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	}}, nil
+}
+
+// answerSubmit answers POST /jobs for sub, whose create gave job:
+// 201 when created, else 200 with the stored job its key named — or 422
+// when that job was submitted with other mode, params, labels or tenant.
+func (s *Server) answerSubmit(w http.ResponseWriter, sub *submission, job persistence.Job, created bool) {
 	status := http.StatusCreated
 	if created {
-		s.queue.added(tenant)
+		s.queue.added(sub.tenant)
 	} else {
 		status = http.StatusOK
-		if key != "" && (!s.sameSubmission(job, req) || job.Tenant != tenant) {
+		if sub.key != "" && (!s.sameSubmission(job, sub.req) || job.Tenant != sub.tenant) {
 			// Answering with the stored job would tell the client its new
 			// request was taken when it was not (a reused or colliding key).
 			writeError(w, Errorf(http.StatusUnprocessableEntity, "idempotency_key_reused",
-				"Idempotency-Key %q was used for job %s with a different mode, params or labels", key, job.ID))
+				"Idempotency-Key %q was used for job %s with a different mode, params or labels", sub.key, job.ID))
 			return
 		}
 	}
@@ -140,23 +196,12 @@ func putBodyBuf(b *bytes.Buffer) {
 	bodyBufs.Put(b)
 }
 
-// decodeSubmit reads and validates a submission, with a 4xx for each fault.
-// The body is read whole before it is decoded: a body over the limit is a
-// 413 whatever its first bytes are, not a 400 for the JSON error a
-// streaming decoder would meet first.
-func (s *Server) decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitRequest, error) {
+// decodeSubmit decodes and validates a submission's body, read whole
+// before (a body over the limit is a 413 whatever its first bytes are,
+// not a 400 for the JSON error a streaming decoder would meet first),
+// with a 4xx for each fault.
+func (s *Server) decodeSubmit(ctx context.Context, body []byte) (SubmitRequest, error) {
 	var req SubmitRequest
-	buf := bodyBufs.Get().(*bytes.Buffer)
-	defer putBodyBuf(buf)
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	body := buf.Bytes()
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return req, Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "the body is over %d bytes", maxBodyBytes)
-		}
-		return req, Errorf(http.StatusBadRequest, "bad_body", "read body: %v", err)
-	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := decodeBody(dec, &req); err != nil {
@@ -185,7 +230,7 @@ func (s *Server) decodeSubmit(w http.ResponseWriter, r *http.Request) (SubmitReq
 	if len(req.Params) == 0 || string(req.Params) == "null" {
 		req.Params = json.RawMessage("{}")
 	}
-	if err := s.validateModeParams(r.Context(), req.Mode, req.Params); err != nil {
+	if err := s.validateModeParams(ctx, req.Mode, req.Params); err != nil {
 		return req, err
 	}
 	return req, nil

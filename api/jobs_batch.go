@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -39,8 +40,8 @@ type BatchResponse struct {
 const batchKeyField = "idempotency_key"
 
 // submitBatch is POST /jobs:batch: a JSON array of POST /jobs bodies,
-// each run through the very handler of POST /jobs (same validation, same
-// answers), answered per item in order. 201 when every item was created,
+// each held to the very checks of POST /jobs and answered as it would be
+// (prepareSubmit, answerSubmit), per item in order. 201 when every item was created,
 // else 207 with each item's own status; the batch itself is refused (4xx,
 // no job created) only when it is not an array of objects or is over its
 // bounds.
@@ -69,77 +70,129 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := BatchResponse{Results: make([]BatchItem, len(items))}
-	// The items go one after another, each answered after its commit: a
-	// store must not hold one back for company.
-	r = r.WithContext(persistence.WithoutCommitWait(r.Context()))
-	allCreated := true
+	// Every item is checked first, then the ones that passed are created
+	// together, in their order: in one store write where the store can
+	// (one commit for the batch instead of one per item), and without
+	// waiting for other writes to share it — a batch is company enough.
+	ctx := persistence.WithoutCommitWait(r.Context())
+	subs := make([]submission, 0, len(items))
+	at := make([]int, 0, len(items)) // subs[n] is item at[n]
+	var before ahead
 	for i, raw := range items {
-		it := s.submitItem(r, raw)
-		if it.Status != http.StatusCreated {
-			allCreated = false
+		sub, err := s.prepareItem(ctx, raw, &before)
+		if err != nil {
+			rec := newItemRecorder()
+			writeError(rec, err)
+			out.Results[i] = rec.item()
+			continue
 		}
-		out.Results[i] = it
+		before.add(sub.tenant)
+		subs = append(subs, sub)
+		at = append(at, i)
+	}
+	for n, c := range s.submitMany(ctx, subs) {
+		rec := newItemRecorder()
+		if c.Err != nil {
+			writeError(rec, c.Err)
+		} else {
+			s.answerSubmit(rec, &subs[n], c.Job, c.Created)
+		}
+		out.Results[at[n]] = rec.item()
 	}
 	status := http.StatusMultiStatus
-	if allCreated {
+	if len(subs) == len(items) && allCreated(out.Results) {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, out)
 }
 
-// submitItem runs one batch item through POST /jobs's handler.
-func (s *Server) submitItem(r *http.Request, raw json.RawMessage) BatchItem {
+func allCreated(items []BatchItem) bool {
+	for _, it := range items {
+		if it.Status != http.StatusCreated {
+			return false
+		}
+	}
+	return true
+}
+
+// batchSubmitter is a Backend that creates several jobs in one store
+// write, in their order (grains.Front.SubmitMany).
+type batchSubmitter interface {
+	SubmitMany(ctx context.Context, jobs []persistence.Job) []persistence.Created
+}
+
+// submitMany creates the jobs of subs, answered in their order: in one
+// call where the backend can, else one after another.
+func (s *Server) submitMany(ctx context.Context, subs []submission) []persistence.Created {
+	if len(subs) == 0 {
+		return nil
+	}
+	jobs := make([]persistence.Job, len(subs))
+	for n := range subs {
+		jobs[n] = subs[n].job
+	}
+	if b, ok := s.b.(batchSubmitter); ok {
+		return b.SubmitMany(ctx, jobs)
+	}
+	out := make([]persistence.Created, len(jobs))
+	for n, j := range jobs {
+		out[n].Job, out[n].Created, out[n].Err = s.b.Submit(ctx, j)
+	}
+	return out
+}
+
+// prepareItem checks one batch item as POST /jobs checks its body, with
+// the item's idempotency_key as its Idempotency-Key.
+func (s *Server) prepareItem(ctx context.Context, raw json.RawMessage, before *ahead) (submission, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return itemError(Errorf(http.StatusBadRequest, "bad_json", "the item is not a JSON object"))
+		return submission{}, Errorf(http.StatusBadRequest, "bad_json", "the item is not a JSON object")
 	}
 	var key string
 	if k, ok := fields[batchKeyField]; ok {
 		if err := json.Unmarshal(k, &key); err != nil {
-			return itemError(Errorf(http.StatusBadRequest, "bad_idempotency_key", "%s is not a string", batchKeyField))
+			return submission{}, Errorf(http.StatusBadRequest, "bad_idempotency_key", "%s is not a string", batchKeyField)
 		}
 		delete(fields, batchKeyField)
 		b, err := json.Marshal(fields)
 		if err != nil {
-			return itemError(Errorf(http.StatusBadRequest, "bad_json", "re-encode item: %v", err))
+			return submission{}, Errorf(http.StatusBadRequest, "bad_json", "re-encode item: %v", err)
 		}
 		raw = b
 	}
-	sub := r.Clone(r.Context())
-	sub.Body, sub.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
-	sub.Header.Del("Idempotency-Key")
-	if key != "" {
-		sub.Header.Set("Idempotency-Key", key)
+	if len(raw) > maxBodyBytes {
+		return submission{}, bodyError(&http.MaxBytesError{Limit: maxBodyBytes})
 	}
-	rec := &itemRecorder{header: http.Header{}}
-	s.submit(rec, sub)
-	it := BatchItem{Status: rec.status()}
+	return s.prepareSubmit(ctx, raw, key, before)
+}
+
+// item is the answer recorded as one batch item: the job, or the error
+// object of the answer.
+func (w *itemRecorder) item() BatchItem {
+	it := BatchItem{Status: w.status()}
 	if it.Status < 300 {
-		it.Job = bytes.TrimSpace(rec.body.Bytes())
+		it.Job = bytes.TrimSpace(w.body.Bytes())
 		return it
 	}
 	var e struct {
 		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(rec.body.Bytes(), &e) == nil && len(e.Error) > 0 {
+	if json.Unmarshal(w.body.Bytes(), &e) == nil && len(e.Error) > 0 {
 		it.Error = e.Error
 	} else {
-		it.Error, _ = json.Marshal(map[string]string{"code": "internal", "message": rec.body.String()})
+		it.Error, _ = json.Marshal(map[string]string{"code": "internal", "message": w.body.String()})
 	}
 	return it
 }
 
-func itemError(e *Error) BatchItem {
-	b, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message})
-	return BatchItem{Status: e.Status, Error: b}
-}
-
-// itemRecorder takes one item's answer from the POST /jobs handler.
+// itemRecorder takes one item's answer as POST /jobs would write it.
 type itemRecorder struct {
 	header http.Header
 	code   int
 	body   bytes.Buffer
 }
+
+func newItemRecorder() *itemRecorder { return &itemRecorder{header: http.Header{}} }
 
 func (w *itemRecorder) Header() http.Header { return w.header }
 

@@ -165,14 +165,15 @@ func (g *queueGate) added(tenant string) {
 // checkQueue refuses a submission with 429 while the fleet already holds
 // limits.max_queued queued jobs. When the depth cannot be read it lets the
 // job through: the store, not this gate, is what must stay reachable, and
-// the next refresh is at most a second away.
-func (s *Server) checkQueue(ctx context.Context) error {
+// the next refresh is at most a second away. ahead counts the jobs of the
+// same request before this one (a batch's), not created yet.
+func (s *Server) checkQueue(ctx context.Context, ahead int) error {
 	limit := s.limits.MaxQueued
 	if limit <= 0 {
 		return nil
 	}
 	l, since, _, _ := s.queue.load(ctx, s) // never read: this hub's submits only
-	depth := l.Queued + l.Scheduled + since
+	depth := l.Queued + l.Scheduled + since + ahead
 	if depth < limit {
 		return nil
 	}

@@ -62,8 +62,9 @@ func validTenant(t string) bool {
 
 // checkTenantQueue refuses a submission with 429 tenant_quota while its
 // tenant already has max_queued jobs queued in the fleet (the cached load
-// plus this hub's submits since, as checkQueue counts).
-func (s *Server) checkTenantQueue(ctx context.Context, tenant string) error {
+// plus this hub's submits since and the request's jobs ahead, as
+// checkQueue counts).
+func (s *Server) checkTenantQueue(ctx context.Context, tenant string, ahead int) error {
 	if s.opts.Tenants.MaxQueued == nil {
 		return nil
 	}
@@ -72,7 +73,7 @@ func (s *Server) checkTenantQueue(ctx context.Context, tenant string) error {
 		return nil
 	}
 	_, _, _, _ = s.queue.load(ctx, s) // refresh when due
-	depth := s.queue.tenantQueued(tenant)
+	depth := s.queue.tenantQueued(tenant) + ahead
 	if depth < limit {
 		return nil
 	}

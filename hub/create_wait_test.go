@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -45,18 +46,32 @@ func TestSubmitSharesItsClaimsCommit(t *testing.T) {
 	require.LessOrEqual(t, commits()-before, int64(2*jobs+1), "create+claim, then lane+final, per job")
 }
 
-// TestBatchItemsDoNotWaitForCompany: the items of POST /jobs:batch go one
-// after another, each answered after its commit, so none waits the create
-// wait for a claim that no free lane makes: with no worker and a 100 ms
-// wait, 50 items that each waited would take 5 s.
+// TestBatchItemsDoNotWaitForCompany: the items of POST /jobs:batch are
+// created together, in one commit, which does not wait the create wait
+// for a claim that no free lane makes: with no worker and a 100 ms wait,
+// 50 items that each waited would take 5 s. They are listed in the
+// batch's order.
 func TestBatchItemsDoNotWaitForCompany(t *testing.T) {
 	cfg := testConfig(t)
 	require.NoError(t, cfg.Set("jobs.create_commit_wait", "100ms"))
 	h := startTestHub(t, cfg)
-	items := strings.TrimSuffix(strings.Repeat(`{"mode":"noop"},`, 50), ",")
+	commits := commitsOf(t, h)
+	var items []string
+	for i := range 50 {
+		items = append(items, fmt.Sprintf(`{"mode":"noop","labels":{"i":"%d"}}`, i))
+	}
+	before := commits()
 	start := time.Now()
-	st, b := do(t, "POST", h.URL()+"/jobs:batch", "["+items+"]")
+	st, b := do(t, "POST", h.URL()+"/jobs:batch", "["+strings.Join(items, ",")+"]")
 	took := time.Since(start)
 	require.Equal(t, http.StatusCreated, st, string(b))
 	require.Less(t, took, 4*time.Second, fmt.Sprintf("50 items took %s: they waited for company", took))
+	require.Equal(t, int64(1), commits()-before, "one commit for the batch")
+
+	listed, _, err := h.stores.Jobs.List(context.Background(), persistence.ListQuery{OldestFirst: true, Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, listed, 50)
+	for i, j := range listed {
+		require.Equal(t, fmt.Sprint(i), j.Labels["i"], "listed in the batch's order")
+	}
 }

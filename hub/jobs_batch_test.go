@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,6 +52,22 @@ func TestJobsBatch(t *testing.T) {
 	require.NoError(t, json.Unmarshal(mixed.Results[2].Job, &again))
 	require.Equal(t, keyed.ID, again.ID)
 
+	// A key used twice in one batch: the second item is the first's job
+	// (200), or 422 when it asks for something else.
+	st, b = do(t, "POST", h.URL()+"/jobs:batch",
+		`[{"mode":"noop","idempotency_key":"bk-2"},{"mode":"noop","idempotency_key":"bk-2"},{"mode":"noop","priority":7,"labels":{"x":"y"},"idempotency_key":"bk-2"}]`)
+	require.Equal(t, http.StatusMultiStatus, st, string(b))
+	var twice api.BatchResponse
+	require.NoError(t, json.Unmarshal(b, &twice))
+	require.Equal(t, 201, twice.Results[0].Status)
+	require.Equal(t, 200, twice.Results[1].Status)
+	require.Equal(t, 422, twice.Results[2].Status, string(twice.Results[2].Error))
+	require.Contains(t, string(twice.Results[2].Error), `"idempotency_key_reused"`)
+	var one, two persistence.Job
+	require.NoError(t, json.Unmarshal(twice.Results[0].Job, &one))
+	require.NoError(t, json.Unmarshal(twice.Results[1].Job, &two))
+	require.Equal(t, one.ID, two.ID)
+
 	// The batch as a whole.
 	for _, c := range []struct {
 		body string
@@ -82,4 +99,66 @@ func TestJobsBatch(t *testing.T) {
 	got, err := cl.Get(ctx, res[2].Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, persistence.StatusQueued, got.Status)
+}
+
+// TestJobsBatchQueueLimits: limits.max_queued and a tenant's max_queued
+// apply to each item of a batch, counting the items created before it in
+// the same batch.
+func TestJobsBatchQueueLimits(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.Set("limits.max_queued", "4"))
+	require.NoError(t, cfg.Set("scheduler.tenant_quotas", "*=queued:100,small=queued:2"))
+	h := startTestHub(t, cfg)
+	st, b := do(t, "POST", h.URL()+"/jobs:batch", `[{"mode":"noop","tenant":"small"},{"mode":"noop","tenant":"small"},{"mode":"noop","tenant":"small"},`+
+		`{"mode":"noop","tenant":"big"},{"mode":"noop","tenant":"big"},{"mode":"noop","tenant":"big"}]`)
+	require.Equal(t, http.StatusMultiStatus, st, string(b))
+	var res api.BatchResponse
+	require.NoError(t, json.Unmarshal(b, &res))
+	var codes []int
+	for _, r := range res.Results {
+		codes = append(codes, r.Status)
+	}
+	require.Equal(t, []int{201, 201, 429, 201, 201, 429}, codes, string(b))
+	require.Contains(t, string(res.Results[2].Error), `"tenant_quota"`)
+	require.Contains(t, string(res.Results[5].Error), `"queue_full"`)
+	listed, _, err := h.stores.Jobs.List(context.Background(), persistence.ListQuery{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, listed, 4)
+}
+
+// TestJobsBatchOnMariaDB: on MariaDB a batch's items are created together
+// (multi-row INSERTs), answered in order, a key used twice answered with
+// the first item's job, and listed in the batch's order.
+func TestJobsBatchOnMariaDB(t *testing.T) {
+	h := startTestHub(t, realConfig(t))
+	items := make([]string, 200)
+	for i := range items {
+		items[i] = fmt.Sprintf(`{"mode":"noop","labels":{"i":"%d"}}`, i)
+	}
+	items[3] = `{"mode":"noop","labels":{"i":"3"},"idempotency_key":"mk-1"}`
+	items[4] = `{"mode":"noop","labels":{"i":"3"},"idempotency_key":"mk-1"}`
+	st, b := do(t, "POST", h.URL()+"/jobs:batch", "["+strings.Join(items, ",")+"]")
+	require.Equal(t, http.StatusMultiStatus, st, string(b))
+	var res api.BatchResponse
+	require.NoError(t, json.Unmarshal(b, &res))
+	require.Len(t, res.Results, len(items))
+	var ids []string
+	for i, r := range res.Results {
+		var j persistence.Job
+		require.NoError(t, json.Unmarshal(r.Job, &j), "item %d: %s", i, r.Error)
+		if i == 4 {
+			require.Equal(t, http.StatusOK, r.Status)
+			require.Equal(t, ids[3], j.ID, "the key's job, created by item 3")
+			continue
+		}
+		require.Equal(t, http.StatusCreated, r.Status, "item %d", i)
+		ids = append(ids, j.ID)
+	}
+	listed, _, err := h.stores.Jobs.List(context.Background(), persistence.ListQuery{OldestFirst: true, Limit: 1000})
+	require.NoError(t, err)
+	var order []string
+	for _, j := range listed {
+		order = append(order, j.ID)
+	}
+	require.Equal(t, ids, order, "listed in the batch's order")
 }

@@ -214,6 +214,16 @@ type Finish struct {
 // (cancel, deadline, reconciliation) end whichever attempt is current.
 const AnyAttempt = -1
 
+// Created is one job's outcome of a create that carried several
+// (bolt.JobStore.CreateMany): the job as stored — the new one, or the one
+// its idempotency key already named — whether this create made it, or why
+// it did not (Err, with Job empty), as Create answers for one job.
+type Created struct {
+	Job     Job
+	Created bool
+	Err     error
+}
+
 // JobStore keeps jobs. Every transition is a conditional write, so two hubs
 // (or a hub and a stale worker) racing on one job cannot both win.
 type JobStore interface {

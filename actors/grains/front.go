@@ -45,14 +45,7 @@ func NewFront(d *Deps) *Front {
 // scheduler. The store write comes first: once 201 is sent the job exists
 // whatever happens to this hub.
 func (f *Front) Submit(ctx context.Context, j persistence.Job) (persistence.Job, bool, error) {
-	j.Status = persistence.StatusQueued
-	if !j.RunAt.IsZero() {
-		j.Status = persistence.StatusScheduled // held until run_at (delayed job)
-	}
-	j.CreatedAt = time.Now().UTC()
-	if j.ID == "" {
-		j.ID = mintLocal(persistence.NewJobID, ownedHere(f.d.Cluster(), KindJob))
-	}
+	f.prepare(&j)
 	took := prometheus.NewTimer(f.d.Metrics.StoreWrites.Create)
 	var (
 		stored             persistence.Job
@@ -77,6 +70,56 @@ func (f *Front) Submit(ctx context.Context, j persistence.Job) (persistence.Job,
 		f.woken(stored)
 	}
 	return stored, created, nil
+}
+
+// prepare makes j a new job: queued (or scheduled, with a run_at),
+// created now, with an id whose grain lives on this hub when it can.
+func (f *Front) prepare(j *persistence.Job) {
+	j.Status = persistence.StatusQueued
+	if !j.RunAt.IsZero() {
+		j.Status = persistence.StatusScheduled // held until run_at (delayed job)
+	}
+	j.CreatedAt = time.Now().UTC()
+	if j.ID == "" {
+		j.ID = mintLocal(persistence.NewJobID, ownedHere(f.d.Cluster(), KindJob))
+	}
+}
+
+// SubmitMany is Submit for several jobs, answered in their order. A
+// store that can (bolt.JobStore.CreateMany) creates them all in one
+// write — one commit, or a share of one, for the lot — in their order,
+// and each created job's grain is woken once that write is durable;
+// with another store they are submitted one after another.
+func (f *Front) SubmitMany(ctx context.Context, jobs []persistence.Job) []persistence.Created {
+	out := make([]persistence.Created, len(jobs))
+	bc, ok := f.d.Jobs.(batchCreator)
+	if !ok {
+		for i, j := range jobs {
+			out[i].Job, out[i].Created, out[i].Err = f.Submit(ctx, j)
+		}
+		return out
+	}
+	for i := range jobs {
+		f.prepare(&jobs[i])
+	}
+	took := prometheus.NewTimer(f.d.Metrics.StoreWrites.Create)
+	out = bc.CreateMany(ctx, jobs)
+	took.ObserveDuration()
+	for i := range out {
+		switch {
+		case out[i].Err != nil:
+			out[i].Err = fmt.Errorf("create job: %w", out[i].Err)
+		case out[i].Created:
+			f.woken(out[i].Job)
+		}
+	}
+	return out
+}
+
+// batchCreator is a job store that creates several jobs in one write
+// (bolt.JobStore.CreateMany).
+type batchCreator interface {
+	CreateMany(ctx context.Context, jobs []persistence.Job) []persistence.Created
 }
 
 // announcingCreator is a job store that can announce a new job before its

@@ -2,6 +2,8 @@ package bolt
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 
 	bbolt "go.etcd.io/bbolt"
@@ -64,6 +66,37 @@ func waitOn(m map[string]chan struct{}, name string) chan struct{} {
 		m[name] = ch
 	}
 	return ch
+}
+
+// reserveAll reserves every {id, key} of names as reserve does, for a
+// create of several jobs (CreateMany). It takes them in the order of
+// their keys, then ids, one at a time: two such creates that share keys
+// take them in one order, so neither holds a key the other waits for
+// while it waits for one the other holds (a single create holds nothing
+// while it waits). release ends every mark; on an error none is left.
+func (c *creating) reserveAll(ctx context.Context, names [][2]string) (release func(), err error) {
+	sorted := slices.Clone(names)
+	slices.SortFunc(sorted, func(a, b [2]string) int {
+		if n := strings.Compare(a[1], b[1]); n != 0 {
+			return n
+		}
+		return strings.Compare(a[0], b[0])
+	})
+	releases := make([]func(), 0, len(sorted))
+	release = func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	for _, n := range sorted {
+		r, err := c.reserve(ctx, n[0], n[1])
+		if err != nil {
+			release()
+			return nil, err
+		}
+		releases = append(releases, r)
+	}
+	return release, nil
 }
 
 func (c *creating) release(id, key string) {

@@ -179,37 +179,9 @@ func (s *JobStore) CreateAnnounced(ctx context.Context, j persistence.Job, annou
 		dup     error // the duplicate id's verdict: written nothing
 	)
 	err = s.group.update(ctx, func(w *writeTx) error {
-		out, created, dup = &j, false, nil
-		jobs := w.bucket(bucketJobs)
-		idem := w.index(bucketIdempotency)
-		if j.IdempotencyKey != "" {
-			if id := w.get(idem, []byte(j.IdempotencyKey)); id != nil {
-				existing, err := decodeStored(w.get(jobs, id), id)
-				if err != nil {
-					return fmt.Errorf("idempotency key %q: %w", j.IdempotencyKey, err)
-				}
-				out = &existing
-				return nil
-			}
-		}
-		id := []byte(j.ID)
-		if w.get(jobs, id) != nil {
-			dup = fmt.Errorf("id exists: %w", persistence.ErrConflict)
-			return nil
-		}
-		if err := jobs.Put(id, data); err != nil {
-			return err
-		}
-		if err := w.index(bucketByStatus).Put(statusKey(&j), []byte{}); err != nil {
-			return err
-		}
-		if j.IdempotencyKey != "" {
-			if err := idem.Put([]byte(j.IdempotencyKey), id); err != nil {
-				return err
-			}
-		}
-		created = true
-		return nil
+		var err error
+		out, created, dup, err = createIn(w, &j, data)
+		return err
 	}, opts)
 	if err == nil {
 		err = dup
@@ -218,6 +190,118 @@ func (s *JobStore) CreateAnnounced(ctx context.Context, j persistence.Job, annou
 		return persistence.Job{}, false, s.wrap(err, "create job %s", j.ID)
 	}
 	return *out, created, nil
+}
+
+// createIn writes the new job j (data its record) in w, unless its
+// idempotency key names a stored job — then out is that one — or its id
+// is taken (dup, written nothing). err is a failed write, which fails the
+// transaction.
+func createIn(w *writeTx, j *persistence.Job, data []byte) (out *persistence.Job, created bool, dup, err error) {
+	jobs := w.bucket(bucketJobs)
+	idem := w.index(bucketIdempotency)
+	if j.IdempotencyKey != "" {
+		if id := w.get(idem, []byte(j.IdempotencyKey)); id != nil {
+			existing, err := decodeStored(w.get(jobs, id), id)
+			if err != nil {
+				return nil, false, nil, fmt.Errorf("idempotency key %q: %w", j.IdempotencyKey, err)
+			}
+			return &existing, false, nil, nil
+		}
+	}
+	id := []byte(j.ID)
+	if w.get(jobs, id) != nil {
+		return j, false, fmt.Errorf("id exists: %w", persistence.ErrConflict), nil
+	}
+	if err := jobs.Put(id, data); err != nil {
+		return nil, false, nil, err
+	}
+	if err := w.index(bucketByStatus).Put(statusKey(j), []byte{}); err != nil {
+		return nil, false, nil, err
+	}
+	if j.IdempotencyKey != "" {
+		if err := idem.Put([]byte(j.IdempotencyKey), id); err != nil {
+			return nil, false, nil, err
+		}
+	}
+	return j, true, nil, nil
+}
+
+// CreateMany creates jobs in one write, in their order: one commit (or
+// a share of one) for all of them instead of one each, and a job later
+// in the slice is created after, and listed after, one before it. Each
+// job is answered as Create would answer it alone — a job whose
+// idempotency key is stored, or used by a job earlier in the slice, is
+// that job with Created false — and a job the store refuses (not a valid
+// new job) is refused alone. A failed or unanswered write fails every
+// job of the call with the same error (some may have been written, as
+// with one create that times out). Nothing is announced: the caller
+// wakes the created jobs after the answer.
+func (s *JobStore) CreateMany(ctx context.Context, jobs []persistence.Job) []persistence.Created {
+	out := make([]persistence.Created, len(jobs))
+	if err := ctx.Err(); err != nil {
+		for i := range out {
+			out[i].Err = fmt.Errorf("create job: %w", err)
+		}
+		return out
+	}
+	type item struct {
+		i    int
+		j    persistence.Job
+		data []byte
+		key  string // the key reserved for it: "" when none, or an earlier item's
+	}
+	items := make([]item, 0, len(jobs))
+	seen := make(map[string]bool, len(jobs))
+	for i, j := range jobs {
+		j, err := persistence.PrepareNew(j, time.Now())
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		it := item{i: i, j: j, data: encodeJob(&j)}
+		if k := j.IdempotencyKey; k != "" && !seen[k] {
+			seen[k], it.key = true, k
+		}
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		return out
+	}
+	names := make([][2]string, len(items))
+	for n, it := range items {
+		names[n] = [2]string{it.j.ID, it.key}
+	}
+	release, err := s.creating.reserveAll(ctx, names)
+	if err != nil {
+		for _, it := range items {
+			out[it.i].Err = s.wrap(fmt.Errorf("%w: %w", persistence.ErrUnavailable, err), "create job %s", it.j.ID)
+		}
+		return out
+	}
+	err = s.group.update(ctx, func(w *writeTx) error {
+		for _, it := range items {
+			stored, created, dup, err := createIn(w, &it.j, it.data)
+			if err != nil {
+				return err
+			}
+			r := &out[it.i]
+			r.Job, r.Created, r.Err = persistence.Job{}, created, dup
+			if dup == nil {
+				r.Job = *stored
+			}
+		}
+		return nil
+	}, writeOpts{through: release})
+	for _, it := range items {
+		r := &out[it.i]
+		switch {
+		case err != nil:
+			*r = persistence.Created{Err: s.wrap(err, "create job %s", it.j.ID)}
+		case r.Err != nil:
+			r.Err = s.wrap(r.Err, "create job %s", it.j.ID)
+		}
+	}
+	return out
 }
 
 // Get returns the job with id, or persistence.ErrNotFound.

@@ -117,6 +117,12 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req, size int) (Res, err
 		}
 		b.drain(c)
 	}
+	return b.await(ctx, c)
+}
+
+// await is c's answer: once its trip ended, or ctx's error when ctx
+// ended before c left (then it never will).
+func (b *batcher[Req, Res]) await(ctx context.Context, c *call[Req, Res]) (Res, error) {
 	select {
 	case <-c.done:
 		return c.res, c.err
@@ -134,6 +140,43 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req, size int) (Res, err
 	b.mu.Unlock()
 	<-c.done // on the wire: its outcome is known only once the trip ends
 	return c.res, c.err
+}
+
+// doMany is do for several requests of one caller (sizes[i] is reqs[i]'s),
+// queued together in their order: they leave in as few trips as the
+// bounds of a batch allow, each trip oldest first, and are answered in
+// their order. They never wait for company: they are some.
+func (b *batcher[Req, Res]) doMany(ctx context.Context, reqs []Req, sizes []int) ([]Res, []error) {
+	res, errs := make([]Res, len(reqs)), make([]error, len(reqs))
+	if len(reqs) == 0 {
+		return res, errs
+	}
+	calls := make([]*call[Req, Res], len(reqs))
+	b.mu.Lock()
+	for i := range reqs {
+		calls[i] = &call[Req, Res]{ctx: ctx, req: reqs[i], size: sizes[i], done: make(chan struct{})}
+	}
+	b.pending = append(b.pending, calls...)
+	if b.wait > 0 {
+		b.pace.Note(time.Now())
+	}
+	lead := false
+	switch {
+	case b.gathering != nil:
+		close(b.gathering) // company enough: the gathering lead goes
+		b.gathering = nil
+	case b.inFlight < maxTripsInFlight:
+		lead = true
+		b.inFlight++
+	}
+	b.mu.Unlock()
+	if lead {
+		b.drain(calls[len(calls)-1]) // the last leaves after the others
+	}
+	for i, c := range calls {
+		res[i], errs[i] = b.await(ctx, c)
+	}
+	return res, errs
 }
 
 // gatherFor waits until gather is closed (waitGroup calls pending), the

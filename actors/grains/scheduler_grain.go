@@ -51,6 +51,11 @@ type schedulerGrain struct {
 	serving map[string][]string
 	// profiles is the profile lock and affinity (profiles.go).
 	profiles profileLocks
+	// rebuilding: a fresh activation has not rebuilt its view yet
+	// (schedRebuild), so nothing is placed — a worker's report or a job's
+	// enqueue that came before the rebuild would be placed against tenant
+	// counts and profile holders still empty.
+	rebuilding bool
 }
 
 // placeTimeout fires when a placement got no answer (the job grain moved or
@@ -123,6 +128,7 @@ func (s *schedulerGrain) Receive(ctx actor.Context) {
 		s.init(ctx, msg)
 	case *schedRebuild:
 		s.rebuild(ctx)
+		s.rebuilding = false
 		s.place(ctx)
 	case *messages.SchedWorkerState:
 		for _, id := range msg.Placed {
@@ -233,6 +239,7 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	s.served, s.serving = map[string]int{}, map[string][]string{}
 	s.profiles = newProfileLocks()
 	s.self = ctx.Self()
+	s.rebuilding = true
 	ctx.Send(ctx.Self(), &schedRebuild{})
 	s.loadProfileSpots(ctx) // answered after the rebuild: its holders wait for it
 	every := s.deps.Timing.OwnerCheckEvery
@@ -527,6 +534,9 @@ func (s *schedulerGrain) serves(mode string) bool {
 // skipped for the rest of the pass: none of its jobs could go either, so
 // a backlog of unrunnable jobs costs one pick per pass, not one per job.
 func (s *schedulerGrain) place(ctx actor.Context) {
+	if s.rebuilding {
+		return // the rebuild places what came meanwhile
+	}
 	now := s.deps.Clock()
 	if len(s.profiles.warm) > 0 {
 		s.placeWarm(ctx, now) // profiles.go

@@ -210,3 +210,19 @@ func TestTenantUntakeRefunds(t *testing.T) {
 	next, _, _ := q.Next(t0)
 	require.Equal(t, "b", next.tenant)
 }
+
+// TestFreshSchedulerPlacesNothingBeforeItsRebuild: a fresh activation
+// (a restart, a move) places nothing until its rebuild recounted the
+// running jobs per tenant: a worker's report or a job's enqueue that came
+// first would be placed against an empty count, past a tenant's
+// max_running (TestTenantMaxRunningSurvivesSchedulerRestart's flake).
+func TestFreshSchedulerPlacesNothingBeforeItsRebuild(t *testing.T) {
+	now := time.Now()
+	s := testScheduler(t, now, idle("w1", now))
+	s.served = map[string]int{messages.ModeNoop: 1} // w1 runs it
+	s.rebuilding = true
+	s.enqueue(queuedJob{id: "a2", mode: messages.ModeNoop, created: now, tenant: "a"})
+	s.place(nil) // no placement: it would send through the context
+	require.Empty(t, s.pending)
+	require.Equal(t, 1, s.queue.Len(), "still queued for the rebuild to place")
+}

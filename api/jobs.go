@@ -56,7 +56,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, bodyError(err))
 		return
 	}
-	sub, err := s.prepareSubmit(r.Context(), buf.Bytes(), r.Header.Get("Idempotency-Key"), nil)
+	var req SubmitRequest
+	err := decodeSubmit(buf.Bytes(), &req)
+	var sub submission
+	if err == nil {
+		sub, err = s.prepareSubmit(r.Context(), req, r.Header.Get("Idempotency-Key"), nil)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -103,12 +108,12 @@ func (a *ahead) add(tenant string) {
 	a.byTenant[tenant]++
 }
 
-// prepareSubmit checks a submission — its body and Idempotency-Key key —
+// prepareSubmit checks a decoded submission and its Idempotency-Key key
 // with every refusal POST /jobs answers before it creates anything, and
 // makes its job. before (nil for none) holds the same request's jobs
 // ahead of it.
-func (s *Server) prepareSubmit(ctx context.Context, body []byte, key string, before *ahead) (submission, error) {
-	req, err := s.decodeSubmit(ctx, body)
+func (s *Server) prepareSubmit(ctx context.Context, req SubmitRequest, key string, before *ahead) (submission, error) {
+	req, err := s.checkSubmit(ctx, req)
 	if err != nil {
 		return submission{}, err
 	}
@@ -196,17 +201,23 @@ func putBodyBuf(b *bytes.Buffer) {
 	bodyBufs.Put(b)
 }
 
-// decodeSubmit decodes and validates a submission's body, read whole
-// before (a body over the limit is a 413 whatever its first bytes are,
-// not a 400 for the JSON error a streaming decoder would meet first),
-// with a 4xx for each fault.
-func (s *Server) decodeSubmit(ctx context.Context, body []byte) (SubmitRequest, error) {
-	var req SubmitRequest
+// decodeSubmit decodes a submission's body into v (a SubmitRequest, or a
+// batch item, which has one more field), a 400 bad_json when it is not
+// one. The body is read whole before: a body over the limit is a 413
+// whatever its first bytes are, not a 400 for the JSON error a streaming
+// decoder would meet first.
+func decodeSubmit(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := decodeBody(dec, &req); err != nil {
-		return req, Errorf(http.StatusBadRequest, "bad_json", "the body is not a valid job: %v", err)
+	if err := decodeBody(dec, v); err != nil {
+		return Errorf(http.StatusBadRequest, "bad_json", "the body is not a valid job: %v", err)
 	}
+	return nil
+}
+
+// checkSubmit validates a decoded submission, with a 4xx for each fault,
+// and fills in its params' default.
+func (s *Server) checkSubmit(ctx context.Context, req SubmitRequest) (SubmitRequest, error) {
 	if req.TimeoutS < 0 || req.TimeoutS > maxTimeoutS {
 		return req, Errorf(http.StatusBadRequest, "bad_timeout", "timeout_s %d is out of range 1..%d", req.TimeoutS, maxTimeoutS)
 	}

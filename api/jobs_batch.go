@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -103,7 +104,36 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request) {
 	if len(subs) == len(items) && allCreated(out.Results) {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, out)
+	writeBatch(w, status, out)
+}
+
+// writeBatch writes out as writeJSON would, without reading every item's
+// job or error again to check it: each is JSON this handler encoded.
+func writeBatch(w http.ResponseWriter, status int, out BatchResponse) {
+	n := 16
+	for _, it := range out.Results {
+		n += 32 + len(it.Job) + len(it.Error)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"results":[`...)
+	for i, it := range out.Results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"status":`...)
+		b = strconv.AppendInt(b, int64(it.Status), 10)
+		if len(it.Job) > 0 {
+			b = append(append(b, `,"job":`...), it.Job...)
+		}
+		if len(it.Error) > 0 {
+			b = append(append(b, `,"error":`...), it.Error...)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, "]}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
 
 func allCreated(items []BatchItem) bool {
@@ -141,29 +171,33 @@ func (s *Server) submitMany(ctx context.Context, subs []submission) []persistenc
 	return out
 }
 
+// batchItem is one item of POST /jobs:batch: a POST /jobs body and its
+// Idempotency-Key, decoded in one pass.
+type batchItem struct {
+	SubmitRequest
+	IdempotencyKey json.RawMessage `json:"idempotency_key"`
+}
+
 // prepareItem checks one batch item as POST /jobs checks its body, with
 // the item's idempotency_key as its Idempotency-Key.
 func (s *Server) prepareItem(ctx context.Context, raw json.RawMessage, before *ahead) (submission, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return submission{}, Errorf(http.StatusBadRequest, "bad_json", "the item is not a JSON object")
-	}
-	var key string
-	if k, ok := fields[batchKeyField]; ok {
-		if err := json.Unmarshal(k, &key); err != nil {
-			return submission{}, Errorf(http.StatusBadRequest, "bad_idempotency_key", "%s is not a string", batchKeyField)
-		}
-		delete(fields, batchKeyField)
-		b, err := json.Marshal(fields)
-		if err != nil {
-			return submission{}, Errorf(http.StatusBadRequest, "bad_json", "re-encode item: %v", err)
-		}
-		raw = b
 	}
 	if len(raw) > maxBodyBytes {
 		return submission{}, bodyError(&http.MaxBytesError{Limit: maxBodyBytes})
 	}
-	return s.prepareSubmit(ctx, raw, key, before)
+	var it batchItem
+	if err := decodeSubmit(raw, &it); err != nil {
+		return submission{}, err
+	}
+	var key string
+	if it.IdempotencyKey != nil {
+		if err := json.Unmarshal(it.IdempotencyKey, &key); err != nil {
+			return submission{}, Errorf(http.StatusBadRequest, "bad_idempotency_key", "%s is not a string", batchKeyField)
+		}
+	}
+	return s.prepareSubmit(ctx, it.SubmitRequest, key, before)
 }
 
 // item is the answer recorded as one batch item: the job, or the error

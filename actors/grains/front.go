@@ -91,9 +91,9 @@ func (f *Front) prepare(j *persistence.Job) {
 // and each created job's grain is woken once that write is durable;
 // with another store they are submitted one after another.
 func (f *Front) SubmitMany(ctx context.Context, jobs []persistence.Job) []persistence.Created {
-	out := make([]persistence.Created, len(jobs))
 	bc, ok := f.d.Jobs.(batchCreator)
 	if !ok {
+		out := make([]persistence.Created, len(jobs))
 		for i, j := range jobs {
 			out[i].Job, out[i].Created, out[i].Err = f.Submit(ctx, j)
 		}
@@ -103,7 +103,7 @@ func (f *Front) SubmitMany(ctx context.Context, jobs []persistence.Job) []persis
 		f.prepare(&jobs[i])
 	}
 	took := prometheus.NewTimer(f.d.Metrics.StoreWrites.Create)
-	out = bc.CreateMany(ctx, jobs)
+	out := bc.CreateMany(ctx, jobs)
 	took.ObserveDuration()
 	for i := range out {
 		switch {

@@ -67,14 +67,7 @@ func TestCreateManyDoesNotBeatAnAnnouncedCreate(t *testing.T) {
 		}
 		for w := range 4 {
 			wg.Go(func() {
-				batch := make([]persistence.Job, len(keys))
-				for i, k := range keys {
-					if (round+w)%2 == 1 {
-						k = keys[len(keys)-1-i]
-					}
-					batch[i] = persistence.Job{Mode: "noop", IdempotencyKey: k}
-				}
-				for i, r := range s.CreateMany(ctx, batch) {
+				for i, r := range s.CreateMany(ctx, storetest.KeyedBatch(keys, (round+w)%2 == 1)) {
 					if r.Err != nil {
 						t.Errorf("batch item %d: %v", i, r.Err)
 					}

@@ -125,13 +125,7 @@ func testCreateManyKeysRace(t *testing.T, s BatchCreator) {
 	for round := range 10 {
 		for w := range 4 {
 			wg.Go(func() {
-				batch := make([]persistence.Job, len(keys))
-				for i, k := range keys {
-					if (round+w)%2 == 1 {
-						k = keys[len(keys)-1-i]
-					}
-					batch[i] = persistence.Job{Mode: "noop", MaxAttempts: 1, TimeoutS: 60, IdempotencyKey: k}
-				}
+				batch := KeyedBatch(keys, (round+w)%2 == 1)
 				for i, r := range s.CreateMany(ctx, batch) {
 					if r.Err != nil {
 						t.Errorf("batch item %d: %v", i, r.Err)
@@ -159,6 +153,19 @@ func testCreateManyKeysRace(t *testing.T, s BatchCreator) {
 	all, _, err := s.List(ctx, persistence.ListQuery{Limit: 1000})
 	require.NoError(t, err)
 	require.Len(t, all, len(keys), "one job per key")
+}
+
+// KeyedBatch is a batch of no-op jobs, one per key of keys, in their
+// order or backwards.
+func KeyedBatch(keys []string, backwards bool) []persistence.Job {
+	batch := make([]persistence.Job, len(keys))
+	for i, k := range keys {
+		if backwards {
+			k = keys[len(keys)-1-i]
+		}
+		batch[i] = persistence.Job{Mode: "noop", MaxAttempts: 1, TimeoutS: 60, IdempotencyKey: k}
+	}
+	return batch
 }
 
 // testCreateManyEndedContext: a call whose context ended first writes

@@ -62,6 +62,7 @@ func TestSessionProfiles(t *testing.T) {
 	require.Equal(t, http.StatusOK, st, string(b))
 	require.Contains(t, string(b), `"profile":"carol"`)
 	command(s1.ID, `{"op":"navigate","url":"`+site.URL+`/login"}`)
+	command(s1.ID, `{"op":"wait","selector":"#done"}`) // its IndexedDB write committed
 
 	// Held by s1: a job with carol waits, saying why; DELETE is refused;
 	// only s1's worker may write carol, under s1.
@@ -135,6 +136,9 @@ func TestSessionProfiles(t *testing.T) {
 	require.Len(t, l.Profiles, 1, string(b))
 	require.Equal(t, s2.ID, l.Profiles[0].InUseBy)
 	command(s2.ID, `{"op":"navigate","url":"`+site.URL+`/check"}`)
+	// The page sets its title once its IndexedDB read answered ("-" until
+	// then: a CI run under load read it first).
+	command(s2.ID, `{"op":"wait","selector":"#done"}`)
 	require.Equal(t, "cookie=sid=s3cret ls=t-123 idb=alice@0", command(s2.ID, `{"op":"eval","expression":"document.title"}`))
 	command(s2.ID, `{"op":"eval","expression":"localStorage.setItem('token','t-456'); 'ok'"}`)
 	st, b = do(t, "DELETE", url+"/sessions/"+s2.ID, "")

@@ -82,9 +82,7 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request) {
 	for i, raw := range items {
 		sub, err := s.prepareItem(ctx, raw, &before)
 		if err != nil {
-			rec := newItemRecorder()
-			writeError(rec, err)
-			out.Results[i] = rec.item()
+			out.Results[i] = errorItem(err)
 			continue
 		}
 		before.add(sub.tenant)
@@ -92,16 +90,16 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request) {
 		at = append(at, i)
 	}
 	for n, c := range s.submitMany(ctx, subs) {
-		rec := newItemRecorder()
 		if c.Err != nil {
-			writeError(rec, c.Err)
-		} else {
-			s.answerSubmit(rec, &subs[n], c.Job, c.Created)
+			out.Results[at[n]] = errorItem(c.Err)
+			continue
 		}
+		rec := newItemRecorder()
+		s.answerSubmit(rec, &subs[n], c.Job, c.Created)
 		out.Results[at[n]] = rec.item()
 	}
 	status := http.StatusMultiStatus
-	if len(subs) == len(items) && allCreated(out.Results) {
+	if allCreated(out.Results) {
 		status = http.StatusCreated
 	}
 	writeBatch(w, status, out)
@@ -164,11 +162,7 @@ func (s *Server) submitMany(ctx context.Context, subs []submission) []persistenc
 	if b, ok := s.b.(batchSubmitter); ok {
 		return b.SubmitMany(ctx, jobs)
 	}
-	out := make([]persistence.Created, len(jobs))
-	for n, j := range jobs {
-		out[n].Job, out[n].Created, out[n].Err = s.b.Submit(ctx, j)
-	}
-	return out
+	return persistence.CreateEach(jobs, func(j persistence.Job) (persistence.Job, bool, error) { return s.b.Submit(ctx, j) })
 }
 
 // batchItem is one item of POST /jobs:batch: a POST /jobs body and its
@@ -224,6 +218,14 @@ type itemRecorder struct {
 	header http.Header
 	code   int
 	body   bytes.Buffer
+}
+
+// errorItem is the batch item of an item refused with err, as POST /jobs
+// would answer it.
+func errorItem(err error) BatchItem {
+	rec := newItemRecorder()
+	writeError(rec, err)
+	return rec.item()
 }
 
 func newItemRecorder() *itemRecorder { return &itemRecorder{header: http.Header{}} }

@@ -224,6 +224,26 @@ type Created struct {
 	Err     error
 }
 
+// CreateEach answers jobs one after another through create (a store's
+// Create, a hub's Submit): what a caller of several creates does where
+// no store write carries them together.
+func CreateEach(jobs []Job, create func(Job) (Job, bool, error)) []Created {
+	out := make([]Created, len(jobs))
+	for i, j := range jobs {
+		out[i].Job, out[i].Created, out[i].Err = create(j)
+	}
+	return out
+}
+
+// FailEach answers every one of n jobs with err.
+func FailEach(n int, err error) []Created {
+	out := make([]Created, n)
+	for i := range out {
+		out[i].Err = err
+	}
+	return out
+}
+
 // JobStore keeps jobs. Every transition is a conditional write, so two hubs
 // (or a hub and a stale worker) racing on one job cannot both win.
 type JobStore interface {

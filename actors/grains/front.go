@@ -93,11 +93,7 @@ func (f *Front) prepare(j *persistence.Job) {
 func (f *Front) SubmitMany(ctx context.Context, jobs []persistence.Job) []persistence.Created {
 	bc, ok := f.d.Jobs.(batchCreator)
 	if !ok {
-		out := make([]persistence.Created, len(jobs))
-		for i, j := range jobs {
-			out[i].Job, out[i].Created, out[i].Err = f.Submit(ctx, j)
-		}
-		return out
+		return persistence.CreateEach(jobs, func(j persistence.Job) (persistence.Job, bool, error) { return f.Submit(ctx, j) })
 	}
 	for i := range jobs {
 		f.prepare(&jobs[i])

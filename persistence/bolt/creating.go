@@ -69,11 +69,13 @@ func waitOn(m map[string]chan struct{}, name string) chan struct{} {
 }
 
 // reserveAll reserves every {id, key} of names as reserve does, for a
-// create of several jobs (CreateMany). It takes them in the order of
-// their keys, then ids, one at a time: two such creates that share keys
-// take them in one order, so neither holds a key the other waits for
-// while it waits for one the other holds (a single create holds nothing
-// while it waits). release ends every mark; on an error none is left.
+// create of several jobs (CreateMany); a key named twice is reserved
+// once (the second would wait for the first). It takes them in the
+// order of their keys, then ids, one at a time: two such creates that
+// share keys take them in one order, so neither holds a key the other
+// waits for while it waits for one the other holds (a single create
+// holds nothing while it waits). release ends every mark; on an error
+// none is left.
 func (c *creating) reserveAll(ctx context.Context, names [][2]string) (release func(), err error) {
 	sorted := slices.Clone(names)
 	slices.SortFunc(sorted, func(a, b [2]string) int {
@@ -88,7 +90,10 @@ func (c *creating) reserveAll(ctx context.Context, names [][2]string) (release f
 			r()
 		}
 	}
-	for _, n := range sorted {
+	for i, n := range sorted {
+		if i > 0 && n[1] != "" && n[1] == sorted[i-1][1] {
+			n[1] = "" // reserved with the one before
+		}
 		r, err := c.reserve(ctx, n[0], n[1])
 		if err != nil {
 			release()

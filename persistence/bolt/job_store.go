@@ -237,39 +237,28 @@ func createIn(w *writeTx, j *persistence.Job, data []byte) (out *persistence.Job
 // with one create that times out). Nothing is announced: the caller
 // wakes the created jobs after the answer.
 func (s *JobStore) CreateMany(ctx context.Context, jobs []persistence.Job) []persistence.Created {
-	out := make([]persistence.Created, len(jobs))
 	if err := ctx.Err(); err != nil {
-		for i := range out {
-			out[i].Err = fmt.Errorf("create job: %w", err)
-		}
-		return out
+		return persistence.FailEach(len(jobs), fmt.Errorf("create job: %w", err))
 	}
+	out := make([]persistence.Created, len(jobs))
 	type item struct {
 		i    int
 		j    persistence.Job
 		data []byte
-		key  string // the key reserved for it: "" when none, or an earlier item's
 	}
 	items := make([]item, 0, len(jobs))
-	seen := make(map[string]bool, len(jobs))
+	names := make([][2]string, 0, len(jobs))
 	for i, j := range jobs {
 		j, err := persistence.PrepareNew(j, time.Now())
 		if err != nil {
 			out[i].Err = err
 			continue
 		}
-		it := item{i: i, j: j, data: encodeJob(&j)}
-		if k := j.IdempotencyKey; k != "" && !seen[k] {
-			seen[k], it.key = true, k
-		}
-		items = append(items, it)
+		items = append(items, item{i: i, j: j, data: encodeJob(&j)})
+		names = append(names, [2]string{j.ID, j.IdempotencyKey})
 	}
 	if len(items) == 0 {
 		return out
-	}
-	names := make([][2]string, len(items))
-	for n, it := range items {
-		names[n] = [2]string{it.j.ID, it.key}
 	}
 	release, err := s.creating.reserveAll(ctx, names)
 	if err != nil {

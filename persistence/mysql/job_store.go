@@ -170,19 +170,13 @@ func newCreate(j persistence.Job) (createReq, error) {
 // refuses is refused alone. Without one-trip statements
 // (interpolateParams=false) the jobs are created one after another.
 func (s *JobStore) CreateMany(ctx context.Context, jobs []persistence.Job) []persistence.Created {
-	out := make([]persistence.Created, len(jobs))
 	if err := s.usable(); err != nil {
-		for i := range out {
-			out[i].Err = fmt.Errorf("create job: %w", err)
-		}
-		return out
+		return persistence.FailEach(len(jobs), fmt.Errorf("create job: %w", err))
 	}
 	if !s.oneTrip {
-		for i, j := range jobs {
-			out[i].Job, out[i].Created, out[i].Err = s.Create(ctx, j)
-		}
-		return out
+		return persistence.CreateEach(jobs, func(j persistence.Job) (persistence.Job, bool, error) { return s.Create(ctx, j) })
 	}
+	out := make([]persistence.Created, len(jobs))
 	reqs := make([]createReq, 0, len(jobs))
 	sizes := make([]int, 0, len(jobs))
 	at := make([]int, 0, len(jobs)) // reqs[n] is jobs[at[n]]

@@ -49,6 +49,9 @@ type Lookup struct {
 	// DeliverKind); a member of an older version is sent the lookup and
 	// the message as before.
 	delivers map[string]bool
+	// answers are the members that answer a call by its id (they list
+	// CallKind); a request to an older one goes through a future.
+	answers map[string]bool
 	// dispatcher runs the placement actor (Options.Dispatcher).
 	dispatcher actor.Dispatcher
 	// handOver are the kinds told Moved before a topology change stops
@@ -66,11 +69,25 @@ type Moved struct{ Owner string }
 // actor takes messages.GrainDeliver. No grain of it is ever activated.
 const DeliverKind = "grain-deliver"
 
-// deliverKind is the marker kind every member registers. A kind needs
-// props; these are never spawned (placementActor.activate refuses the
-// kind), so a lookup of it finds nothing.
-func deliverKind() *cluster.Kind {
-	return cluster.NewKind(DeliverKind, actor.PropsFromFunc(func(actor.Context) {}))
+// CallKind is the cluster kind a member lists to say that its actors
+// answer a request carrying a call id (messages.Called) with a Reply that
+// carries it back, to the caller itself (supervise.Timers.Call). No grain
+// of it is ever activated.
+const CallKind = "grain-calls"
+
+// markerKinds are the kinds a member lists to say what it takes, never
+// activated (placementActor.activate refuses them).
+var markerKinds = []string{DeliverKind, CallKind}
+
+// markers are the marker kinds every member registers. A kind needs
+// props; these are never spawned (placementActor.activate refuses them),
+// so a lookup of one finds nothing.
+func markers() []*cluster.Kind {
+	kinds := make([]*cluster.Kind, 0, len(markerKinds))
+	for _, name := range markerKinds {
+		kinds = append(kinds, cluster.NewKind(name, actor.PropsFromFunc(func(actor.Context) {})))
+	}
+	return kinds
 }
 
 // NewLookup returns the identity lookup every member of a Paprika cluster
@@ -109,15 +126,19 @@ func (l *Lookup) Shutdown() {
 func (l *Lookup) onTopology(t *cluster.ClusterTopology) {
 	rdv := cluster.NewRendezvous()
 	rdv.UpdateMembers(t.Members)
-	delivers := map[string]bool{}
+	delivers, answers := map[string]bool{}, map[string]bool{}
 	for _, m := range t.Members {
 		if slices.Contains(m.Kinds, DeliverKind) {
 			delivers[m.Address()] = true
+		}
+		if slices.Contains(m.Kinds, CallKind) {
+			answers[m.Address()] = true
 		}
 	}
 	l.mu.Lock()
 	l.rdv = rdv
 	l.delivers = delivers
+	l.answers = answers
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
@@ -158,6 +179,17 @@ func (l *Lookup) Deliver(id *cluster.ClusterIdentity, msg *messages.GrainDeliver
 	}
 	l.cluster.ActorSystem.Root.Send(actor.NewPID(owner, activatorName), msg)
 	return owner, true
+}
+
+// AnswersCalls reports whether the member at address answers a call by
+// its id (CallKind): this member always does.
+func (l *Lookup) AnswersCalls(address string) bool {
+	if address == l.cluster.ActorSystem.Address() {
+		return true
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.answers[address]
 }
 
 type activation struct {
@@ -314,7 +346,7 @@ func (p *placementActor) activate(ctx actor.Context, id *cluster.ClusterIdentity
 		return a.pid
 	}
 	kind := p.cluster.GetClusterKind(id.Kind)
-	if kind == nil || id.Kind == DeliverKind {
+	if kind == nil || slices.Contains(markerKinds, id.Kind) {
 		ctx.Logger().Error("activation of an unknown kind", slog.String("kind", id.Kind))
 		return nil
 	}

@@ -262,13 +262,15 @@ func (g *ensureGrain) Receive(ctx actor.Context) {
 // message: the grain is activated there (once: a second delivery finds
 // it), with the payload intact across members; an owner that does not list
 // DeliverKind (an older hub) is not sent one, and the caller falls back.
+// Likewise AnswersCalls: a member listing CallKind answers calls by their
+// id; an older one is asked through a future.
 func TestMultiMemberDeliverActivatesOnOwner(t *testing.T) {
 	got := make(chan ensured, 8)
 	kinds := func() []*cluster.Kind {
 		return []*cluster.Kind{cluster.NewKind("ens", actor.PropsFromProducer(func() actor.Actor { return &ensureGrain{got: got} }))}
 	}
 	a, selfA := startKindsMember(t, kinds())
-	selfA.Kinds = []string{"ens", DeliverKind}
+	selfA.Kinds = []string{"ens", DeliverKind, CallKind}
 	b, selfB := startKindsMember(t, kinds(), selfA)
 	selfB.Kinds = []string{"ens", DeliverKind}
 	both := []*cluster.Member{selfA, selfB}
@@ -290,6 +292,9 @@ func TestMultiMemberDeliverActivatesOnOwner(t *testing.T) {
 	require.Equal(t, a.Address(), lookup.OwnerOf(onA, "ens"), "OwnerOf agrees with the hash")
 	require.Equal(t, b.Address(), lookup.OwnerOf(onB, "ens"))
 	require.Empty(t, lookup.OwnerOf(onA, "no-such-kind"), "no member has the kind")
+	require.True(t, lookup.AnswersCalls(a.Address()), "A lists CallKind")
+	require.True(t, lookup.AnswersCalls(b.Address()), "this member answers calls")
+	require.False(t, lookup.AnswersCalls("127.0.0.1:1"), "no member there")
 	deliver := func(id string) string {
 		owner, ok := lookup.Deliver(cluster.NewClusterIdentity(id, "ens"), &messages.GrainDeliver{Identity: id, Kind: "ens",
 			Payload: &messages.GrainDeliver_JobEnsure{JobEnsure: &messages.JobEnsure{Created: &messages.JobRecord{Id: id}}}})
@@ -322,4 +327,6 @@ func TestMultiMemberDeliverActivatesOnOwner(t *testing.T) {
 		_, ok := lookup.Deliver(cluster.NewClusterIdentity(onA, "ens"), &messages.GrainDeliver{Identity: onA, Kind: "ens"})
 		return !ok
 	}, 5*time.Second, 10*time.Millisecond, "an owner without DeliverKind is not sent one")
+	require.False(t, lookup.AnswersCalls(a.Address()), "nor is a member without CallKind sent calls")
+	require.True(t, lookup.AnswersCalls(b.Address()))
 }

@@ -181,7 +181,7 @@ func startWith(o Options, newProvider func() cluster.ClusterProvider) (*Member, 
 		lookup.handOver[k] = true
 	}
 	cfg := cluster.Configure(o.Name, provider, lookup, remoteConfig(o),
-		cluster.WithKinds(append(slices.Clip(o.Kinds), deliverKind())...), cluster.WithRequestTimeout(o.RequestTimeout))
+		cluster.WithKinds(append(slices.Clip(o.Kinds), markers()...)...), cluster.WithRequestTimeout(o.RequestTimeout))
 	c := cluster.New(system, cfg)
 	// A topology change moves grains: the old activation is stopped, and a
 	// PID cached on another member for it would swallow messages sent

@@ -90,8 +90,13 @@ type Reply struct {
 	// scheduler the placement is settled (SchedWorkerState.placed), so the
 	// job grain need not send SchedPlaced as well.
 	PlacedReported bool `protobuf:"varint,5,opt,name=placed_reported,json=placedReported,proto3" json:"placed_reported,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// call is the call id of the request this answers (its own call field),
+	// 0 when the request carried none: a caller that sent it as a call
+	// (supervise.Timers.Call) is answered by a plain message to itself,
+	// not through a future, and matches the answer by this id.
+	Call          uint64 `protobuf:"varint,6,opt,name=call,proto3" json:"call,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Reply) Reset() {
@@ -159,6 +164,13 @@ func (x *Reply) GetPlacedReported() bool {
 	return false
 }
 
+func (x *Reply) GetCall() uint64 {
+	if x != nil {
+		return x.Call
+	}
+	return 0
+}
+
 // WorkerConnected: a WorkerConn accepted a hello for this worker.
 type WorkerConnected struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -167,7 +179,8 @@ type WorkerConnected struct {
 	Hello []byte                 `protobuf:"bytes,3,opt,name=hello,proto3" json:"hello,omitempty"` // the hello frame as received (JSON)
 	// When the socket was accepted: of two sockets of one worker, the newer
 	// one is the live one (the older may be a dead hub's, or a late hello).
-	ConnStartedUnixNs int64 `protobuf:"varint,4,opt,name=conn_started_unix_ns,json=connStartedUnixNs,proto3" json:"conn_started_unix_ns,omitempty"`
+	ConnStartedUnixNs int64  `protobuf:"varint,4,opt,name=conn_started_unix_ns,json=connStartedUnixNs,proto3" json:"conn_started_unix_ns,omitempty"`
+	Call              uint64 `protobuf:"varint,5,opt,name=call,proto3" json:"call,omitempty"` // the caller's call id, echoed in Reply.call
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -226,6 +239,13 @@ func (x *WorkerConnected) GetHello() []byte {
 func (x *WorkerConnected) GetConnStartedUnixNs() int64 {
 	if x != nil {
 		return x.ConnStartedUnixNs
+	}
+	return 0
+}
+
+func (x *WorkerConnected) GetCall() uint64 {
+	if x != nil {
+		return x.Call
 	}
 	return 0
 }
@@ -391,7 +411,8 @@ type WorkerAssign struct {
 	Frame   []byte                 `protobuf:"bytes,3,opt,name=frame,proto3" json:"frame,omitempty"` // the assign_job frame to send (JSON)
 	// job: the job grain's activation, handed on to the link (ConnSend.job)
 	// so the worker's reports reach it without an identity lookup.
-	Job           *Ref `protobuf:"bytes,4,opt,name=job,proto3" json:"job,omitempty"`
+	Job           *Ref   `protobuf:"bytes,4,opt,name=job,proto3" json:"job,omitempty"`
+	Call          uint64 `protobuf:"varint,5,opt,name=call,proto3" json:"call,omitempty"` // the caller's call id, echoed in Reply.call
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -452,6 +473,13 @@ func (x *WorkerAssign) GetJob() *Ref {
 		return x.Job
 	}
 	return nil
+}
+
+func (x *WorkerAssign) GetCall() uint64 {
+	if x != nil {
+		return x.Call
+	}
+	return 0
 }
 
 // WorkerRelease frees the slot a job attempt held.
@@ -1440,7 +1468,8 @@ type JobFinished struct {
 	Assets    []string               `protobuf:"bytes,7,rep,name=assets,proto3" json:"assets,omitempty"`
 	// permanent: the handler said the failure is final (worker.Permanent);
 	// the job is not retried whatever attempts remain.
-	Permanent     bool `protobuf:"varint,8,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	Permanent     bool   `protobuf:"varint,8,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	Call          uint64 `protobuf:"varint,9,opt,name=call,proto3" json:"call,omitempty"` // the caller's call id, echoed in Reply.call
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1529,6 +1558,13 @@ func (x *JobFinished) GetPermanent() bool {
 		return x.Permanent
 	}
 	return false
+}
+
+func (x *JobFinished) GetCall() uint64 {
+	if x != nil {
+		return x.Call
+	}
+	return 0
 }
 
 // JobCancel: a client asked to cancel (Reply.json is the job object).
@@ -1838,7 +1874,8 @@ type ConnSend struct {
 	Job   *Ref   `protobuf:"bytes,4,opt,name=job,proto3" json:"job,omitempty"`
 	// attempt is the assignment's attempt: the link remembers what it sent
 	// its worker, so the log pipe knows the holder without a store read.
-	Attempt       int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt       int32  `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Call          uint64 `protobuf:"varint,6,opt,name=call,proto3" json:"call,omitempty"` // the caller's call id, echoed in Reply.call
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1904,6 +1941,13 @@ func (x *ConnSend) GetJob() *Ref {
 func (x *ConnSend) GetAttempt() int32 {
 	if x != nil {
 		return x.Attempt
+	}
+	return 0
+}
+
+func (x *ConnSend) GetCall() uint64 {
+	if x != nil {
+		return x.Call
 	}
 	return 0
 }
@@ -2329,6 +2373,7 @@ type SchedPickSession struct {
 	// key. Held by another: a refusal with code profile_in_use and
 	// Reply.json {"in_use_by": <holder key>}; nothing is taken then.
 	Profile       string `protobuf:"bytes,2,opt,name=profile,proto3" json:"profile,omitempty"`
+	Call          uint64 `protobuf:"varint,3,opt,name=call,proto3" json:"call,omitempty"` // the caller's call id, echoed in Reply.call
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2375,6 +2420,13 @@ func (x *SchedPickSession) GetProfile() string {
 		return x.Profile
 	}
 	return ""
+}
+
+func (x *SchedPickSession) GetCall() uint64 {
+	if x != nil {
+		return x.Call
+	}
+	return 0
 }
 
 // WorkerForward sends a frame to the worker's socket as it is.
@@ -3640,18 +3692,20 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x15paprika_cluster.proto\x12\apaprika\"/\n" +
 	"\x03Ref\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"\x82\x01\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\x96\x01\n" +
 	"\x05Reply\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x12\n" +
 	"\x04json\x18\x04 \x01(\fR\x04json\x12'\n" +
-	"\x0fplaced_reported\x18\x05 \x01(\bR\x0eplacedReported\"\x91\x01\n" +
+	"\x0fplaced_reported\x18\x05 \x01(\bR\x0eplacedReported\x12\x12\n" +
+	"\x04call\x18\x06 \x01(\x04R\x04call\"\xa5\x01\n" +
 	"\x0fWorkerConnected\x12\x15\n" +
 	"\x06hub_id\x18\x01 \x01(\tR\x05hubId\x12 \n" +
 	"\x04conn\x18\x02 \x01(\v2\f.paprika.RefR\x04conn\x12\x14\n" +
 	"\x05hello\x18\x03 \x01(\fR\x05hello\x12/\n" +
-	"\x14conn_started_unix_ns\x18\x04 \x01(\x03R\x11connStartedUnixNs\"z\n" +
+	"\x14conn_started_unix_ns\x18\x04 \x01(\x03R\x11connStartedUnixNs\x12\x12\n" +
+	"\x04call\x18\x05 \x01(\x04R\x04call\"z\n" +
 	"\x0fWorkerHeartbeat\x12 \n" +
 	"\x04conn\x18\x01 \x01(\v2\f.paprika.RefR\x04conn\x12\x14\n" +
 	"\x05frame\x18\x02 \x01(\fR\x05frame\x12/\n" +
@@ -3659,12 +3713,13 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x12WorkerDisconnected\x12 \n" +
 	"\x04conn\x18\x01 \x01(\v2\f.paprika.RefR\x04conn\"1\n" +
 	"\rWorkerLeaving\x12 \n" +
-	"\x04conn\x18\x01 \x01(\v2\f.paprika.RefR\x04conn\"u\n" +
+	"\x04conn\x18\x01 \x01(\v2\f.paprika.RefR\x04conn\"\x89\x01\n" +
 	"\fWorkerAssign\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
 	"\x05frame\x18\x03 \x01(\fR\x05frame\x12\x1e\n" +
-	"\x03job\x18\x04 \x01(\v2\f.paprika.RefR\x03job\"\x86\x01\n" +
+	"\x03job\x18\x04 \x01(\v2\f.paprika.RefR\x03job\x12\x12\n" +
+	"\x04call\x18\x05 \x01(\x04R\x04call\"\x86\x01\n" +
 	"\rWorkerRelease\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
@@ -3734,7 +3789,7 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"JobStarted\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
-	"\x04lane\x18\x03 \x01(\tR\x04lane\"\xde\x01\n" +
+	"\x04lane\x18\x03 \x01(\tR\x04lane\"\xf2\x01\n" +
 	"\vJobFinished\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1c\n" +
@@ -3743,7 +3798,8 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x16\n" +
 	"\x06result\x18\x06 \x01(\fR\x06result\x12\x16\n" +
 	"\x06assets\x18\a \x03(\tR\x06assets\x12\x1c\n" +
-	"\tpermanent\x18\b \x01(\bR\tpermanent\"\v\n" +
+	"\tpermanent\x18\b \x01(\bR\tpermanent\x12\x12\n" +
+	"\x04call\x18\t \x01(\x04R\x04call\"\v\n" +
 	"\tJobCancel\"\n" +
 	"\n" +
 	"\bJobRetry\"\x8c\x01\n" +
@@ -3758,13 +3814,14 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\rJobWorkerLost\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"\v\n" +
-	"\tConnProbe\"\x83\x01\n" +
+	"\tConnProbe\"\x97\x01\n" +
 	"\bConnSend\x12\x14\n" +
 	"\x05frame\x18\x01 \x01(\fR\x05frame\x12\x10\n" +
 	"\x03ack\x18\x02 \x01(\bR\x03ack\x12\x15\n" +
 	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1e\n" +
 	"\x03job\x18\x04 \x01(\v2\f.paprika.RefR\x03job\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\"9\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\x12\x12\n" +
+	"\x04call\x18\x06 \x01(\x04R\x04call\"9\n" +
 	"\tConnClose\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\xc2\x01\n" +
@@ -3790,11 +3847,12 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x11SessionWorkerGone\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\",\n" +
 	"\rSessionEnsure\x12\x1b\n" +
-	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"K\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\"_\n" +
 	"\x10SchedPickSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x18\n" +
-	"\aprofile\x18\x02 \x01(\tR\aprofile\"%\n" +
+	"\aprofile\x18\x02 \x01(\tR\aprofile\x12\x12\n" +
+	"\x04call\x18\x03 \x01(\x04R\x04call\"%\n" +
 	"\rWorkerForward\x12\x14\n" +
 	"\x05frame\x18\x01 \x01(\fR\x05frame\"n\n" +
 	"\x11SessionTunnelOpen\x12\x1b\n" +

@@ -15,10 +15,84 @@ import (
 )
 
 // reply answers a request; a no-op when there is no sender (a plain Send).
+// A request sent as a call (its call id set, messages.Called) is answered
+// with that id, to the caller itself; any other to its sender (a future).
+// r is the answer's own: reply may write its call id.
 func reply(ctx actor.Context, r *messages.Reply) {
-	if ctx.Sender() != nil {
-		ctx.Respond(r)
+	to := ctx.Sender()
+	if to == nil {
+		return
 	}
+	if c, isCall := ctx.Message().(messages.Called); isCall && c.GetCall() != 0 {
+		if r.Call == 0 {
+			r.Call = c.GetCall()
+		} else {
+			r = r.Answering(c.GetCall())
+		}
+		ctx.Send(to, r)
+		return
+	}
+	ctx.Respond(r)
+}
+
+// Respond is reply for the actors outside this package that answer a
+// grain's call (the worker link answering ConnSend).
+func Respond(ctx actor.Context, r *messages.Reply) { reply(ctx, r) }
+
+// Answered hands an answer to a call of the actor whose timers these are
+// (supervise.Timers.Call) and ticks of its call sweep; true when msg was
+// one of those, which the actor then handles no further. A Reply that
+// answers no pending call — late, after its call timed out — is dropped
+// here too: with a future, it went to a future that had stopped.
+func Answered(t *supervise.Timers, msg interface{}) bool {
+	switch m := msg.(type) {
+	case *messages.Reply:
+		if t != nil {
+			t.Answer(m.Call, m)
+		}
+		return true
+	case *supervise.CallSweep:
+		if t != nil {
+			t.Sweep()
+		}
+		return true
+	}
+	return false
+}
+
+// answersCalls is the cluster's identity lookup when it knows which
+// members answer a call by its id (membership.Lookup.AnswersCalls).
+type answersCalls interface{ AnswersCalls(address string) bool }
+
+// callable reports whether a request to pid may go as a call: the member
+// there answers calls by their id. One that does not (an older version)
+// is asked through a future.
+func callable(cl *cluster.Cluster, pid *actor.PID) bool {
+	if cl == nil {
+		return false
+	}
+	if a, ok := cl.Config.IdentityLookup.(answersCalls); ok {
+		return a.AnswersCalls(pid.Address)
+	}
+	return false
+}
+
+// Request sends msg to pid and runs cont on the actor's turn with its
+// answer, or with the error of none within timeout: as a call
+// (supervise.Timers.Call) when msg can carry a call id and the member at
+// pid answers by it, else through a future (Timers.Reenter).
+func Request(ctx actor.Context, t *supervise.Timers, cl *cluster.Cluster, pid *actor.PID, msg interface{},
+	timeout time.Duration, cont func(res interface{}, err error)) {
+	if c, ok := msg.(messages.Called); ok && callable(cl, pid) {
+		id := c.GetCall()
+		if id == 0 {
+			id = supervise.NewCallID()
+			c.SetCall(id)
+		}
+		t.Call(ctx, pid, msg, id, timeout, cont)
+		return
+	}
+	t.Reenter(ctx, ctx.RequestFuture(pid, msg, timeout), cont)
 }
 
 func ok(json []byte) *messages.Reply { return &messages.Reply{Ok: true, Json: json} }
@@ -188,8 +262,11 @@ func (c *GrainCall) request(ctx actor.Context, pid *actor.PID, timeout time.Dura
 		timeout = min(timeout, quickAttempt)
 	}
 	countMessage(c.system, c.kind, opRequest, pid)
-	fut := ctx.RequestFuture(pid, c.msg, max(timeout, time.Millisecond))
-	c.timers.Reenter(ctx, fut, func(res interface{}, err error) {
+	// A retry sends the same message, with the call id of the first
+	// attempt: a late answer to that one answers the retry as well (a
+	// retried call is idempotent), and the message, once sent, is never
+	// written again.
+	Request(ctx, c.timers, c.cl, pid, c.msg, max(timeout, time.Millisecond), func(res interface{}, err error) {
 		r, isReply := res.(*messages.Reply)
 		if err == nil && !isReply {
 			err = fmt.Errorf("%s/%s answered %T", c.kind, c.identity, res)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/internal/lazylog"
+	"github.com/paprika-hub/paprika/messages"
 )
 
 // grain is what every grain incarnation knows of itself, set from its
@@ -36,8 +37,9 @@ func (b *grain) begin(ctx actor.Context, d *Deps, msg *cluster.ClusterInit, kind
 }
 
 // common handles what every grain handles alike — its end (the timers of
-// this incarnation stop with it), the retries of its grain calls and its
-// idle ticks that are not due; true when the message was one of those.
+// this incarnation stop with it), the retries of its grain calls, the
+// answers to its calls and its idle ticks that are not due; true when the
+// message was one of those.
 func (b *grain) common(ctx actor.Context) bool {
 	if b.idle.Skip(ctx.Message()) {
 		return true
@@ -49,6 +51,8 @@ func (b *grain) common(ctx actor.Context) bool {
 	case *GrainCall:
 		m.Run(ctx)
 		return true
+	case *messages.Reply, *supervise.CallSweep:
+		return Answered(b.timers, m)
 	}
 	return false
 }

@@ -37,7 +37,7 @@ type workerGrain struct {
 	connAt   int64            // when conn's socket was accepted (unix ns)
 	running  map[string]int32 // job id → attempt holding a slot
 	heldAt   map[string]time.Time
-	sending  map[string][]*actor.PID // job id → callers waiting for its link to take the frame
+	sending  map[string][]waiter // job id → callers waiting for its link to take the frame
 	lostStop supervise.Stop
 	// registryStop: a registry write is due (publishSoon); nil when none.
 	registryStop supervise.Stop
@@ -200,7 +200,7 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	g.begin(ctx, g.deps, msg, KindWorker, "worker_id")
 	g.running = map[string]int32{}
 	g.heldAt = map[string]time.Time{}
-	g.sending = map[string][]*actor.PID{}
+	g.sending = map[string][]waiter{}
 	g.verifying = map[string]struct{}{}
 	g.refused = map[string]time.Time{}
 	g.acking = map[string]time.Time{}
@@ -533,7 +533,7 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) {
 		// sent, or on its way. Refusing now would roll the claim back and
 		// run it twice; the retry hears what the first hears.
 		if waiters, sending := g.sending[msg.JobId]; sending {
-			g.sending[msg.JobId] = append(waiters, ctx.Sender())
+			g.sending[msg.JobId] = append(waiters, waiter{ctx.Sender(), msg.Call})
 			return
 		}
 		reply(ctx, ok(nil))
@@ -554,21 +554,28 @@ func (g *workerGrain) assign(ctx actor.Context, msg *messages.WorkerAssign) {
 	conn := g.conn
 	g.hold(msg.JobId, msg.Attempt)
 	g.info.InFlight = len(g.running)
-	g.sending[msg.JobId] = []*actor.PID{ctx.Sender()}
+	g.sending[msg.JobId] = []waiter{{ctx.Sender(), msg.Call}}
 	// The frame counts as sent only when a live WorkerConn has queued it:
 	// a PID of a hub that restarted would swallow it, and the job would sit
 	// "running" on a worker that never heard of it.
 	countMessage(ctx.ActorSystem(), kindLink, opRequest, conn)
-	fut := ctx.RequestFuture(conn, &messages.ConnSend{Frame: msg.Frame, Ack: true, JobId: msg.JobId, Job: msg.Job, Attempt: msg.Attempt}, ConnAckTimeout)
-	g.timers.Reenter(ctx, fut, func(res interface{}, err error) {
+	send := &messages.ConnSend{Frame: msg.Frame, Ack: true, JobId: msg.JobId, Job: msg.Job, Attempt: msg.Attempt}
+	Request(ctx, g.timers, g.cl, conn, send, ConnAckTimeout, func(res interface{}, err error) {
 		answer := g.assignSent(ctx, msg, conn, res, err)
 		for _, w := range g.sending[msg.JobId] {
-			if w != nil {
-				ctx.Send(w, answer)
+			if w.pid != nil {
+				ctx.Send(w.pid, answer.Answering(w.call))
 			}
 		}
 		delete(g.sending, msg.JobId)
 	})
+}
+
+// waiter is a caller waiting for an assignment's answer: its PID, and
+// its call id (0: it asked through a future).
+type waiter struct {
+	pid  *actor.PID
+	call uint64
 }
 
 // assignSent settles an assignment once the link answered (or did not).

@@ -128,6 +128,8 @@ func (c *workerConn) Receive(ctx actor.Context) {
 		c.logs.LinkClosed(ctx.Self().Id)
 	case *grains.GrainCall:
 		msg.Run(ctx)
+	case *messages.Reply, *supervise.CallSweep:
+		grains.Answered(c.timers, msg)
 	case *inFrame:
 		c.frame(ctx, msg)
 	case *badFrame:
@@ -159,7 +161,7 @@ func (c *workerConn) Receive(ctx actor.Context) {
 			// job grain's PID is no one's now.
 			c.log.Warn("assignment from a hub that is not a cluster member refused", slog.String("from", from.Address),
 				slog.String("job_id", msg.JobId))
-			ctx.Respond(messages.Fail(messages.CodeNotMember, "hub at %s is not a member of this cluster", from.Address))
+			grains.Respond(ctx, messages.Fail(messages.CodeNotMember, "hub at %s is not a member of this cluster", from.Address))
 			return
 		}
 		// The job grain's reports from this link go straight to it.
@@ -176,9 +178,9 @@ func (c *workerConn) Receive(ctx actor.Context) {
 		}
 		if msg.Ack && ctx.Sender() != nil {
 			if queued {
-				ctx.Respond(&messages.Reply{Ok: true})
+				grains.Respond(ctx, &messages.Reply{Ok: true})
 			} else {
-				ctx.Respond(messages.Fail(messages.CodeClosing, "link of %s is closing", c.workerID))
+				grains.Respond(ctx, messages.Fail(messages.CodeClosing, "link of %s is closing", c.workerID))
 			}
 		}
 	case *messages.ConnProbe:

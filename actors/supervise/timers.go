@@ -27,6 +27,12 @@ type Timers struct {
 	mu      sync.Mutex
 	live    timer // sentinel of the ring of armed timers
 	stopped bool  // StopAll ran: the incarnation is gone
+
+	// The calls waiting for their answer (Call), and the one sweep timer
+	// that times them out: actor-confined, read and written on its turns.
+	calls     map[uint64]pendingCall
+	sweepStop Stop
+	sweepAt   time.Time
 }
 
 // timer is one armed timer, on its set's ring from arming until it fires
@@ -170,6 +176,7 @@ func (t *Timers) StopAll() {
 	if t == nil {
 		return
 	}
+	t.calls = nil // on the actor's turn, like every use of it
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stopped = true

@@ -41,11 +41,17 @@ type Timers struct {
 // captured variable and map slot was an allocation of its own.
 type timer struct {
 	set        *Timers
-	tm         *time.Timer
+	tm         *time.Timer // a runtime timer; nil for one on the wheel
 	pid        *actor.PID
 	msg        interface{}
 	every      time.Duration // >0: repeats
 	prev, next *timer        // the set's ring; nil once off it
+
+	// On the timer wheel (wheel.go), under the wheel's lock: its slot's
+	// list, and the tick it fires at.
+	wheeled      bool
+	due          int64
+	wprev, wnext *timer
 }
 
 // Stop cancels one timer; safe to call after it fired, and twice.
@@ -132,7 +138,11 @@ func (t *Timers) arm(d time.Duration, pid *actor.PID, msg interface{}, every tim
 	if t.stopped {
 		return noStop
 	}
-	e.tm = time.AfterFunc(d, e.fire)
+	if d >= wheelMin && (every == 0 || every >= wheelMin) {
+		timerWheel.add(e, d)
+	} else {
+		e.tm = time.AfterFunc(d, e.fire)
+	}
 	e.prev, e.next = t.live.prev, &t.live
 	t.live.prev.next = e
 	t.live.prev = e
@@ -151,7 +161,7 @@ func (e *timer) fire() {
 		return // stopped meanwhile
 	}
 	if e.every > 0 {
-		e.tm.Reset(e.every)
+		e.rearm(e.every)
 	} else {
 		t.dropLocked(e)
 	}
@@ -164,9 +174,29 @@ func (e *timer) stop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e.next != nil {
-		e.tm.Stop()
+		e.cancel()
 		t.dropLocked(e)
 	}
+}
+
+// rearm arms a repeating timer again, where it was armed: on the wheel
+// or the runtime's heap. The caller holds the set's lock.
+func (e *timer) rearm(d time.Duration) {
+	if e.tm != nil {
+		e.tm.Reset(d)
+		return
+	}
+	timerWheel.add(e, d)
+}
+
+// cancel keeps the timer from firing (a fire already on its way finds it
+// off the set's ring). The caller holds the set's lock.
+func (e *timer) cancel() {
+	if e.tm != nil {
+		e.tm.Stop()
+		return
+	}
+	timerWheel.remove(e)
 }
 
 // StopAll cancels every timer of the set and refuses new ones: the actor
@@ -181,7 +211,7 @@ func (t *Timers) StopAll() {
 	defer t.mu.Unlock()
 	t.stopped = true
 	for e := t.live.next; e != &t.live; e = t.live.next {
-		e.tm.Stop()
+		e.cancel()
 		t.dropLocked(e)
 	}
 }

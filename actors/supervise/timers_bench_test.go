@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -8,20 +9,35 @@ import (
 )
 
 // BenchmarkTimersArmStop is one timer of a job's life: armed, then
-// stopped before it fires (a deadline or an audit the job outran).
+// stopped before it fires (a deadline or an audit the job outran), on
+// the runtime's timer heap (a delay under wheelMin) and on the wheel,
+// with 50,000 others armed on the wheel meanwhile (a hub flat out holds
+// tens of thousands).
 func BenchmarkTimersArmStop(b *testing.B) {
-	system := actor.NewActorSystem()
-	ready := make(chan *Timers, 1)
-	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &timedActor{got: make(chan int, 1), ready: ready}
-	}))
-	defer system.Root.Stop(pid)
-	ts := <-ready
-	msg := &tick{}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		ts.After(time.Hour, msg)()
+	for _, tc := range []struct {
+		name string
+		d    time.Duration
+	}{{"runtime", wheelMin - time.Millisecond}, {"wheel", time.Hour}} {
+		b.Run(tc.name, func(b *testing.B) {
+			system := actor.NewActorSystem()
+			ready := make(chan *Timers, 1)
+			pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+				return &timedActor{got: make(chan int, 1), ready: ready}
+			}))
+			defer system.Root.Stop(pid)
+			ts := <-ready
+			msg := &tick{}
+			for range 50_000 {
+				// Spread over a minute as a hub's are (none fires in the run).
+				ts.After(time.Minute+time.Duration(rand.IntN(60_000))*time.Millisecond, msg)
+			}
+			defer ts.StopAll()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				ts.After(tc.d, msg)()
+			}
+		})
 	}
 }
 

@@ -90,7 +90,7 @@ func (i *Idle) Skip(msg interface{}) bool {
 func (i *Idle) arm(now time.Time, d time.Duration) {
 	i.disarm()
 	i.due = now.Add(d)
-	i.stop = i.timers.After(d, &IdleTimeout{idle: i, seq: i.seq})
+	i.stop = i.timers.exactly(d, &IdleTimeout{idle: i, seq: i.seq})
 }
 
 // disarm stops the armed tick; one already in the mailbox is made stale.

@@ -15,7 +15,10 @@ import (
 // restart (same PID, fresh struct), fire into the next incarnation, which
 // re-arms its own from the store — so every tick would come twice. Here
 // each timer is tracked from arming until it fires or is stopped, and the
-// actor calls StopAll in Stopping and Restarting.
+// actor calls StopAll in Stopping and Restarting. A one-off timer of a
+// second or more runs on the process's timer wheel (wheel.go); a shorter
+// one, a repeating one and an idle timeout on the runtime's heap. The incarnation's calls (Call) live here too: they end
+// with it.
 type Timers struct {
 	kind string
 	self *actor.PID
@@ -116,29 +119,36 @@ func NewTimers(ctx actor.Context, kind string) *Timers {
 }
 
 // After sends msg to the actor itself once, after d.
-func (t *Timers) After(d time.Duration, msg interface{}) Stop { return t.arm(d, t.self, msg, 0) }
+func (t *Timers) After(d time.Duration, msg interface{}) Stop {
+	return t.arm(d, t.self, msg, 0, d >= wheelMin)
+}
+
+// exactly is After on the runtime's timer heap whatever d: for a timer
+// that nearly always fires (an idle timeout), which the wheel would fire
+// in bursts of a tick's worth.
+func (t *Timers) exactly(d time.Duration, msg interface{}) Stop { return t.arm(d, t.self, msg, 0, false) }
 
 // SendAfter sends msg to pid once, after d.
 func (t *Timers) SendAfter(d time.Duration, pid *actor.PID, msg interface{}) Stop {
-	return t.arm(d, pid, msg, 0)
+	return t.arm(d, pid, msg, 0, d >= wheelMin)
 }
 
 // Every sends msg to the actor itself every d, the first time after d.
-func (t *Timers) Every(d time.Duration, msg interface{}) Stop { return t.arm(d, t.self, msg, d) }
+func (t *Timers) Every(d time.Duration, msg interface{}) Stop { return t.arm(d, t.self, msg, d, false) }
 
 // noStop is the Stop of a timer refused because its set stopped.
 func noStop() {}
 
 // arm starts one timer: msg to pid after d, then every `every` if that is
-// above zero.
-func (t *Timers) arm(d time.Duration, pid *actor.PID, msg interface{}, every time.Duration) Stop {
+// above zero; on the timer wheel or the runtime's heap.
+func (t *Timers) arm(d time.Duration, pid *actor.PID, msg interface{}, every time.Duration, onWheel bool) Stop {
 	e := &timer{set: t, pid: pid, msg: msg, every: every}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
 		return noStop
 	}
-	if d >= wheelMin && (every == 0 || every >= wheelMin) {
+	if onWheel {
 		timerWheel.add(e, d)
 	} else {
 		e.tm = time.AfterFunc(d, e.fire)
@@ -179,15 +189,9 @@ func (e *timer) stop() {
 	}
 }
 
-// rearm arms a repeating timer again, where it was armed: on the wheel
-// or the runtime's heap. The caller holds the set's lock.
-func (e *timer) rearm(d time.Duration) {
-	if e.tm != nil {
-		e.tm.Reset(d)
-		return
-	}
-	timerWheel.add(e, d)
-}
+// rearm arms a repeating timer again (always a runtime one). The caller
+// holds the set's lock.
+func (e *timer) rearm(d time.Duration) { e.tm.Reset(d) }
 
 // cancel keeps the timer from firing (a fire already on its way finds it
 // off the set's ring). The caller holds the set's lock.
@@ -199,9 +203,9 @@ func (e *timer) cancel() {
 	timerWheel.remove(e)
 }
 
-// StopAll cancels every timer of the set and refuses new ones: the actor
-// is stopping or restarting. Safe on a nil set (an actor stopped before
-// it started).
+// StopAll cancels every timer of the set and refuses new ones, and drops
+// the calls waiting for an answer: the actor is stopping or restarting.
+// Safe on a nil set (an actor stopped before it started).
 func (t *Timers) StopAll() {
 	if t == nil {
 		return

@@ -6,18 +6,22 @@ import (
 	"time"
 )
 
-// A timer of at least wheelMin goes on the process's timer wheel instead
-// of the runtime's timer heap. A job's life arms five to seven timers —
-// its deadline, its queued timeout, the audit of its assignment, the call
-// sweep, the lane write, the idle passivation — and nearly every one is
-// stopped long before it would fire. On the runtime's heap each is a
-// time.Timer allocated, pushed and sifted in under its P's lock, and
-// taken out again; with tens of thousands armed (a hub flat out) that
-// was ~5 % of its CPU. On the wheel, arming is linking the timer into the
-// slot of its tick and stopping is unlinking it: no allocation, no heap.
-// The price is resolution: a wheel timer fires up to wheelTick late,
-// which a timer of a second or more does not notice; shorter ones (a
-// push round, a retry backoff, an activation's first wait) stay exact.
+// A one-off timer of at least wheelMin goes on the process's timer wheel
+// instead of the runtime's timer heap. A job's life arms such timers —
+// its deadline, its queued timeout, the audit of its assignment, the
+// sweep of its calls, its lane's write — and nearly every one is stopped
+// long before it would fire. On the runtime's heap each is a time.Timer
+// allocated, pushed and sifted in under its P's lock, and taken out
+// again; on the wheel, arming is linking the timer into the slot of its
+// tick and stopping is unlinking it: no allocation beyond the timer's
+// own, no heap. The price is resolution: a wheel timer fires up to
+// wheelTick late, which a timer of a second or more does not notice.
+// What nearly always fires stays on the runtime's heap, where each fires
+// at its own time: an idle timeout (a finished job grain's passivation —
+// on the wheel, a tick's worth of sends to cold mailboxes at once cost
+// more than the arming saved, measured) and a repeating timer; so does
+// a shorter one (a push round, a retry backoff, an activation's first
+// wait).
 const (
 	wheelMin   = time.Second
 	wheelTick  = 10 * time.Millisecond

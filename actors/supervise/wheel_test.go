@@ -25,11 +25,12 @@ func TestWheelFiresEachTimerAtItsTickNeverBefore(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	w := stillWheel(t0)
 	// Due times within a turn, beyond one (5.12 s) and several, and two
-	// sharing a tick; added out of order.
+	// sharing a tick (2 and 5: they fire in the order they were armed);
+	// armed out of order.
 	at := map[int]time.Duration{1: 1500 * time.Millisecond, 2: 1003 * time.Millisecond, 3: 7 * time.Second,
 		4: 12*time.Second + 5*time.Millisecond, 5: 1009 * time.Millisecond, 6: 30 * time.Second}
-	for id, d := range at {
-		w.addAt(&timer{msg: id}, t0.Add(d))
+	for _, id := range []int{3, 5, 1, 6, 2, 4} {
+		w.addAt(&timer{msg: id}, t0.Add(at[id]))
 	}
 	require.Equal(t, 6, w.n)
 	fired := map[int]time.Duration{}
@@ -43,7 +44,7 @@ func TestWheelFiresEachTimerAtItsTickNeverBefore(t *testing.T) {
 			order = append(order, id)
 		}
 	}
-	require.Equal(t, []int{2, 5, 1, 3, 4, 6}, order)
+	require.Equal(t, []int{5, 2, 1, 3, 4, 6}, order)
 	require.Zero(t, w.n)
 }
 
@@ -83,41 +84,48 @@ func TestWheelCatchesUpAfterAStall(t *testing.T) {
 	require.Equal(t, 19, w.n)
 }
 
-// TestTimersOnTheWheel: an actor's timers of a second or more are the
-// wheel's: they fire, repeat and stop as the runtime's do, and the
-// wheel's goroutine ends once it holds none.
+// TestTimersOnTheWheel: an actor's one-off timers of a second or more
+// are the wheel's: they fire once, not before they are due, and a stopped
+// one never does; a repeating one beside them keeps the runtime's heap;
+// the wheel's goroutine ends once it holds no timer.
 func TestTimersOnTheWheel(t *testing.T) {
 	system := actor.NewActorSystem()
 	got, ready := make(chan int, 64), make(chan *Timers, 1)
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &timedActor{got: got, ready: ready} }))
 	ts := <-ready
+	onWheel := func() int {
+		timerWheel.mu.Lock()
+		defer timerWheel.mu.Unlock()
+		return timerWheel.n
+	}
+	before := onWheel()
 
 	began := time.Now()
 	stopped := ts.After(time.Second, &tick{n: 1})
 	ts.After(time.Second, &tick{n: 2})
+	ts.SendAfter(1100*time.Millisecond, pid, &tick{n: 4})
+	require.Equal(t, before+3, onWheel())
 	stopped()
+	require.Equal(t, before+2, onWheel(), "a stopped timer leaves the wheel")
 	ts.Every(time.Second, &tick{n: 3})
-	timerWheel.mu.Lock()
-	onWheel := timerWheel.n
-	timerWheel.mu.Unlock()
-	require.GreaterOrEqual(t, onWheel, 2)
+	ts.After(999*time.Millisecond, &tick{n: 5})
+	require.Equal(t, before+2, onWheel(), "repeating and shorter timers are the runtime's")
 
-	var twos, threes int
-	for threes < 2 {
+	seen := map[int]int{}
+	for seen[3] < 2 || seen[2] == 0 || seen[4] == 0 || seen[5] == 0 {
 		select {
 		case n := <-got:
 			require.NotEqual(t, 1, n, "a stopped timer fired")
-			require.GreaterOrEqual(t, time.Since(began), time.Second, "a timer fired before it was due")
-			if n == 2 {
-				twos++
-			} else {
-				threes++
+			if n != 5 {
+				require.GreaterOrEqual(t, time.Since(began), time.Second, "a timer fired before it was due")
 			}
+			seen[n]++
 		case <-time.After(10 * time.Second):
-			t.Fatal("a wheel timer did not fire")
+			t.Fatalf("a timer did not fire: %v", seen)
 		}
 	}
-	require.Equal(t, 1, twos, "a one-off timer fires once")
+	require.Equal(t, 1, seen[2], "a one-off timer fires once")
+	require.Equal(t, 1, seen[4])
 	require.EqualValues(t, 1, LiveTimersIn(system, "test_timed"), "the repeating one stays armed")
 	require.NoError(t, system.Root.StopFuture(pid).Wait())
 	require.EqualValues(t, 0, LiveTimersIn(system, "test_timed"))

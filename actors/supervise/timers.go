@@ -126,7 +126,9 @@ func (t *Timers) After(d time.Duration, msg interface{}) Stop {
 // exactly is After on the runtime's timer heap whatever d: for a timer
 // that nearly always fires (an idle timeout), which the wheel would fire
 // in bursts of a tick's worth.
-func (t *Timers) exactly(d time.Duration, msg interface{}) Stop { return t.arm(d, t.self, msg, 0, false) }
+func (t *Timers) exactly(d time.Duration, msg interface{}) Stop {
+	return t.arm(d, t.self, msg, 0, false)
+}
 
 // SendAfter sends msg to pid once, after d.
 func (t *Timers) SendAfter(d time.Duration, pid *actor.PID, msg interface{}) Stop {

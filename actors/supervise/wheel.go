@@ -29,15 +29,19 @@ const (
 )
 
 // wheel is a hashed timing wheel: slot i holds the timers due at the
-// ticks i, i+wheelSlots, … Its goroutine runs while it holds a timer and
-// ends when it holds none; the next timer starts it again.
+// ticks i, i+wheelSlots, … It turns on a runtime timer of its own, armed
+// a tick ahead while it holds a timer and left unarmed when it holds
+// none (the next timer arms it): no goroutine of its own outlives its
+// turn, and an idle process pays nothing for it.
 type wheel struct {
-	mu      sync.Mutex
-	start   time.Time // tick 0
-	done    int64     // the last tick whose slot was fired
-	slots   [wheelSlots]*timer
-	n       int  // timers on the wheel
-	running bool // the goroutine is up (or starting)
+	mu    sync.Mutex
+	start time.Time // tick 0
+	done  int64     // the last tick whose slot was fired
+	slots [wheelSlots]*timer
+	n     int         // timers on the wheel
+	ticks *time.Timer // the turn's timer
+	armed bool        // ticks is armed (or its turn runs)
+	due   []*timer    // a turn's timers to fire, kept for the next turn (turns never overlap)
 }
 
 // timerWheel is the process's wheel: every actor system's timers share it.
@@ -67,9 +71,13 @@ func (w *wheel) addAt(e *timer, at time.Time) {
 	*slot = e
 	e.wheeled = true
 	w.n++
-	if !w.running {
-		w.running = true
-		go w.run()
+	if !w.armed {
+		w.armed = true
+		if w.ticks == nil {
+			w.ticks = time.AfterFunc(wheelTick, w.step)
+		} else {
+			w.ticks.Reset(wheelTick)
+		}
 	}
 }
 
@@ -97,30 +105,30 @@ func (w *wheel) unlinkLocked(e *timer) {
 	w.n--
 }
 
-// run turns the wheel every tick while it holds timers.
-func (w *wheel) run() {
-	tk := time.NewTicker(wheelTick)
-	defer tk.Stop()
-	var due []*timer
-	for now := range tk.C {
-		var alive bool
-		due, alive = w.turn(now, due[:0])
-		for i, e := range due {
-			e.fire()
-			due[i] = nil
-		}
-		if !alive {
-			return
-		}
+// step is one turn of the wheel: it fires what is due, then arms the
+// next turn if the wheel still holds a timer. The next turn is armed
+// only after this one's fires, so turns never overlap.
+func (w *wheel) step() {
+	w.mu.Lock()
+	due := w.turn(time.Now(), w.due[:0])
+	w.mu.Unlock()
+	for _, e := range due {
+		e.fire()
 	}
+	clear(due)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.due = due
+	if w.n == 0 {
+		w.armed = false
+		return
+	}
+	w.ticks.Reset(wheelTick)
 }
 
 // turn takes the timers due by now off the wheel, appended to due in
-// tick order; alive is false when the wheel is empty and its goroutine
-// is to end (the next add starts another).
-func (w *wheel) turn(now time.Time, due []*timer) (_ []*timer, alive bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// tick order. The caller holds the wheel's lock.
+func (w *wheel) turn(now time.Time, due []*timer) []*timer {
 	reached := int64(now.Sub(w.start) / wheelTick)
 	// A long stall (the process stopped) is caught up in one turn of the
 	// wheel: each slot is visited once, and all that is due in it fires.
@@ -142,9 +150,5 @@ func (w *wheel) turn(now time.Time, due []*timer) (_ []*timer, alive bool) {
 		slices.Reverse(due[from:])
 	}
 	w.done = max(w.done, reached)
-	if w.n == 0 && len(due) == 0 {
-		w.running = false
-		return due, false
-	}
-	return due, true
+	return due
 }

@@ -8,12 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// stillWheel is a wheel whose turns the test makes (no goroutine).
-func stillWheel(start time.Time) *wheel { return &wheel{start: start, running: true} }
+// stillWheel is a wheel whose turns the test makes (its own timer never
+// armed).
+func stillWheel(start time.Time) *wheel { return &wheel{start: start, armed: true} }
 
 // turnTo turns w to now and returns the ids of what fired, in order.
 func turnTo(w *wheel, now time.Time) []int {
-	due, _ := w.turn(now, nil)
+	w.mu.Lock()
+	due := w.turn(now, nil)
+	w.mu.Unlock()
 	ids := make([]int, 0, len(due))
 	for _, e := range due {
 		ids = append(ids, e.msg.(int))
@@ -87,7 +90,7 @@ func TestWheelCatchesUpAfterAStall(t *testing.T) {
 // TestTimersOnTheWheel: an actor's one-off timers of a second or more
 // are the wheel's: they fire once, not before they are due, and a stopped
 // one never does; a repeating one beside them keeps the runtime's heap;
-// the wheel's goroutine ends once it holds no timer.
+// the wheel stops turning once it holds no timer.
 func TestTimersOnTheWheel(t *testing.T) {
 	system := actor.NewActorSystem()
 	got, ready := make(chan int, 64), make(chan *Timers, 1)
@@ -132,6 +135,6 @@ func TestTimersOnTheWheel(t *testing.T) {
 	require.Eventually(t, func() bool {
 		timerWheel.mu.Lock()
 		defer timerWheel.mu.Unlock()
-		return !timerWheel.running
-	}, 5*time.Second, 10*time.Millisecond, "the wheel's goroutine ends once it holds no timer")
+		return !timerWheel.armed
+	}, 5*time.Second, 10*time.Millisecond, "the wheel stops turning once it holds no timer")
 }

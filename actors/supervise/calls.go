@@ -33,9 +33,9 @@ type CallSweep struct{}
 // unlike a request through a future (Reenter), a call spawns and registers
 // no future process, arms no timer of its own — one sweep timer, armed
 // while any call waits, serves all of an actor's calls — and takes no
-// system message to resume. Like a
-// continuation through Reenter, cont is dropped when the incarnation
-// stops or restarts first: its state is gone.
+// system message to resume. Like a continuation through Reenter, cont is
+// dropped when the incarnation stops or restarts first: its state is
+// gone.
 func (t *Timers) Call(ctx actor.Context, pid *actor.PID, msg interface{}, id uint64, timeout time.Duration, cont func(res interface{}, err error)) {
 	if t.Stopped() {
 		return
@@ -53,14 +53,13 @@ func (t *Timers) Call(ctx actor.Context, pid *actor.PID, msg interface{}, id uin
 // the current turn; false when no call waits under id (0, an answer that
 // came after its call timed out, or one to an earlier incarnation).
 func (t *Timers) Answer(id uint64, res interface{}) bool {
-	c, ok := t.calls[id]
-	if !ok || id == 0 {
+	c, ok := t.calls[id] // ids are never 0
+	if !ok {
 		return false
 	}
 	delete(t.calls, id)
-	if len(t.calls) == 0 && t.sweepStop != nil {
-		t.sweepStop() // armed only while a call waits
-		t.sweepStop, t.sweepAt = nil, time.Time{}
+	if len(t.calls) == 0 {
+		t.stopSweep() // armed only while a call waits
 	}
 	c.cont(res, nil)
 	return true
@@ -72,7 +71,7 @@ func (t *Timers) Pending() int { return len(t.calls) }
 // Sweep times out the calls past their deadline (the actor received a
 // CallSweep) and arms the sweep of the next.
 func (t *Timers) Sweep() {
-	t.sweepStop, t.sweepAt = nil, time.Time{}
+	t.sweepStop, t.sweepAt = nil, time.Time{} // this is its tick
 	now := time.Now()
 	var due []pendingCall
 	for id, c := range t.calls {
@@ -102,9 +101,15 @@ func (t *Timers) armSweep(due time.Time) {
 	if t.sweepStop != nil && !t.sweepAt.After(due) {
 		return
 	}
-	if t.sweepStop != nil {
-		t.sweepStop()
-	}
+	t.stopSweep()
 	t.sweepAt = due
 	t.sweepStop = t.After(max(time.Until(due), 0), &CallSweep{})
+}
+
+// stopSweep stops the armed sweep, if any.
+func (t *Timers) stopSweep() {
+	if t.sweepStop != nil {
+		t.sweepStop()
+		t.sweepStop, t.sweepAt = nil, time.Time{}
+	}
 }

@@ -17,8 +17,8 @@ import (
 // each timer is tracked from arming until it fires or is stopped, and the
 // actor calls StopAll in Stopping and Restarting. A one-off timer of a
 // second or more runs on the process's timer wheel (wheel.go); a shorter
-// one, a repeating one and an idle timeout on the runtime's heap. The incarnation's calls (Call) live here too: they end
-// with it.
+// one, a repeating one and an idle timeout on the runtime's heap. The
+// incarnation's calls (Call) live here too: they end with it.
 type Timers struct {
 	kind string
 	self *actor.PID
@@ -173,7 +173,7 @@ func (e *timer) fire() {
 		return // stopped meanwhile
 	}
 	if e.every > 0 {
-		e.rearm(e.every)
+		e.tm.Reset(e.every) // a repeating timer is always a runtime one
 	} else {
 		t.dropLocked(e)
 	}
@@ -190,10 +190,6 @@ func (e *timer) stop() {
 		t.dropLocked(e)
 	}
 }
-
-// rearm arms a repeating timer again (always a runtime one). The caller
-// holds the set's lock.
-func (e *timer) rearm(d time.Duration) { e.tm.Reset(d) }
 
 // cancel keeps the timer from firing (a fire already on its way finds it
 // off the set's ring). The caller holds the set's lock.

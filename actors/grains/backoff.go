@@ -1,7 +1,6 @@
 package grains
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -59,10 +59,9 @@ func (g *jobGrain) retryLater(ctx actor.Context, m *messages.JobFinished) *messa
 	now := g.deps.Clock()
 	wait := RetryWait(g.job.RetryBackoff, g.deps.Timing.RetryBackoffMax, g.job.Attempts, rand.Float64()*2-1)
 	prev := g.job
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 	j, err := g.deps.Jobs.Reschedule(rctx, g.id, int(m.Attempt), persistence.Reschedule{
 		RunAt: now.Add(wait), Reason: m.Reason, Error: m.Error, At: now, Hub: g.deps.HubID, Lane: g.unsavedLane(int(m.Attempt))})
-	cancel()
 	if err != nil {
 		if errors.Is(err, persistence.ErrConflict) {
 			g.load(ctx)
@@ -91,9 +90,8 @@ func (g *jobGrain) armScheduled(ctx actor.Context, now time.Time) bool {
 		g.enqueue(ctx)
 		return false
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 	j, err := g.deps.Jobs.Promote(rctx, g.id)
-	cancel()
 	if err != nil {
 		if errors.Is(err, persistence.ErrConflict) {
 			g.load(ctx) // it moved on (canceled, or another activation queued it)
@@ -116,9 +114,8 @@ func (g *jobGrain) revive(ctx actor.Context) *messages.Reply {
 		return &messages.Reply{Ok: false, Code: string(messages.CodeConflict),
 			Message: fmt.Sprintf("job %s is %s, not failed", g.id, g.job.Status), Json: g.jobJSON()}
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 	j, err := g.deps.Jobs.Revive(rctx, g.id, g.deps.Clock())
-	cancel()
 	if err != nil {
 		if errors.Is(err, persistence.ErrConflict) {
 			g.load(ctx)

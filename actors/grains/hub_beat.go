@@ -1,13 +1,13 @@
 package grains
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -50,8 +50,7 @@ func (b *hubBeat) Receive(ctx actor.Context) {
 }
 
 func (b *hubBeat) beat() {
-	ctx, cancel := context.WithTimeout(context.Background(), b.deps.storeTimeout())
-	defer cancel()
+	ctx := deadline.Within(b.deps.storeTimeout())
 	info := persistence.HubInfo{ID: b.deps.HubID, Address: b.address(), Alive: true, StartedAt: b.started, LastSeen: time.Now()}
 	if err := b.deps.Hubs.Beat(ctx, info, b.deps.Timing.HubTTL); err != nil {
 		b.deps.Log.Warn("hub heartbeat failed", slog.Any("err", err))

@@ -1,7 +1,6 @@
 package grains
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -267,8 +267,7 @@ func (g *jobGrain) activate(ctx actor.Context, created *messages.JobRecord) bool
 // load reads the job and arms what its state needs. False when the store
 // failed (the next message retries) or the job does not exist.
 func (g *jobGrain) load(ctx actor.Context) bool {
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
-	defer cancel()
+	rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 	j, err := g.deps.Jobs.Get(rctx, g.id)
 	g.missing = errors.Is(err, persistence.ErrNotFound)
 	if err != nil {
@@ -413,9 +412,8 @@ func (g *jobGrain) onAudit(ctx actor.Context, m *messages.JobAudit) {
 		g.workerLost(ctx, &messages.JobWorkerLost{WorkerId: m.WorkerId, Attempt: m.Attempt})
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 	err := g.deps.Jobs.Requeue(rctx, g.id, int(m.Attempt))
-	cancel()
 	if err != nil {
 		g.log.Warn("requeue of a disowned attempt failed; asking again later", slog.Any("err", err))
 		if errors.Is(err, persistence.ErrConflict) {
@@ -458,11 +456,10 @@ func (g *jobGrain) place(ctx actor.Context, msg *messages.JobPlace) {
 			return
 		}
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 	took := prometheus.NewTimer(g.deps.Metrics.StoreWrites.Claim)
 	claimed, err := g.deps.Jobs.Claim(rctx, g.id, msg.WorkerId, g.deps.Clock())
 	took.ObserveDuration()
-	cancel()
 	if err != nil {
 		g.deps.Metrics.ClaimsLost.Inc()
 		g.log.Info("claim lost or failed", slog.String("worker_id", msg.WorkerId), slog.Any("err", err))
@@ -527,9 +524,8 @@ func (g *jobGrain) assigned(ctx actor.Context, workerID string, attempt int, res
 		failed := &messages.SchedPlaceFailed{JobId: g.id, WorkerId: workerID}
 		g.log.Info("worker refused the job; rolling the claim back", slog.String("worker_id", workerID),
 			slog.String("cause", ErrString(err, res)))
-		rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+		rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 		uerr := g.deps.Jobs.Unclaim(rctx, g.id, workerID, attempt)
-		cancel()
 		if uerr != nil && live {
 			g.log.Error("roll back claim", slog.Any("err", uerr))
 		}
@@ -609,9 +605,8 @@ func (g *jobGrain) saveLane(ctx actor.Context, attempt int) {
 	if g.laneUnsaved == 0 || g.laneUnsaved != attempt || !g.current(g.job.WorkerID, int32(attempt)) {
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 	err := g.deps.Jobs.SetLane(rctx, g.id, attempt, g.job.Lane)
-	cancel()
 	switch {
 	case err == nil:
 		g.laneSaved()
@@ -713,9 +708,8 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 // is draining). The job never ran, so the claim is rolled back — attempt
 // returned — and the job queued again, not failed.
 func (g *jobGrain) rejected(ctx actor.Context, m *messages.JobFinished) *messages.Reply {
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 	err := g.deps.Jobs.Unclaim(rctx, g.id, m.WorkerId, int(m.Attempt))
-	cancel()
 	if err != nil {
 		return fail(messages.CodeStore, "roll back rejected claim: %v", err)
 	}
@@ -744,11 +738,10 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish, 
 		f.Lane = g.unsavedLane(attempt)
 	}
 	prev := g.job
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+	rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 	took := prometheus.NewTimer(g.deps.Metrics.StoreWrites.Finish)
 	j, err := g.deps.Jobs.Finish(rctx, g.id, attempt, f)
 	took.ObserveDuration()
-	cancel()
 	if err != nil {
 		if errors.Is(err, persistence.ErrConflict) {
 			g.load(ctx)
@@ -850,9 +843,8 @@ func (g *jobGrain) workerLost(ctx actor.Context, m *messages.JobWorkerLost) {
 	}
 	if g.job.Attempts < g.job.MaxAttempts {
 		g.flushLane(ctx) // the attempts log keeps the lost attempt's lane
-		rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.GrainTimeout)
+		rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 		err := g.deps.Jobs.Requeue(rctx, g.id, g.job.Attempts)
-		cancel()
 		if err == nil {
 			g.log.Warn("worker lost; job queued again", slog.String("worker_id", m.WorkerId), slog.Int("attempt", g.job.Attempts))
 			attempt := int32(g.job.Attempts)

@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -92,9 +93,8 @@ func (r *reconciler) redrive(ctx actor.Context) {
 // neither, the sweep is skipped rather than run on an empty view.
 func (r *reconciler) fleet() ([]persistence.WorkerInfo, bool) {
 	t := r.deps.Timing
-	rctx, cancel := context.WithTimeout(context.Background(), t.FleetReadTimeout)
+	rctx := deadline.Within(t.FleetReadTimeout)
 	ws, err := r.deps.Workers.List(rctx)
-	cancel()
 	now := r.deps.Clock()
 	if err == nil {
 		r.lastGood, r.lastGoodT = ws, now

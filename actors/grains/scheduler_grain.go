@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/membership"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/metrics"
@@ -254,9 +255,8 @@ func (s *schedulerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 // rebuild asks every known worker grain for its state and queues every
 // queued job of the store: what a fresh activation cannot remember.
 func (s *schedulerGrain) rebuild(ctx actor.Context) {
-	rctx, cancel := context.WithTimeout(context.Background(), s.deps.Timing.FleetReadTimeout)
+	rctx := deadline.Within(s.deps.Timing.FleetReadTimeout)
 	ws, err := s.deps.Workers.List(rctx)
-	cancel()
 	if err != nil {
 		s.log.Warn("scheduler rebuild: registry read failed; waiting for worker reports", slog.Any("err", err))
 	}

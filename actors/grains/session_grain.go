@@ -1,7 +1,6 @@
 package grains
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -254,9 +254,8 @@ func (g *sessionGrain) restore(ctx actor.Context) error {
 	if g.loaded {
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.storeTimeout())
+	rctx := deadline.Within(g.deps.storeTimeout())
 	rec, err := g.deps.Sessions.Get(rctx, g.id)
-	cancel()
 	if err != nil {
 		// Nothing here: passivate when idle (a failed read is retried by
 		// the next message, or by the next activation).
@@ -336,8 +335,7 @@ func (g *sessionGrain) save() {
 	// The touch interval is inside the TTL too: between two writes the
 	// record must not expire while the session is in use.
 	ttl := g.idleTimeout() + sessionTouchEvery + sessionRecordSlack
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.storeTimeout())
-	defer cancel()
+	rctx := deadline.Within(g.deps.storeTimeout())
 	if err := g.deps.Sessions.Put(rctx, rec, ttl); err != nil {
 		g.deps.Metrics.SessionStoreErrors.Inc()
 		g.log.Warn("session store write failed; the session would not survive this hub", slog.Any("err", err))
@@ -347,8 +345,7 @@ func (g *sessionGrain) save() {
 // forget deletes the record of a session that ended; a failed delete
 // leaves it to its TTL.
 func (g *sessionGrain) forget() {
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.storeTimeout())
-	defer cancel()
+	rctx := deadline.Within(g.deps.storeTimeout())
 	if err := g.deps.Sessions.Delete(rctx, g.id); err != nil {
 		g.deps.Metrics.SessionStoreErrors.Inc()
 		g.log.Warn("session store delete failed; the record expires with its TTL", slog.Any("err", err))

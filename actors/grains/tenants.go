@@ -43,6 +43,10 @@ type tenantShare struct {
 	active []*tenantLane // the same lanes, for a cheap scan
 	vtime  float64       // pass of the last lane served
 	joins  uint64
+	// spare is the last lane emptied, reused by the next tenant to join:
+	// a lane is a list head per priority, and under a flat-out load a
+	// tenant's queue empties and refills about once per job.
+	spare *tenantLane
 }
 
 // lane is tenant's lane, created (joining at the virtual time) when absent.
@@ -54,7 +58,14 @@ func (t *tenantShare) lane(tenant string, weight float64) *tenantLane {
 		t.lanes = map[string]*tenantLane{}
 	}
 	t.joins++
-	l := &tenantLane{name: tenant, pass: t.vtime, stride: 1 / weight, joined: t.joins, idx: len(t.active)}
+	l := t.spare
+	if l == nil {
+		l = &tenantLane{}
+	}
+	t.spare = nil
+	// Its lists are empty (it left when its last job did): only the
+	// head fields are new.
+	l.name, l.n, l.pass, l.stride, l.joined, l.idx = tenant, 0, t.vtime, 1/weight, t.joins, len(t.active)
 	t.lanes[tenant] = l
 	t.active = append(t.active, l)
 	return l
@@ -76,7 +87,9 @@ func (t *tenantShare) remove(j queuedJob, e *list.Element) {
 	delete(t.lanes, l.name)
 	last := t.active[len(t.active)-1]
 	t.active[l.idx], last.idx = last, l.idx
+	t.active[len(t.active)-1] = nil
 	t.active = t.active[:len(t.active)-1]
+	t.spare = l
 }
 
 // turn is the lane whose turn it is: the lowest pass among the lanes that

@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/messages"
 )
 
@@ -79,8 +80,7 @@ func (g *workerGrain) readApproval(ctx actor.Context) {
 // timeout like the registry write that follows it: a decision must be
 // ordered with the operator's next one, and they are rare. nil when done.
 func (g *workerGrain) decideApproval(approve bool) *messages.Reply {
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.storeTimeout())
-	defer cancel()
+	rctx := deadline.Within(g.deps.storeTimeout())
 	var err error
 	if approve {
 		err = g.deps.Approvals.Approve(rctx, g.id)
@@ -110,8 +110,7 @@ func (g *workerGrain) approvedNow() (bool, error) {
 	if g.approval != approvalUnknown {
 		return g.approval == approvalGranted, nil
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.storeTimeout())
-	defer cancel()
+	rctx := deadline.Within(g.deps.storeTimeout())
 	approved, err := g.deps.Approvals.Approved(rctx, g.id)
 	if err != nil {
 		return false, err

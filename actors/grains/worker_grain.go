@@ -1,7 +1,6 @@
 package grains
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -208,8 +208,7 @@ func (g *workerGrain) init(ctx actor.Context, msg *cluster.ClusterInit) {
 	g.readApproval(ctx)
 	// The registry keeps what must outlive this activation: the operator's
 	// status (a drained worker stays drained) and the jobs it was running.
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.FleetReadTimeout)
-	defer cancel()
+	rctx := deadline.Within(g.deps.Timing.FleetReadTimeout)
 	if w, err := g.deps.Workers.Get(rctx, g.id); err == nil {
 		g.info = w
 		g.runnable = runnableModes(w.Modes, w.Drivers)
@@ -448,8 +447,7 @@ func (g *workerGrain) disconnected(ctx actor.Context, msg *messages.WorkerDiscon
 	g.info.Connected = false
 	g.log.Info("worker disconnected", slog.Int("running", len(g.running)))
 	g.publish(ctx)
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.FleetReadTimeout)
-	defer cancel()
+	rctx := deadline.Within(g.deps.Timing.FleetReadTimeout)
 	if err := g.deps.Workers.ReleaseOwner(rctx, g.id, g.deps.HubID); err != nil {
 		g.log.Warn("release worker owner", slog.Any("err", err))
 	}
@@ -769,8 +767,7 @@ func (g *workerGrain) writeRegistry() {
 	rec := g.info
 	rec.Status = g.status()
 	rec.Leaving = g.isLeaving()
-	rctx, cancel := context.WithTimeout(context.Background(), g.deps.Timing.FleetReadTimeout)
-	defer cancel()
+	rctx := deadline.Within(g.deps.Timing.FleetReadTimeout)
 	ttl := g.deps.Timing.AliveWindow + g.deps.Timing.OrphanGrace
 	if err := g.deps.Workers.Put(rctx, rec, ttl); err != nil {
 		g.deps.Metrics.RegistryErrors.Inc()

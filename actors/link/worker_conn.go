@@ -18,6 +18,7 @@ import (
 	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/internal/cork"
+	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -570,9 +571,8 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 		c.closeWith(ctx, "id_mismatch", fmt.Sprintf("hello names %q on the link of %q", f.WorkerID, c.workerID))
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), c.deps.Timing.GrainTimeout)
+	rctx := deadline.Within(c.deps.Timing.GrainTimeout)
 	holder, err := c.deps.Workers.ClaimID(rctx, c.workerID, f.LanIP)
-	cancel()
 	if err != nil {
 		c.closeWith(ctx, "unavailable", "worker registry unreachable: "+err.Error())
 		return

@@ -1,7 +1,6 @@
 package logpipe
 
 import (
-	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/paprika-hub/paprika/actors/supervise"
 	"github.com/paprika-hub/paprika/internal/backoff"
+	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -202,9 +202,8 @@ func (f *logFlusher) start(ctx actor.Context) {
 		var err error
 		if len(batches) > 0 {
 			began := time.Now()
-			wctx, cancel := context.WithTimeout(context.Background(), timeout)
+			wctx := deadline.Within(timeout)
 			err = f.deps.Logs.Write(wctx, batches)
-			cancel()
 			f.deps.Metrics.LogFlush.Observe(time.Since(began).Seconds())
 		}
 		root.Send(self, &writeDone{id: id, reqs: reqs, err: err})

@@ -1,7 +1,6 @@
 package logpipe
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/paprika-hub/paprika/actors/supervise"
+	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/internal/lazylog"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -194,8 +194,7 @@ func (s *logStream) start(ctx actor.Context) {
 // saves two store round trips per such job.
 func (s *logStream) resume() {
 	s.resumed = true
-	rctx, cancel := context.WithTimeout(context.Background(), s.deps.Timing.GrainTimeout)
-	defer cancel()
+	rctx := deadline.Within(s.deps.Timing.GrainTimeout)
 	n, err := s.deps.Logs.Len(rctx, s.jobID)
 	if err != nil {
 		s.log.Warn("log length unknown; trusting the worker's sequence", slog.Any("err", err))
@@ -359,9 +358,8 @@ func (s *logStream) holds(ctx actor.Context, worker string, attempt int) bool {
 		if now.Before(s.holderRetryAt) {
 			return true
 		}
-		rctx, cancel := context.WithTimeout(context.Background(), holderReadTimeout)
+		rctx := deadline.Within(holderReadTimeout)
 		w, a, err := s.deps.Holder(rctx, s.jobID)
-		cancel()
 		if err != nil {
 			s.holderRetryAt = now.Add(holderRetry)
 			s.log.Warn("log stream: job holder unknown; taking lines on trust", slog.Any("err", err))

@@ -15,42 +15,54 @@ type lanePool struct {
 	skip    []string // why the hub's placement skips each lane (lane_skip); "" when it does not
 	nSkip   int      // lanes with a skip reason
 	n       int      // busy count
-	changed chan struct{}
+	// freed is when each lane was last freed, as a count of releases (0:
+	// never); releases counts them.
+	freed    []uint64
+	releases uint64
+	changed  chan struct{}
 }
 
 func newLanePool(urls []string) *lanePool {
 	return &lanePool{urls: urls, holder: make([]string, len(urls)), skip: make([]string, len(urls)),
-		changed: make(chan struct{}, 1)}
+		freed: make([]uint64, len(urls)), changed: make(chan struct{}, 1)}
 }
 
 // acquire takes a free lane for holder (messages.LaneJob or LaneSession):
-// the one named by hint (its URL or its index), else the lowest, a lane
-// the hub does not skip first. Only when every free lane is skipped does
-// it take one of those (the hub counts them as taken, so that is a race
-// of a report with an assignment, and refusing the job would only requeue
-// it); skipped is then the lane's skip reason. ok is false when every
-// lane is busy.
+// the one named by hint (its URL or its index), else the one free the
+// longest (the lowest of those never used), a lane the hub does not skip
+// first. Taking the lowest free lane instead left a worker's high lanes
+// idle while assignments queued for it: a lane freed while others were
+// being refilled waited for every lower one to be busy again (up to
+// hundreds of ms flat out), though the worker's capacity was in use; in
+// turn, each lane's browser now serves an even share of the jobs. Only
+// when every free lane is skipped does it take one of those (the hub
+// counts them as taken, so that is a race of a report with an
+// assignment, and refusing the job would only requeue it); skipped is
+// then the lane's skip reason. ok is false when every lane is busy.
 func (p *lanePool) acquire(hint, holder string) (lane int, skipped string, ok bool) {
 	i, found := p.lookup(hint)
 	if found && p.holder[i] == "" && p.skip[i] == "" {
 		p.take(i, holder)
 		return i, "", true
 	}
-	fallback := -1
-	if found && p.holder[i] == "" {
-		fallback = i
-	}
+	best, fallback := -1, -1
 	for j, h := range p.holder {
-		if h != "" {
-			continue
-		}
-		if p.nSkip == 0 || p.skip[j] == "" {
-			p.take(j, holder)
-			return j, "", true
-		}
-		if fallback < 0 {
+		switch {
+		case h != "":
+		case p.nSkip == 0 || p.skip[j] == "":
+			if best < 0 || p.freed[j] < p.freed[best] {
+				best = j
+			}
+		case fallback < 0 || p.freed[j] < p.freed[fallback]:
 			fallback = j
 		}
+	}
+	if best >= 0 {
+		p.take(best, holder)
+		return best, "", true
+	}
+	if found && p.holder[i] == "" {
+		fallback = i // free but skipped: the hinted one is the fallback of choice
 	}
 	if fallback < 0 {
 		return -1, "", false
@@ -133,6 +145,8 @@ func (p *lanePool) setURLs(urls []string) { p.urls = urls }
 func (p *lanePool) release(lane int) {
 	if lane >= 0 && lane < len(p.holder) && p.holder[lane] != "" {
 		p.holder[lane] = ""
+		p.releases++
+		p.freed[lane] = p.releases
 		p.n--
 		p.signal()
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paprika-hub/paprika/messages"
+	"github.com/paprika-hub/paprika/persistence"
 )
 
 func TestLanePool(t *testing.T) {
@@ -65,4 +66,43 @@ func TestLinkURL(t *testing.T) {
 		_, err := linkURL(bad, "w1")
 		require.Error(t, err, bad)
 	}
+}
+
+// TestLanePoolTakesTheLaneFreeTheLongest: with no hint, the lane freed
+// first is taken first (lanes never used, lowest first, before any), so
+// a lane freed while its worker's others are refilled is not passed over
+// for lower ones freed after it; a skipped lane still comes last.
+func TestLanePoolTakesTheLaneFreeTheLongest(t *testing.T) {
+	t.Parallel()
+	p := newLanePool([]string{"sim://w/lane/0", "sim://w/lane/1", "sim://w/lane/2", "sim://w/lane/3"})
+	for want := range 4 {
+		l, _, ok := p.acquire("", messages.LaneJob)
+		require.True(t, ok)
+		require.Equal(t, want, l, "never-used lanes go lowest first")
+	}
+	p.release(3)
+	p.release(1)
+	p.release(0)
+	for _, want := range []int{3, 1, 0} {
+		l, _, ok := p.acquire("", messages.LaneJob)
+		require.True(t, ok)
+		require.Equal(t, want, l, "the lane freed first is taken first, not the lowest")
+	}
+	p.release(2)
+	p.release(0)
+	l, _, ok := p.acquire("0", messages.LaneSession)
+	require.True(t, ok)
+	require.Equal(t, 0, l, "a free hinted lane still wins")
+	l, _, _ = p.acquire("", messages.LaneJob)
+	require.Equal(t, 2, l)
+
+	p.release(1)
+	p.release(3)
+	_, _ = p.setSkips([]messages.LaneSkip{{Lane: 1, Reason: persistence.HealthSkipRSS}})
+	l, why, _ := p.acquire("", messages.LaneJob)
+	require.Equal(t, 3, l, "a lane the hub skips loses though it was freed first")
+	require.Empty(t, why)
+	l, why, _ = p.acquire("", messages.LaneJob)
+	require.Equal(t, 1, l)
+	require.Equal(t, persistence.HealthSkipRSS, why)
 }

@@ -102,17 +102,22 @@ func TestLaneSkipSteersJobs(t *testing.T) {
 	require.Equal(t, 1, hub.connCount(), "a bad lane_skip keeps the link")
 	cancel("d")
 
+	// Lanes were freed in the order 2, 0, 1 (c's cancel freed 0, d's 1):
+	// with no skip, a free lane is taken in that order, so the second job
+	// shows whether lane 0 is still skipped (it would go to 1).
 	hub.send(messages.Frame{Type: messages.TypeLaneSkip})
-	hub.assign("e", `{"lines": 0}`)
-	require.Equal(t, "sim://w5150/lane/0", lane("e"), "an empty lane_skip clears the set")
-	hub.waitFor(isJob("e", messages.TypeJobDone), "e done")
+	hub.assign("e1", `{"sleep_ms": 60000}`)
+	require.Equal(t, "sim://w5150/lane/2", lane("e1"), "the lane free the longest")
+	hub.assign("e2", `{"sleep_ms": 60000}`)
+	require.Equal(t, "sim://w5150/lane/0", lane("e2"), "an empty lane_skip clears the set")
+	cancel("e1", "e2") // freed now: 1, 2, 0
 
-	hub.send(messages.Frame{Type: messages.TypeLaneSkip, SkipLanes: []messages.LaneSkip{{Lane: 0, Reason: persistence.HealthSkipRSS}}})
+	hub.send(messages.Frame{Type: messages.TypeLaneSkip, SkipLanes: []messages.LaneSkip{{Lane: 1, Reason: persistence.HealthSkipRSS}}})
 	hub.assign("f", `{"lines": 0}`)
-	require.Equal(t, "sim://w5150/lane/1", lane("f"))
-	hub.waitFor(isJob("f", messages.TypeJobDone), "f done")
+	require.Equal(t, "sim://w5150/lane/2", lane("f"), "lane 1, free the longest, is skipped")
+	hub.waitFor(isJob("f", messages.TypeJobDone), "f done") // freed now: 1, 0, 2
 	hub.dropAll()
 	hub.waitFor(func(rf recvFrame) bool { return rf.conn == 1 && rf.f.Type == messages.TypeHello }, "hello on a new link")
 	hub.assign("g", `{"lines": 0}`)
-	require.Equal(t, "sim://w5150/lane/0", lane("g"), "a new link starts with no lane skipped")
+	require.Equal(t, "sim://w5150/lane/1", lane("g"), "a new link starts with no lane skipped")
 }

@@ -10,11 +10,11 @@ import (
 // not safe for concurrent use: the Agent guards it with its mutex, so that
 // the lane decision and the job's registration are one step.
 type lanePool struct {
-	urls    []string // URL of each lane; replaced when the worker id changes
-	holder  []string // what holds each lane: messages.LaneJob or LaneSession; "" when free
-	skip    []string // why the hub's placement skips each lane (lane_skip); "" when it does not
-	nSkip   int      // lanes with a skip reason
-	n       int      // busy count
+	urls   []string // URL of each lane; replaced when the worker id changes
+	holder []string // what holds each lane: messages.LaneJob or LaneSession; "" when free
+	skip   []string // why the hub's placement skips each lane (lane_skip); "" when it does not
+	nSkip  int      // lanes with a skip reason
+	n      int      // busy count
 	// freed is when each lane was last freed, as a count of releases (0:
 	// never); releases counts them.
 	freed    []uint64

@@ -17,7 +17,7 @@ func TestLanePool(t *testing.T) {
 	require.Equal(t, 2, l, "a free hinted lane is taken")
 	l, _, ok = p.acquire("2", messages.LaneSession)
 	require.True(t, ok)
-	require.Equal(t, 0, l, "a busy hinted lane falls back to the lowest free")
+	require.Equal(t, 0, l, "a busy hinted lane falls back to the lane free the longest (never used: the lowest)")
 	require.Equal(t, messages.LaneSession, p.state(0))
 	require.Equal(t, messages.LaneIdle, p.state(1))
 	require.Equal(t, messages.LaneJob, p.state(2))

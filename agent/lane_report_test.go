@@ -88,7 +88,7 @@ func TestLaneChangeIsReportedSoon(t *testing.T) {
 	hub.waitFor(isJob("j-slow", messages.TypeJobStarted), "j-slow started")
 	hb := hub.heartbeatAfter(mark)
 	first := time.Now()
-	require.Equal(t, []string{messages.LaneJob, messages.LaneIdle}, hb.LaneStates, "lane 0 back up and taken by the job (hint-less: the lowest free lane)")
+	require.Equal(t, []string{messages.LaneJob, messages.LaneIdle}, hb.LaneStates, "lane 0 back up and taken by the job (hint-less: never used, so free the longest)")
 	require.Nil(t, hb.LaneURLs)
 	require.Less(t, first.Sub(changed), 5*time.Second, "reported at once, not at the 60 s heartbeat")
 

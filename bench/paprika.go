@@ -510,13 +510,14 @@ func (p *paprikaSystem) laneGaps(ctx context.Context, n int) (lane, slot []time.
 // created_at is not later than the finish), so capacity that waited for
 // a submission is not counted as slow.
 //
-// lane pairs two jobs in a row on one worker's lane. It overstates what
-// a worker waits: the worker puts an assignment on its lowest free lane,
-// so while assignments are on their way a freed high lane is passed over
-// for lower ones freed meanwhile, and waits through several of them
-// although the worker's capacity is in use. slot counts a worker's
-// capacity as the hub does, in interchangeable slots: each start on a
-// worker is paired with the earliest of its freed slots not paired yet.
+// lane pairs two jobs in a row on one worker's lane. It can overstate
+// what a worker waits: a worker that put an assignment on its lowest free
+// lane (before it took the lane free the longest) passed a freed high
+// lane over for lower ones freed meanwhile; and the stamps are the hub's,
+// so with several hubs two jobs' ends may be stamped in another order
+// than their lanes were freed. slot counts a worker's capacity as the hub
+// does, in interchangeable slots: each start on a worker is paired with
+// the earliest of its freed slots not paired yet.
 func gapsOf(jobs []client.Job) (lane, slot []time.Duration) {
 	byLane := map[string][]client.Job{}
 	byWorker := map[string][]client.Job{}

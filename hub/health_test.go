@@ -151,9 +151,9 @@ func (d *sickLaneDriver) lanesRun() []int {
 
 // TestWorkerAvoidsSkippedLane, with a real agent: a worker of three lanes
 // reports lane 0 crashing; the hub skips it and tells the worker, whose
-// jobs then run on lanes 1 and 2 only (the agent's lowest free lane was
-// lane 0, where every first job used to land). Once lane 0 reports
-// healthy, the hub says so and the next job runs there again.
+// jobs then run on lanes 1 and 2 only (lane 0, never used, is the
+// agent's lane free the longest, where the first job would land). Once
+// lane 0 reports healthy, the hub says so and the next job runs there.
 func TestWorkerAvoidsSkippedLane(t *testing.T) {
 	cfg := testConfig(t)
 	require.NoError(t, cfg.Set("scheduler.max_lane_crashes_10m", "2"))
@@ -189,5 +189,5 @@ func TestWorkerAvoidsSkippedLane(t *testing.T) {
 	})
 	j := waitFinal(t, url, submit(t, url, `{"mode":"noop"}`).ID, 20*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, j.Status, "%s %s", j.Reason, j.Error)
-	require.Equal(t, drv.LaneURL("wsick", 0), j.Lane, "a lane healthy again is the lowest free lane")
+	require.Equal(t, drv.LaneURL("wsick", 0), j.Lane, "a lane healthy again, free the longest (never used), takes the next job")
 }

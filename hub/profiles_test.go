@@ -142,8 +142,8 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	const secret = profileSecret
 	var sawCookie atomic.Value
 	site := profileSite(t, &sawCookie)
-	// Two lanes each: affinity goes down to the lane, and a worker's
-	// lowest free lane (what an unhinted job takes) is not always it.
+	// Two lanes each: affinity goes down to the lane, and the worker's
+	// lane free the longest (what an unhinted job takes) is not always it.
 	url := profileFleet(t, 2, "wp1", "wp2", "scheduler.affinity_wait", "2s").URL()
 
 	fetch := profileFetch(site.URL)
@@ -165,6 +165,13 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	require.Equal(t, "cookie=sid=s3cret ls=t-123 idb=alice@0", res.Title)
 	require.Equal(t, "s3cret", sawCookie.Load(), "the cookie went with the page's first request")
 
+	// An unhinted job on the other lane, so that check's lane is the one
+	// free the longest (the next unhinted job's) and the other was used.
+	spacer := waitFinal(t, url, submit(t, url, `{"mode":"noop","params":{"lines":1}}`).ID, 60*time.Second)
+	require.Equal(t, persistence.StatusSucceeded, spacer.Status, "%s %s", spacer.Reason, spacer.Error)
+	require.Equal(t, other, spacer.WorkerID)
+	require.NotEqual(t, check.Lane, spacer.Lane, "a lane never used is free longer than check's")
+
 	// The warm lane busy: alice's job is hinted to it, and takes the warm
 	// worker's other lane at once (the lane is a preference, not a wait).
 	busy := submit(t, url, `{"mode":"fetch","params":{"url":"`+site.URL+`/slower","screenshot":false}}`)
@@ -174,7 +181,7 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond)
 	busy = getJob(t, url, busy.ID)
 	require.Equal(t, other, busy.WorkerID)
-	require.Equal(t, check.Lane, busy.Lane, "the lowest free lane, check's")
+	require.Equal(t, check.Lane, busy.Lane, "the lane free the longest, check's")
 	moved := waitFinal(t, url, submit(t, url, fetch("/check", "alice")).ID, 60*time.Second)
 	require.Equal(t, persistence.StatusSucceeded, moved.Status, "%s %s", moved.Reason, moved.Error)
 	require.Equal(t, other, moved.WorkerID)
@@ -185,7 +192,7 @@ func TestProfilesAcrossWorkers(t *testing.T) {
 
 	// Affinity: both free, alice's jobs go to the worker that ran it last,
 	// and on it to the lane (browser process) that ran it last — not the
-	// lowest free lane, busy's, which an unhinted job would take.
+	// lane free the longest, busy's, which an unhinted job would take.
 	st, b = do(t, "PATCH", url+"/workers/"+first, `{"status":"active"}`)
 	require.Equal(t, http.StatusOK, st, string(b))
 	waitWorkers(t, url, 2)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/paprika-hub/paprika/internal/cork"
+	"github.com/paprika-hub/paprika/internal/wsread"
 	"github.com/paprika-hub/paprika/messages"
 )
 
@@ -175,8 +177,13 @@ func (l *link) readLoop() {
 		}
 		return err
 	})
+	// Each message is read into buf and decoded into f, both kept from one
+	// to the next: the decode copies what it keeps out of buf, and the
+	// handler is given a copy of f.
+	var buf bytes.Buffer
+	var f messages.Frame
 	for {
-		mt, data, err := l.conn.ReadMessage()
+		mt, data, err := wsread.Message(l.conn, &buf, messages.MaxFrameBytes)
 		if err != nil {
 			l.fail(fmt.Errorf("read: %w", err))
 			return
@@ -185,8 +192,7 @@ func (l *link) readLoop() {
 		if mt != websocket.TextMessage {
 			continue
 		}
-		f, err := messages.DecodeFrame(data)
-		if err != nil {
+		if err := messages.DecodeFrameInto(data, &f); err != nil {
 			l.log.Warn("bad frame from hub", "err", err)
 			continue
 		}

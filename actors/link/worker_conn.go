@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/paprika-hub/paprika/internal/backoff"
 	"github.com/paprika-hub/paprika/internal/cork"
 	"github.com/paprika-hub/paprika/internal/deadline"
+	"github.com/paprika-hub/paprika/internal/wsread"
 	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
@@ -225,7 +225,7 @@ func (c *workerConn) start(ctx actor.Context) {
 func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 	defer c.wg.Done()
 	streams := map[string]*actor.PID{} // reader-confined cache
-	// The reader bounds each message itself (readFrame), so that an
+	// The reader bounds each message itself (wsread.Message), so that an
 	// oversize one is answered with an error frame before the close;
 	// gorilla's own limit, which closes at once with no word, only guards
 	// against a frame header claiming more than any reader would take.
@@ -263,8 +263,8 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 	var buf bytes.Buffer // reader-confined: a log line's frame is decoded from it and forgotten
 	var f messages.Frame // reader-confined, decoded into anew each time: a log line costs no Frame
 	for {
-		typ, data, err := readFrame(c.ws, &buf)
-		if errors.Is(err, errFrameTooLarge) {
+		typ, data, err := wsread.Message(c.ws, &buf, messages.MaxFrameBytes)
+		if errors.Is(err, wsread.ErrTooLarge) {
 			root.Send(self, &frameTooLarge{})
 			return
 		}
@@ -315,39 +315,10 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 // AliveWindow/readDeadlineSlack (see readLoop).
 const readDeadlineSlack = 16
 
-// readBufKeep is the largest frame buffer a link's reader keeps between
-// frames.
-const readBufKeep = 64 << 10
-
 // hardFrameBytes is gorilla's read limit on the link: far above
-// messages.MaxFrameBytes, which readFrame enforces with an answer.
+// messages.MaxFrameBytes, which the reader enforces with an answer
+// (wsread.Message).
 const hardFrameBytes = 64 * messages.MaxFrameBytes
-
-// errFrameTooLarge: a message longer than messages.MaxFrameBytes.
-var errFrameTooLarge = errors.New("frame too large")
-
-// readFrame reads one message into buf, at most messages.MaxFrameBytes of
-// it: a longer one is errFrameTooLarge after MaxFrameBytes+1 bytes, its
-// rest left unread. The bytes returned are buf's, valid until the next
-// call; a buffer grown past readBufKeep by a big frame is let go after it.
-func readFrame(ws *websocket.Conn, buf *bytes.Buffer) (int, []byte, error) {
-	typ, r, err := ws.NextReader()
-	if err != nil {
-		return 0, nil, err
-	}
-	if buf.Cap() > readBufKeep {
-		*buf = bytes.Buffer{}
-	}
-	buf.Reset()
-	if _, err := buf.ReadFrom(io.LimitReader(r, messages.MaxFrameBytes+1)); err != nil {
-		return 0, nil, err
-	}
-	data := buf.Bytes()
-	if len(data) > messages.MaxFrameBytes {
-		return 0, nil, errFrameTooLarge
-	}
-	return typ, data, nil
-}
 
 func (c *workerConn) writeLoop(root *actor.RootContext, self *actor.PID) {
 	defer c.wg.Done()

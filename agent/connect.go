@@ -261,6 +261,17 @@ func (a *Agent) laneURLs() []string {
 	return urls
 }
 
+// restartingLanes reports whether the driver is (re)starting a lane's
+// browser (LaneStater); nil when its lanes have no such state. Called
+// under mu, as LaneState must be.
+func (a *Agent) restartingLanes() func(lane int) bool {
+	ls, ok := a.driver.(LaneStater)
+	if !ok {
+		return nil
+	}
+	return func(lane int) bool { return ls.LaneState(lane) == messages.LaneRestarting }
+}
+
 // laneStates is every lane's state: restarting while the driver (re)starts
 // its browser (LaneStater), else job or session while one holds it, else
 // idle. Read under mu, like the pool it reads.

@@ -34,28 +34,38 @@ func newLanePool(urls []string) *lanePool {
 // idle while assignments queued for it: a lane freed while others were
 // being refilled waited for every lower one to be busy again (up to
 // hundreds of ms flat out), though the worker's capacity was in use; in
-// turn, each lane's browser now serves an even share of the jobs. Only
-// when every free lane is skipped does it take one of those (the hub
-// counts them as taken, so that is a race of a report with an
-// assignment, and refusing the job would only requeue it); skipped is
+// turn, each lane's browser now serves an even share of the jobs. A
+// lane whose browser is being restarted (restarting, which may be nil;
+// the job would wait for the browser) is taken only when no other healthy
+// lane is free. Only when every free lane is skipped does it take one of
+// those (the hub counts them as taken, so that is a race of a report with
+// an assignment, and refusing the job would only requeue it); skipped is
 // then the lane's skip reason. ok is false when every lane is busy.
-func (p *lanePool) acquire(hint, holder string) (lane int, skipped string, ok bool) {
+func (p *lanePool) acquire(hint, holder string, restarting func(lane int) bool) (lane int, skipped string, ok bool) {
+	up := func(j int) bool { return restarting == nil || !restarting(j) }
 	i, found := p.lookup(hint)
-	if found && p.holder[i] == "" && p.skip[i] == "" {
+	if found && p.holder[i] == "" && p.skip[i] == "" && up(i) {
 		p.take(i, holder)
 		return i, "", true
 	}
-	best, fallback := -1, -1
+	best, waiting, fallback := -1, -1, -1
 	for j, h := range p.holder {
 		switch {
 		case h != "":
 		case p.nSkip == 0 || p.skip[j] == "":
-			if best < 0 || p.freed[j] < p.freed[best] {
+			if !up(j) {
+				if waiting < 0 || p.freed[j] < p.freed[waiting] {
+					waiting = j
+				}
+			} else if best < 0 || p.freed[j] < p.freed[best] {
 				best = j
 			}
 		case fallback < 0 || p.freed[j] < p.freed[fallback]:
 			fallback = j
 		}
+	}
+	if best < 0 {
+		best = waiting
 	}
 	if best >= 0 {
 		p.take(best, holder)

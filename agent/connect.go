@@ -261,28 +261,30 @@ func (a *Agent) laneURLs() []string {
 	return urls
 }
 
-// restartingLanes reports whether the driver is (re)starting a lane's
-// browser (LaneStater); nil when its lanes have no such state. Called
-// under mu, as LaneState must be.
-func (a *Agent) restartingLanes() func(lane int) bool {
-	ls, ok := a.driver.(LaneStater)
-	if !ok {
-		return nil
-	}
-	return func(lane int) bool { return ls.LaneState(lane) == messages.LaneRestarting }
+// laneStater is the driver as a LaneStater; nil when its lanes have no
+// state of their own.
+func (a *Agent) laneStater() LaneStater {
+	ls, _ := a.driver.(LaneStater)
+	return ls
+}
+
+// restarting reports whether ls (which may be nil) is (re)starting lane's
+// browser. Called under the agent's mu, as LaneState must be.
+func restarting(ls LaneStater, lane int) bool {
+	return ls != nil && ls.LaneState(lane) == messages.LaneRestarting
 }
 
 // laneStates is every lane's state: restarting while the driver (re)starts
 // its browser (LaneStater), else job or session while one holds it, else
 // idle. Read under mu, like the pool it reads.
 func (a *Agent) laneStates() []string {
-	ls, _ := a.driver.(LaneStater)
+	ls := a.laneStater()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	states := make([]string, a.lanes.size())
 	for i := range states {
 		states[i] = a.lanes.state(i)
-		if ls != nil && ls.LaneState(i) == messages.LaneRestarting {
+		if restarting(ls, i) {
 			states[i] = messages.LaneRestarting
 		}
 	}

@@ -133,7 +133,7 @@ func (a *Agent) handleAssign(l *link, f messages.Frame) {
 		why = "worker is draining"
 	default:
 		var ok bool
-		if lane, skipped, ok = a.lanes.acquire(f.Lane, messages.LaneJob, a.restartingLanes()); !ok {
+		if lane, skipped, ok = a.lanes.acquire(f.Lane, messages.LaneJob, a.laneStater()); !ok {
 			why = fmt.Sprintf("no free lane (%d of %d busy)", a.lanes.inUse(), a.lanes.size())
 		}
 	}

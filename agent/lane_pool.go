@@ -35,16 +35,15 @@ func newLanePool(urls []string) *lanePool {
 // being refilled waited for every lower one to be busy again (up to
 // hundreds of ms flat out), though the worker's capacity was in use; in
 // turn, each lane's browser now serves an even share of the jobs. A
-// lane whose browser is being restarted (restarting, which may be nil;
+// lane whose browser is being restarted (as ls, which may be nil, says;
 // the job would wait for the browser) is taken only when no other healthy
 // lane is free. Only when every free lane is skipped does it take one of
 // those (the hub counts them as taken, so that is a race of a report with
 // an assignment, and refusing the job would only requeue it); skipped is
 // then the lane's skip reason. ok is false when every lane is busy.
-func (p *lanePool) acquire(hint, holder string, restarting func(lane int) bool) (lane int, skipped string, ok bool) {
-	up := func(j int) bool { return restarting == nil || !restarting(j) }
+func (p *lanePool) acquire(hint, holder string, ls LaneStater) (lane int, skipped string, ok bool) {
 	i, found := p.lookup(hint)
-	if found && p.holder[i] == "" && p.skip[i] == "" && up(i) {
+	if found && p.holder[i] == "" && p.skip[i] == "" && !restarting(ls, i) {
 		p.take(i, holder)
 		return i, "", true
 	}
@@ -53,7 +52,7 @@ func (p *lanePool) acquire(hint, holder string, restarting func(lane int) bool) 
 		switch {
 		case h != "":
 		case p.nSkip == 0 || p.skip[j] == "":
-			if !up(j) {
+			if restarting(ls, j) {
 				if waiting < 0 || p.freed[j] < p.freed[waiting] {
 					waiting = j
 				}

@@ -113,8 +113,7 @@ func TestLanePoolTakesTheLaneFreeTheLongest(t *testing.T) {
 func TestLanePoolPassesOverARestartingLane(t *testing.T) {
 	t.Parallel()
 	p := newLanePool([]string{"sim://w/lane/0", "sim://w/lane/1", "sim://w/lane/2"})
-	restarting := map[int]bool{0: true}
-	restartingLane := func(lane int) bool { return restarting[lane] }
+	restartingLane := stater{0: messages.LaneRestarting}
 	l, _, ok := p.acquire("", messages.LaneJob, restartingLane)
 	require.True(t, ok)
 	require.Equal(t, 1, l, "lane 0, never used, is restarting")
@@ -126,7 +125,12 @@ func TestLanePoolPassesOverARestartingLane(t *testing.T) {
 	require.Equal(t, 0, l, "restarting, but not skipped: before the skipped lane")
 	require.Empty(t, why)
 	p.release(0)
-	restarting[0] = false
+	restartingLane[0] = ""
 	l, _, _ = p.acquire("", messages.LaneJob, restartingLane)
 	require.Equal(t, 0, l, "up again, and free before lane 1 (skipped)")
 }
+
+// stater is a LaneStater of fixed states by lane.
+type stater map[int]string
+
+func (s stater) LaneState(lane int) string { return s[lane] }

@@ -153,7 +153,7 @@ func (a *Agent) openSession(l *link, f messages.Frame, cmd sessionCommand) {
 	var skipped string
 	if why == "" {
 		var free bool
-		if lane, skipped, free = a.lanes.acquire(f.Lane, messages.LaneSession, a.restartingLanes()); !free {
+		if lane, skipped, free = a.lanes.acquire(f.Lane, messages.LaneSession, a.laneStater()); !free {
 			why = fmt.Sprintf("no free lane (%d of %d busy)", a.lanes.inUse(), a.lanes.size())
 		}
 	}

@@ -1,8 +1,8 @@
 // Package deadline hands out timeout contexts for the store calls of
 // actor turns without a context and a runtime timer per call: calls made
 // within a short window with the same timeout share one context, whose
-// deadline is the latest any of them needs. A job's life made about six
-// such calls, each a context.WithTimeout — its cancelCtx, its Done
+// deadline is the latest any of them needs. A job's life made three or
+// more such calls, each a context.WithTimeout — its cancelCtx, its Done
 // channel and a runtime timer armed and stopped — though none of them is
 // ever cancelled early and the timeout is only a bound on a store that
 // stopped answering.

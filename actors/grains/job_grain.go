@@ -175,7 +175,10 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 	case *messages.JobWorkerLost:
 		g.workerLost(ctx, msg)
 	case *auditTick:
-		g.audit = nil
+		// Stopped, not forgotten: the tick may be one an earlier
+		// incarnation's timer sent before the restart, and the audit this
+		// one armed would then run beside the one query arms.
+		g.stopAudit()
 		g.query(ctx)
 	case *messages.JobCheck:
 		g.refreshIfStale(ctx, msg.WorkerId, msg.Attempt)

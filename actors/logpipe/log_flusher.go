@@ -34,10 +34,15 @@ type logFlusher struct {
 	drains   []*actor.PID // callers of drainLogs waiting for an empty queue
 	writes   sync.WaitGroup
 	timers   *supervise.Timers
+	// tick is the tick this incarnation armed last. Each tick arms the
+	// next, so one of an earlier incarnation, sent just before the restart
+	// stopped its timer, would start a second chain beside the new one's
+	// for good: only this one re-arms.
+	tick *flusherTick
 }
 
 // flusherTick writes whatever partial batches the streams handed over.
-type flusherTick struct{}
+type flusherTick struct{ _ byte } // not zero-sized: ticks are told apart by address
 
 // tickLag puts the flusher's tick after the streams' boundary, so their
 // hand-overs are in its queue when it writes.
@@ -94,7 +99,9 @@ func (f *logFlusher) Receive(ctx actor.Context) {
 			f.start(ctx)
 		}
 	case *flusherTick:
-		f.armTick(ctx)
+		if msg == f.tick {
+			f.armTick(ctx)
+		}
 		f.start(ctx)
 	case *writeDone:
 		if msg.id == f.carry.lastID {
@@ -170,7 +177,8 @@ func coalesce(reqs []*flushReq) []persistence.LogBatch {
 // drift off the boundaries by its own latency and make lines wait a period.
 func (f *logFlusher) armTick(ctx actor.Context) {
 	every := f.deps.Timing.LogBatchWait
-	f.timers.After(untilTick(time.Now(), every)+tickLag, &flusherTick{})
+	f.tick = &flusherTick{}
+	f.timers.After(untilTick(time.Now(), every)+tickLag, f.tick)
 }
 
 // start launches the next write when none is in flight.

@@ -76,11 +76,14 @@ type logRouterActor struct {
 	// one of them meanwhile starts done, so a late line is refused even
 	// before the store has the done sentinel.
 	ended, endedOld map[string]struct{}
-	endedArmed      bool
+	// endedTick is the turn armed, nil with none. Each turn arms the next,
+	// so a turn an earlier incarnation's timer sent just before a restart
+	// is passed over: taken, it would age the maps twice as fast for good.
+	endedTick *endedTurn
 }
 
 // endedTurn ages the ended maps by one DonePassivate period.
-type endedTurn struct{}
+type endedTurn struct{ _ byte } // not zero-sized: turns are told apart by address
 
 // Start spawns the router (and its flusher) with spawn, which
 // places it under the hub's supervisor.
@@ -179,9 +182,12 @@ func (a *logRouterActor) Receive(ctx actor.Context) {
 		}
 		ctx.Send(a.stream(ctx, msg.jobID), msg.msg)
 	case *endedTurn:
-		a.endedOld, a.ended = a.ended, nil
-		if a.endedArmed = len(a.endedOld) > 0; a.endedArmed {
-			a.timers.After(a.deps.Timing.donePassivate(), &endedTurn{})
+		if msg != a.endedTick {
+			return
+		}
+		a.endedOld, a.ended, a.endedTick = a.ended, nil, nil
+		if len(a.endedOld) > 0 {
+			a.armEndedTurn()
 		}
 	case *toFlusher:
 		ctx.Send(a.flusher, msg.msg)
@@ -252,11 +258,16 @@ func (a *logRouterActor) endWithoutStream(ctx actor.Context, jobID string, m *En
 		a.ended = map[string]struct{}{}
 	}
 	a.ended[jobID] = struct{}{}
-	if !a.endedArmed {
-		a.endedArmed = true
-		a.timers.After(a.deps.Timing.donePassivate(), &endedTurn{})
+	if a.endedTick == nil {
+		a.armEndedTurn()
 	}
 	return true
+}
+
+// armEndedTurn ages the ended maps one DonePassivate period from now.
+func (a *logRouterActor) armEndedTurn() {
+	a.endedTick = &endedTurn{}
+	a.timers.After(a.deps.Timing.donePassivate(), a.endedTick)
 }
 
 // endedHere reports whether this router ended jobID's log without a

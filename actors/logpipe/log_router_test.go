@@ -89,6 +89,12 @@ func TestEndWithoutStream(t *testing.T) {
 		"confirmed before the store took the done sentinel")
 	require.Zero(t, counterValue(m.LogStreams), "no stream for a job that ended without a line")
 
+	// Turns the router did not arm (an earlier incarnation's, sent just
+	// before a restart) do not age what it remembers: two would have
+	// forgotten j-quiet.
+	system.Root.Send(r.pid, &endedTurn{})
+	system.Root.Send(r.pid, &endedTurn{})
+
 	// A late line for it, while the store still has no sentinel: the stream
 	// it wakes starts done and refuses it.
 	dupBefore := duplicates(m)

@@ -1468,10 +1468,16 @@ type JobFinished struct {
 	Assets    []string               `protobuf:"bytes,7,rep,name=assets,proto3" json:"assets,omitempty"`
 	// permanent: the handler said the failure is final (worker.Permanent);
 	// the job is not retried whatever attempts remain.
-	Permanent     bool   `protobuf:"varint,8,opt,name=permanent,proto3" json:"permanent,omitempty"`
-	Call          uint64 `protobuf:"varint,9,opt,name=call,proto3" json:"call,omitempty"` // the caller's call id, echoed in Reply.call
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Permanent bool   `protobuf:"varint,8,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	Call      uint64 `protobuf:"varint,9,opt,name=call,proto3" json:"call,omitempty"` // the caller's call id, echoed in Reply.call
+	// reported_unix_ns: when the link's hub read the worker's report, the
+	// job's finished_at (0 from an older hub: the grain stamps its own
+	// time). The grain's own turn comes later, after the log's done
+	// sentinel is stored and the message has crossed the cluster; the
+	// reports of one worker reach its link in the order it ended them.
+	ReportedUnixNs int64 `protobuf:"varint,10,opt,name=reported_unix_ns,json=reportedUnixNs,proto3" json:"reported_unix_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JobFinished) Reset() {
@@ -1563,6 +1569,13 @@ func (x *JobFinished) GetPermanent() bool {
 func (x *JobFinished) GetCall() uint64 {
 	if x != nil {
 		return x.Call
+	}
+	return 0
+}
+
+func (x *JobFinished) GetReportedUnixNs() int64 {
+	if x != nil {
+		return x.ReportedUnixNs
 	}
 	return 0
 }
@@ -3789,7 +3802,7 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"JobStarted\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
-	"\x04lane\x18\x03 \x01(\tR\x04lane\"\xf2\x01\n" +
+	"\x04lane\x18\x03 \x01(\tR\x04lane\"\x9c\x02\n" +
 	"\vJobFinished\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1c\n" +
@@ -3799,7 +3812,9 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"\x06result\x18\x06 \x01(\fR\x06result\x12\x16\n" +
 	"\x06assets\x18\a \x03(\tR\x06assets\x12\x1c\n" +
 	"\tpermanent\x18\b \x01(\bR\tpermanent\x12\x12\n" +
-	"\x04call\x18\t \x01(\x04R\x04call\"\v\n" +
+	"\x04call\x18\t \x01(\x04R\x04call\x12(\n" +
+	"\x10reported_unix_ns\x18\n" +
+	" \x01(\x03R\x0ereportedUnixNs\"\v\n" +
 	"\tJobCancel\"\n" +
 	"\n" +
 	"\bJobRetry\"\x8c\x01\n" +

@@ -650,6 +650,24 @@ func (g *jobGrain) unsavedLane(attempt int) string {
 	return ""
 }
 
+// endedAt is a reported end's finished_at: when the link's hub read the
+// worker's report, if it says, else now. A worker's reports reach its link
+// in the order it freed their lanes, while this turn comes after the log's
+// done sentinel is stored and, with several hubs, after a hop across the
+// cluster, which differ from job to job. A stamp outside the attempt
+// (another hub's clock off from this one's) is not taken: an end is never
+// before its start, nor after this turn.
+func (g *jobGrain) endedAt(m *messages.JobFinished) time.Time {
+	now := g.deps.Clock()
+	if m.ReportedUnixNs <= 0 {
+		return now
+	}
+	if read := time.Unix(0, m.ReportedUnixNs); read.After(g.job.StartedAt) && read.Before(now) {
+		return read
+	}
+	return now
+}
+
 func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *messages.Reply {
 	g.refreshIfStale(ctx, m.WorkerId, m.Attempt)
 	if !g.current(m.WorkerId, m.Attempt) {
@@ -683,7 +701,7 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 	// The end is stamped before the slot goes: whatever the freed lane (or
 	// profile) runs next is claimed after this job's finished_at, never
 	// before it, however this turn is delayed between the two.
-	at := g.deps.Clock()
+	at := g.endedAt(m)
 	g.free(ctx, int(m.Attempt))
 	f := persistence.Finish{Status: persistence.StatusSucceeded, Result: m.Result, Assets: m.Assets, At: at}
 	if !m.Succeeded {

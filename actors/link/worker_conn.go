@@ -75,6 +75,9 @@ type inFrame struct {
 	// raw is the frame as it came, for the hello and the heartbeat alone:
 	// the worker grain reads those whole. Job frames go on decoded.
 	raw []byte
+	// read is when a job's end (job_done, job_failed) was read off the
+	// socket: its finished_at, whatever waits before the grain has it.
+	read time.Time
 }
 
 // badFrame is a frame the link refused; f holds what could be decoded.
@@ -300,10 +303,11 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 			root.Send(pid, &logpipe.Line{Worker: c.workerID, Attempt: f.Attempt, Seq: f.Seq, Text: f.Line})
 			continue
 		}
+		in := &inFrame{f: f}
 		if f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed {
 			delete(streams, f.JobID)
+			in.read = time.Now()
 		}
-		in := &inFrame{f: f}
 		if f.Type == messages.TypeHello || f.Type == messages.TypeHeartbeat {
 			in.raw = bytes.Clone(data) // data is buf's, reused for the next frame; only these go on as they came
 		}
@@ -582,7 +586,8 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 func (c *workerConn) reportFinish(ctx actor.Context, in *inFrame, try int) {
 	f := &in.f
 	msg := &messages.JobFinished{WorkerId: c.workerID, Attempt: int32(f.Attempt), Succeeded: f.Type == messages.TypeJobDone,
-		Reason: f.Reason, Error: f.Error, Result: f.Result, Assets: f.Assets, Permanent: f.Permanent}
+		Reason: f.Reason, Error: f.Error, Result: f.Result, Assets: f.Assets, Permanent: f.Permanent,
+		ReportedUnixNs: in.read.UnixNano()}
 	// The answer's continuation keeps the two fields it needs, not a copy
 	// of the whole frame.
 	jobID, attempt := f.JobID, f.Attempt

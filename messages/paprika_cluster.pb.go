@@ -1456,6 +1456,74 @@ func (x *JobStarted) GetLane() string {
 	return ""
 }
 
+// JobLaneFreed: a worker's job_done was read off its link, and its lane is
+// free. The link sends it to the job grain at once, one-way, while the
+// job's log (its done sentinel) is stored and before JobFinished, which
+// waits for that: the grain lets go of the attempt's worker slot now
+// (once per attempt, fenced like JobFinished), so the lane's next job is
+// placed meanwhile. Nothing is stored; JobFinished still ends the job.
+type JobLaneFreed struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Attempt  int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// reported_unix_ns: when the link's hub read the job_done (as on
+	// JobFinished); the job's finished_at.
+	ReportedUnixNs int64 `protobuf:"varint,3,opt,name=reported_unix_ns,json=reportedUnixNs,proto3" json:"reported_unix_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *JobLaneFreed) Reset() {
+	*x = JobLaneFreed{}
+	mi := &file_paprika_cluster_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobLaneFreed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobLaneFreed) ProtoMessage() {}
+
+func (x *JobLaneFreed) ProtoReflect() protoreflect.Message {
+	mi := &file_paprika_cluster_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobLaneFreed.ProtoReflect.Descriptor instead.
+func (*JobLaneFreed) Descriptor() ([]byte, []int) {
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *JobLaneFreed) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *JobLaneFreed) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *JobLaneFreed) GetReportedUnixNs() int64 {
+	if x != nil {
+		return x.ReportedUnixNs
+	}
+	return 0
+}
+
 // JobFinished: the worker ended the attempt (a job_done or job_failed).
 type JobFinished struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1482,7 +1550,7 @@ type JobFinished struct {
 
 func (x *JobFinished) Reset() {
 	*x = JobFinished{}
-	mi := &file_paprika_cluster_proto_msgTypes[21]
+	mi := &file_paprika_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1562,7 @@ func (x *JobFinished) String() string {
 func (*JobFinished) ProtoMessage() {}
 
 func (x *JobFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[21]
+	mi := &file_paprika_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1575,7 @@ func (x *JobFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobFinished.ProtoReflect.Descriptor instead.
 func (*JobFinished) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{21}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *JobFinished) GetWorkerId() string {
@@ -1589,7 +1657,7 @@ type JobCancel struct {
 
 func (x *JobCancel) Reset() {
 	*x = JobCancel{}
-	mi := &file_paprika_cluster_proto_msgTypes[22]
+	mi := &file_paprika_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1669,7 @@ func (x *JobCancel) String() string {
 func (*JobCancel) ProtoMessage() {}
 
 func (x *JobCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[22]
+	mi := &file_paprika_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1682,7 @@ func (x *JobCancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobCancel.ProtoReflect.Descriptor instead.
 func (*JobCancel) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{22}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 // JobRetry: POST /jobs/{id}/retry, run a failed job again under a new
@@ -1627,7 +1695,7 @@ type JobRetry struct {
 
 func (x *JobRetry) Reset() {
 	*x = JobRetry{}
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1707,7 @@ func (x *JobRetry) String() string {
 func (*JobRetry) ProtoMessage() {}
 
 func (x *JobRetry) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[23]
+	mi := &file_paprika_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1720,7 @@ func (x *JobRetry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRetry.ProtoReflect.Descriptor instead.
 func (*JobRetry) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{23}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 // JobAudit: a worker's job_status answer to a job_query about an
@@ -1671,7 +1739,7 @@ type JobAudit struct {
 
 func (x *JobAudit) Reset() {
 	*x = JobAudit{}
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1751,7 @@ func (x *JobAudit) String() string {
 func (*JobAudit) ProtoMessage() {}
 
 func (x *JobAudit) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[24]
+	mi := &file_paprika_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1764,7 @@ func (x *JobAudit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobAudit.ProtoReflect.Descriptor instead.
 func (*JobAudit) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{24}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *JobAudit) GetWorkerId() string {
@@ -1739,7 +1807,7 @@ type JobCheck struct {
 
 func (x *JobCheck) Reset() {
 	*x = JobCheck{}
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +1819,7 @@ func (x *JobCheck) String() string {
 func (*JobCheck) ProtoMessage() {}
 
 func (x *JobCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[25]
+	mi := &file_paprika_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +1832,7 @@ func (x *JobCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobCheck.ProtoReflect.Descriptor instead.
 func (*JobCheck) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{25}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *JobCheck) GetWorkerId() string {
@@ -1792,7 +1860,7 @@ type JobWorkerLost struct {
 
 func (x *JobWorkerLost) Reset() {
 	*x = JobWorkerLost{}
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +1872,7 @@ func (x *JobWorkerLost) String() string {
 func (*JobWorkerLost) ProtoMessage() {}
 
 func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[26]
+	mi := &file_paprika_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,7 +1885,7 @@ func (x *JobWorkerLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobWorkerLost.ProtoReflect.Descriptor instead.
 func (*JobWorkerLost) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{26}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *JobWorkerLost) GetWorkerId() string {
@@ -1847,7 +1915,7 @@ type ConnProbe struct {
 
 func (x *ConnProbe) Reset() {
 	*x = ConnProbe{}
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1927,7 @@ func (x *ConnProbe) String() string {
 func (*ConnProbe) ProtoMessage() {}
 
 func (x *ConnProbe) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[27]
+	mi := &file_paprika_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1940,7 @@ func (x *ConnProbe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnProbe.ProtoReflect.Descriptor instead.
 func (*ConnProbe) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{27}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 type ConnSend struct {
@@ -1895,7 +1963,7 @@ type ConnSend struct {
 
 func (x *ConnSend) Reset() {
 	*x = ConnSend{}
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1907,7 +1975,7 @@ func (x *ConnSend) String() string {
 func (*ConnSend) ProtoMessage() {}
 
 func (x *ConnSend) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[28]
+	mi := &file_paprika_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1920,7 +1988,7 @@ func (x *ConnSend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnSend.ProtoReflect.Descriptor instead.
 func (*ConnSend) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{28}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ConnSend) GetFrame() []byte {
@@ -1976,7 +2044,7 @@ type ConnClose struct {
 
 func (x *ConnClose) Reset() {
 	*x = ConnClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2056,7 @@ func (x *ConnClose) String() string {
 func (*ConnClose) ProtoMessage() {}
 
 func (x *ConnClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[29]
+	mi := &file_paprika_cluster_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2069,7 @@ func (x *ConnClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnClose.ProtoReflect.Descriptor instead.
 func (*ConnClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{29}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ConnClose) GetCode() string {
@@ -2034,7 +2102,7 @@ type SessionOpen struct {
 
 func (x *SessionOpen) Reset() {
 	*x = SessionOpen{}
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2114,7 @@ func (x *SessionOpen) String() string {
 func (*SessionOpen) ProtoMessage() {}
 
 func (x *SessionOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[30]
+	mi := &file_paprika_cluster_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2127,7 @@ func (x *SessionOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOpen.ProtoReflect.Descriptor instead.
 func (*SessionOpen) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{30}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SessionOpen) GetIdleTimeoutS() int32 {
@@ -2094,7 +2162,7 @@ type SessionCommand struct {
 
 func (x *SessionCommand) Reset() {
 	*x = SessionCommand{}
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2106,7 +2174,7 @@ func (x *SessionCommand) String() string {
 func (*SessionCommand) ProtoMessage() {}
 
 func (x *SessionCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[31]
+	mi := &file_paprika_cluster_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2119,7 +2187,7 @@ func (x *SessionCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionCommand.ProtoReflect.Descriptor instead.
 func (*SessionCommand) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{31}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SessionCommand) GetCommand() []byte {
@@ -2138,7 +2206,7 @@ type SessionClose struct {
 
 func (x *SessionClose) Reset() {
 	*x = SessionClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2218,7 @@ func (x *SessionClose) String() string {
 func (*SessionClose) ProtoMessage() {}
 
 func (x *SessionClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[32]
+	mi := &file_paprika_cluster_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2231,7 @@ func (x *SessionClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionClose.ProtoReflect.Descriptor instead.
 func (*SessionClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{32}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
 }
 
 // SessionGet asks for the session object (Reply.json).
@@ -2175,7 +2243,7 @@ type SessionGet struct {
 
 func (x *SessionGet) Reset() {
 	*x = SessionGet{}
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2255,7 @@ func (x *SessionGet) String() string {
 func (*SessionGet) ProtoMessage() {}
 
 func (x *SessionGet) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[33]
+	mi := &file_paprika_cluster_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2268,7 @@ func (x *SessionGet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionGet.ProtoReflect.Descriptor instead.
 func (*SessionGet) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{33}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{34}
 }
 
 // SessionResult is a worker's answer to a session_command.
@@ -2219,7 +2287,7 @@ type SessionResult struct {
 
 func (x *SessionResult) Reset() {
 	*x = SessionResult{}
-	mi := &file_paprika_cluster_proto_msgTypes[34]
+	mi := &file_paprika_cluster_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2299,7 @@ func (x *SessionResult) String() string {
 func (*SessionResult) ProtoMessage() {}
 
 func (x *SessionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[34]
+	mi := &file_paprika_cluster_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2312,7 @@ func (x *SessionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResult.ProtoReflect.Descriptor instead.
 func (*SessionResult) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{34}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SessionResult) GetCommandId() string {
@@ -2292,7 +2360,7 @@ type SessionWorkerGone struct {
 
 func (x *SessionWorkerGone) Reset() {
 	*x = SessionWorkerGone{}
-	mi := &file_paprika_cluster_proto_msgTypes[35]
+	mi := &file_paprika_cluster_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2372,7 @@ func (x *SessionWorkerGone) String() string {
 func (*SessionWorkerGone) ProtoMessage() {}
 
 func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[35]
+	mi := &file_paprika_cluster_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2385,7 @@ func (x *SessionWorkerGone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionWorkerGone.ProtoReflect.Descriptor instead.
 func (*SessionWorkerGone) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{35}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SessionWorkerGone) GetWorkerId() string {
@@ -2340,7 +2408,7 @@ type SessionEnsure struct {
 
 func (x *SessionEnsure) Reset() {
 	*x = SessionEnsure{}
-	mi := &file_paprika_cluster_proto_msgTypes[36]
+	mi := &file_paprika_cluster_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2352,7 +2420,7 @@ func (x *SessionEnsure) String() string {
 func (*SessionEnsure) ProtoMessage() {}
 
 func (x *SessionEnsure) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[36]
+	mi := &file_paprika_cluster_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2365,7 +2433,7 @@ func (x *SessionEnsure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnsure.ProtoReflect.Descriptor instead.
 func (*SessionEnsure) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{36}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SessionEnsure) GetWorkerId() string {
@@ -2393,7 +2461,7 @@ type SchedPickSession struct {
 
 func (x *SchedPickSession) Reset() {
 	*x = SchedPickSession{}
-	mi := &file_paprika_cluster_proto_msgTypes[37]
+	mi := &file_paprika_cluster_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2405,7 +2473,7 @@ func (x *SchedPickSession) String() string {
 func (*SchedPickSession) ProtoMessage() {}
 
 func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[37]
+	mi := &file_paprika_cluster_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2418,7 +2486,7 @@ func (x *SchedPickSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedPickSession.ProtoReflect.Descriptor instead.
 func (*SchedPickSession) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{37}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SchedPickSession) GetSessionId() string {
@@ -2452,7 +2520,7 @@ type WorkerForward struct {
 
 func (x *WorkerForward) Reset() {
 	*x = WorkerForward{}
-	mi := &file_paprika_cluster_proto_msgTypes[38]
+	mi := &file_paprika_cluster_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2464,7 +2532,7 @@ func (x *WorkerForward) String() string {
 func (*WorkerForward) ProtoMessage() {}
 
 func (x *WorkerForward) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[38]
+	mi := &file_paprika_cluster_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2477,7 +2545,7 @@ func (x *WorkerForward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerForward.ProtoReflect.Descriptor instead.
 func (*WorkerForward) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{38}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WorkerForward) GetFrame() []byte {
@@ -2502,7 +2570,7 @@ type SessionTunnelOpen struct {
 
 func (x *SessionTunnelOpen) Reset() {
 	*x = SessionTunnelOpen{}
-	mi := &file_paprika_cluster_proto_msgTypes[39]
+	mi := &file_paprika_cluster_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2514,7 +2582,7 @@ func (x *SessionTunnelOpen) String() string {
 func (*SessionTunnelOpen) ProtoMessage() {}
 
 func (x *SessionTunnelOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[39]
+	mi := &file_paprika_cluster_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2527,7 +2595,7 @@ func (x *SessionTunnelOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelOpen.ProtoReflect.Descriptor instead.
 func (*SessionTunnelOpen) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{39}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SessionTunnelOpen) GetTunnelId() string {
@@ -2564,7 +2632,7 @@ type SessionTunnelAttach struct {
 
 func (x *SessionTunnelAttach) Reset() {
 	*x = SessionTunnelAttach{}
-	mi := &file_paprika_cluster_proto_msgTypes[40]
+	mi := &file_paprika_cluster_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2576,7 +2644,7 @@ func (x *SessionTunnelAttach) String() string {
 func (*SessionTunnelAttach) ProtoMessage() {}
 
 func (x *SessionTunnelAttach) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[40]
+	mi := &file_paprika_cluster_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2589,7 +2657,7 @@ func (x *SessionTunnelAttach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelAttach.ProtoReflect.Descriptor instead.
 func (*SessionTunnelAttach) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{40}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SessionTunnelAttach) GetTunnelId() string {
@@ -2618,7 +2686,7 @@ type SessionTunnelTouch struct {
 
 func (x *SessionTunnelTouch) Reset() {
 	*x = SessionTunnelTouch{}
-	mi := &file_paprika_cluster_proto_msgTypes[41]
+	mi := &file_paprika_cluster_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2630,7 +2698,7 @@ func (x *SessionTunnelTouch) String() string {
 func (*SessionTunnelTouch) ProtoMessage() {}
 
 func (x *SessionTunnelTouch) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[41]
+	mi := &file_paprika_cluster_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2643,7 +2711,7 @@ func (x *SessionTunnelTouch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelTouch.ProtoReflect.Descriptor instead.
 func (*SessionTunnelTouch) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{41}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SessionTunnelTouch) GetTunnelId() string {
@@ -2670,7 +2738,7 @@ type SessionTunnelEnd struct {
 
 func (x *SessionTunnelEnd) Reset() {
 	*x = SessionTunnelEnd{}
-	mi := &file_paprika_cluster_proto_msgTypes[42]
+	mi := &file_paprika_cluster_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2682,7 +2750,7 @@ func (x *SessionTunnelEnd) String() string {
 func (*SessionTunnelEnd) ProtoMessage() {}
 
 func (x *SessionTunnelEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[42]
+	mi := &file_paprika_cluster_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2695,7 +2763,7 @@ func (x *SessionTunnelEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionTunnelEnd.ProtoReflect.Descriptor instead.
 func (*SessionTunnelEnd) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{42}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SessionTunnelEnd) GetTunnelId() string {
@@ -2718,7 +2786,7 @@ type TunnelData struct {
 
 func (x *TunnelData) Reset() {
 	*x = TunnelData{}
-	mi := &file_paprika_cluster_proto_msgTypes[43]
+	mi := &file_paprika_cluster_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2730,7 +2798,7 @@ func (x *TunnelData) String() string {
 func (*TunnelData) ProtoMessage() {}
 
 func (x *TunnelData) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[43]
+	mi := &file_paprika_cluster_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2743,7 +2811,7 @@ func (x *TunnelData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelData.ProtoReflect.Descriptor instead.
 func (*TunnelData) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{43}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TunnelData) GetData() []byte {
@@ -2778,7 +2846,7 @@ type TunnelCredit struct {
 
 func (x *TunnelCredit) Reset() {
 	*x = TunnelCredit{}
-	mi := &file_paprika_cluster_proto_msgTypes[44]
+	mi := &file_paprika_cluster_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2790,7 +2858,7 @@ func (x *TunnelCredit) String() string {
 func (*TunnelCredit) ProtoMessage() {}
 
 func (x *TunnelCredit) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[44]
+	mi := &file_paprika_cluster_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2803,7 +2871,7 @@ func (x *TunnelCredit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelCredit.ProtoReflect.Descriptor instead.
 func (*TunnelCredit) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{44}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TunnelCredit) GetBytes() int64 {
@@ -2823,7 +2891,7 @@ type TunnelAttach struct {
 
 func (x *TunnelAttach) Reset() {
 	*x = TunnelAttach{}
-	mi := &file_paprika_cluster_proto_msgTypes[45]
+	mi := &file_paprika_cluster_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +2903,7 @@ func (x *TunnelAttach) String() string {
 func (*TunnelAttach) ProtoMessage() {}
 
 func (x *TunnelAttach) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[45]
+	mi := &file_paprika_cluster_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +2916,7 @@ func (x *TunnelAttach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelAttach.ProtoReflect.Descriptor instead.
 func (*TunnelAttach) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{45}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TunnelAttach) GetPeer() *Ref {
@@ -2870,7 +2938,7 @@ type TunnelClose struct {
 
 func (x *TunnelClose) Reset() {
 	*x = TunnelClose{}
-	mi := &file_paprika_cluster_proto_msgTypes[46]
+	mi := &file_paprika_cluster_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +2950,7 @@ func (x *TunnelClose) String() string {
 func (*TunnelClose) ProtoMessage() {}
 
 func (x *TunnelClose) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[46]
+	mi := &file_paprika_cluster_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +2963,7 @@ func (x *TunnelClose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TunnelClose.ProtoReflect.Descriptor instead.
 func (*TunnelClose) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{46}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *TunnelClose) GetCode() int32 {
@@ -2927,7 +2995,7 @@ type LiveJoin struct {
 
 func (x *LiveJoin) Reset() {
 	*x = LiveJoin{}
-	mi := &file_paprika_cluster_proto_msgTypes[47]
+	mi := &file_paprika_cluster_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2939,7 +3007,7 @@ func (x *LiveJoin) String() string {
 func (*LiveJoin) ProtoMessage() {}
 
 func (x *LiveJoin) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[47]
+	mi := &file_paprika_cluster_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2952,7 +3020,7 @@ func (x *LiveJoin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveJoin.ProtoReflect.Descriptor instead.
 func (*LiveJoin) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{47}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *LiveJoin) GetViewer() *Ref {
@@ -3000,7 +3068,7 @@ type LiveLeave struct {
 
 func (x *LiveLeave) Reset() {
 	*x = LiveLeave{}
-	mi := &file_paprika_cluster_proto_msgTypes[48]
+	mi := &file_paprika_cluster_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3012,7 +3080,7 @@ func (x *LiveLeave) String() string {
 func (*LiveLeave) ProtoMessage() {}
 
 func (x *LiveLeave) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[48]
+	mi := &file_paprika_cluster_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3025,7 +3093,7 @@ func (x *LiveLeave) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveLeave.ProtoReflect.Descriptor instead.
 func (*LiveLeave) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{48}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *LiveLeave) GetViewer() *Ref {
@@ -3047,7 +3115,7 @@ type LiveAck struct {
 
 func (x *LiveAck) Reset() {
 	*x = LiveAck{}
-	mi := &file_paprika_cluster_proto_msgTypes[49]
+	mi := &file_paprika_cluster_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3059,7 +3127,7 @@ func (x *LiveAck) String() string {
 func (*LiveAck) ProtoMessage() {}
 
 func (x *LiveAck) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[49]
+	mi := &file_paprika_cluster_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3072,7 +3140,7 @@ func (x *LiveAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveAck.ProtoReflect.Descriptor instead.
 func (*LiveAck) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{49}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *LiveAck) GetViewer() *Ref {
@@ -3102,7 +3170,7 @@ type LiveInput struct {
 
 func (x *LiveInput) Reset() {
 	*x = LiveInput{}
-	mi := &file_paprika_cluster_proto_msgTypes[50]
+	mi := &file_paprika_cluster_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3114,7 +3182,7 @@ func (x *LiveInput) String() string {
 func (*LiveInput) ProtoMessage() {}
 
 func (x *LiveInput) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[50]
+	mi := &file_paprika_cluster_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3127,7 +3195,7 @@ func (x *LiveInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveInput.ProtoReflect.Descriptor instead.
 func (*LiveInput) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{50}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *LiveInput) GetViewer() *Ref {
@@ -3166,7 +3234,7 @@ type LiveFrame struct {
 
 func (x *LiveFrame) Reset() {
 	*x = LiveFrame{}
-	mi := &file_paprika_cluster_proto_msgTypes[51]
+	mi := &file_paprika_cluster_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3178,7 +3246,7 @@ func (x *LiveFrame) String() string {
 func (*LiveFrame) ProtoMessage() {}
 
 func (x *LiveFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[51]
+	mi := &file_paprika_cluster_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3191,7 +3259,7 @@ func (x *LiveFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveFrame.ProtoReflect.Descriptor instead.
 func (*LiveFrame) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{51}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *LiveFrame) GetLiveId() string {
@@ -3240,7 +3308,7 @@ type LiveStatus struct {
 
 func (x *LiveStatus) Reset() {
 	*x = LiveStatus{}
-	mi := &file_paprika_cluster_proto_msgTypes[52]
+	mi := &file_paprika_cluster_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3252,7 +3320,7 @@ func (x *LiveStatus) String() string {
 func (*LiveStatus) ProtoMessage() {}
 
 func (x *LiveStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[52]
+	mi := &file_paprika_cluster_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3265,7 +3333,7 @@ func (x *LiveStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveStatus.ProtoReflect.Descriptor instead.
 func (*LiveStatus) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{52}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *LiveStatus) GetState() string {
@@ -3295,7 +3363,7 @@ type LiveAttach struct {
 
 func (x *LiveAttach) Reset() {
 	*x = LiveAttach{}
-	mi := &file_paprika_cluster_proto_msgTypes[53]
+	mi := &file_paprika_cluster_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3307,7 +3375,7 @@ func (x *LiveAttach) String() string {
 func (*LiveAttach) ProtoMessage() {}
 
 func (x *LiveAttach) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[53]
+	mi := &file_paprika_cluster_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3320,7 +3388,7 @@ func (x *LiveAttach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveAttach.ProtoReflect.Descriptor instead.
 func (*LiveAttach) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{53}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *LiveAttach) GetLiveId() string {
@@ -3355,7 +3423,7 @@ type LiveEnd struct {
 
 func (x *LiveEnd) Reset() {
 	*x = LiveEnd{}
-	mi := &file_paprika_cluster_proto_msgTypes[54]
+	mi := &file_paprika_cluster_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3367,7 +3435,7 @@ func (x *LiveEnd) String() string {
 func (*LiveEnd) ProtoMessage() {}
 
 func (x *LiveEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[54]
+	mi := &file_paprika_cluster_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3380,7 +3448,7 @@ func (x *LiveEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveEnd.ProtoReflect.Descriptor instead.
 func (*LiveEnd) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{54}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *LiveEnd) GetLiveId() string {
@@ -3407,7 +3475,7 @@ type LiveStop struct {
 
 func (x *LiveStop) Reset() {
 	*x = LiveStop{}
-	mi := &file_paprika_cluster_proto_msgTypes[55]
+	mi := &file_paprika_cluster_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3487,7 @@ func (x *LiveStop) String() string {
 func (*LiveStop) ProtoMessage() {}
 
 func (x *LiveStop) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[55]
+	mi := &file_paprika_cluster_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3500,7 @@ func (x *LiveStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveStop.ProtoReflect.Descriptor instead.
 func (*LiveStop) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{55}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *LiveStop) GetReason() string {
@@ -3470,7 +3538,7 @@ type JobRecord struct {
 
 func (x *JobRecord) Reset() {
 	*x = JobRecord{}
-	mi := &file_paprika_cluster_proto_msgTypes[56]
+	mi := &file_paprika_cluster_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3482,7 +3550,7 @@ func (x *JobRecord) String() string {
 func (*JobRecord) ProtoMessage() {}
 
 func (x *JobRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[56]
+	mi := &file_paprika_cluster_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3495,7 +3563,7 @@ func (x *JobRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRecord.ProtoReflect.Descriptor instead.
 func (*JobRecord) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{56}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *JobRecord) GetId() string {
@@ -3630,7 +3698,7 @@ type GrainDeliver struct {
 
 func (x *GrainDeliver) Reset() {
 	*x = GrainDeliver{}
-	mi := &file_paprika_cluster_proto_msgTypes[57]
+	mi := &file_paprika_cluster_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +3710,7 @@ func (x *GrainDeliver) String() string {
 func (*GrainDeliver) ProtoMessage() {}
 
 func (x *GrainDeliver) ProtoReflect() protoreflect.Message {
-	mi := &file_paprika_cluster_proto_msgTypes[57]
+	mi := &file_paprika_cluster_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +3723,7 @@ func (x *GrainDeliver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrainDeliver.ProtoReflect.Descriptor instead.
 func (*GrainDeliver) Descriptor() ([]byte, []int) {
-	return file_paprika_cluster_proto_rawDescGZIP(), []int{57}
+	return file_paprika_cluster_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GrainDeliver) GetIdentity() string {
@@ -3802,7 +3870,11 @@ const file_paprika_cluster_proto_rawDesc = "" +
 	"JobStarted\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x12\n" +
-	"\x04lane\x18\x03 \x01(\tR\x04lane\"\x9c\x02\n" +
+	"\x04lane\x18\x03 \x01(\tR\x04lane\"o\n" +
+	"\fJobLaneFreed\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12(\n" +
+	"\x10reported_unix_ns\x18\x03 \x01(\x03R\x0ereportedUnixNs\"\x9c\x02\n" +
 	"\vJobFinished\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1c\n" +
@@ -3970,7 +4042,7 @@ func file_paprika_cluster_proto_rawDescGZIP() []byte {
 	return file_paprika_cluster_proto_rawDescData
 }
 
-var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_paprika_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_paprika_cluster_proto_goTypes = []any{
 	(*Ref)(nil),                 // 0: paprika.Ref
 	(*Reply)(nil),               // 1: paprika.Reply
@@ -3993,45 +4065,46 @@ var file_paprika_cluster_proto_goTypes = []any{
 	(*JobPlace)(nil),            // 18: paprika.JobPlace
 	(*JobEnsure)(nil),           // 19: paprika.JobEnsure
 	(*JobStarted)(nil),          // 20: paprika.JobStarted
-	(*JobFinished)(nil),         // 21: paprika.JobFinished
-	(*JobCancel)(nil),           // 22: paprika.JobCancel
-	(*JobRetry)(nil),            // 23: paprika.JobRetry
-	(*JobAudit)(nil),            // 24: paprika.JobAudit
-	(*JobCheck)(nil),            // 25: paprika.JobCheck
-	(*JobWorkerLost)(nil),       // 26: paprika.JobWorkerLost
-	(*ConnProbe)(nil),           // 27: paprika.ConnProbe
-	(*ConnSend)(nil),            // 28: paprika.ConnSend
-	(*ConnClose)(nil),           // 29: paprika.ConnClose
-	(*SessionOpen)(nil),         // 30: paprika.SessionOpen
-	(*SessionCommand)(nil),      // 31: paprika.SessionCommand
-	(*SessionClose)(nil),        // 32: paprika.SessionClose
-	(*SessionGet)(nil),          // 33: paprika.SessionGet
-	(*SessionResult)(nil),       // 34: paprika.SessionResult
-	(*SessionWorkerGone)(nil),   // 35: paprika.SessionWorkerGone
-	(*SessionEnsure)(nil),       // 36: paprika.SessionEnsure
-	(*SchedPickSession)(nil),    // 37: paprika.SchedPickSession
-	(*WorkerForward)(nil),       // 38: paprika.WorkerForward
-	(*SessionTunnelOpen)(nil),   // 39: paprika.SessionTunnelOpen
-	(*SessionTunnelAttach)(nil), // 40: paprika.SessionTunnelAttach
-	(*SessionTunnelTouch)(nil),  // 41: paprika.SessionTunnelTouch
-	(*SessionTunnelEnd)(nil),    // 42: paprika.SessionTunnelEnd
-	(*TunnelData)(nil),          // 43: paprika.TunnelData
-	(*TunnelCredit)(nil),        // 44: paprika.TunnelCredit
-	(*TunnelAttach)(nil),        // 45: paprika.TunnelAttach
-	(*TunnelClose)(nil),         // 46: paprika.TunnelClose
-	(*LiveJoin)(nil),            // 47: paprika.LiveJoin
-	(*LiveLeave)(nil),           // 48: paprika.LiveLeave
-	(*LiveAck)(nil),             // 49: paprika.LiveAck
-	(*LiveInput)(nil),           // 50: paprika.LiveInput
-	(*LiveFrame)(nil),           // 51: paprika.LiveFrame
-	(*LiveStatus)(nil),          // 52: paprika.LiveStatus
-	(*LiveAttach)(nil),          // 53: paprika.LiveAttach
-	(*LiveEnd)(nil),             // 54: paprika.LiveEnd
-	(*LiveStop)(nil),            // 55: paprika.LiveStop
-	(*JobRecord)(nil),           // 56: paprika.JobRecord
-	(*GrainDeliver)(nil),        // 57: paprika.GrainDeliver
-	nil,                         // 58: paprika.SessionOpen.LabelsEntry
-	nil,                         // 59: paprika.JobRecord.LabelsEntry
+	(*JobLaneFreed)(nil),        // 21: paprika.JobLaneFreed
+	(*JobFinished)(nil),         // 22: paprika.JobFinished
+	(*JobCancel)(nil),           // 23: paprika.JobCancel
+	(*JobRetry)(nil),            // 24: paprika.JobRetry
+	(*JobAudit)(nil),            // 25: paprika.JobAudit
+	(*JobCheck)(nil),            // 26: paprika.JobCheck
+	(*JobWorkerLost)(nil),       // 27: paprika.JobWorkerLost
+	(*ConnProbe)(nil),           // 28: paprika.ConnProbe
+	(*ConnSend)(nil),            // 29: paprika.ConnSend
+	(*ConnClose)(nil),           // 30: paprika.ConnClose
+	(*SessionOpen)(nil),         // 31: paprika.SessionOpen
+	(*SessionCommand)(nil),      // 32: paprika.SessionCommand
+	(*SessionClose)(nil),        // 33: paprika.SessionClose
+	(*SessionGet)(nil),          // 34: paprika.SessionGet
+	(*SessionResult)(nil),       // 35: paprika.SessionResult
+	(*SessionWorkerGone)(nil),   // 36: paprika.SessionWorkerGone
+	(*SessionEnsure)(nil),       // 37: paprika.SessionEnsure
+	(*SchedPickSession)(nil),    // 38: paprika.SchedPickSession
+	(*WorkerForward)(nil),       // 39: paprika.WorkerForward
+	(*SessionTunnelOpen)(nil),   // 40: paprika.SessionTunnelOpen
+	(*SessionTunnelAttach)(nil), // 41: paprika.SessionTunnelAttach
+	(*SessionTunnelTouch)(nil),  // 42: paprika.SessionTunnelTouch
+	(*SessionTunnelEnd)(nil),    // 43: paprika.SessionTunnelEnd
+	(*TunnelData)(nil),          // 44: paprika.TunnelData
+	(*TunnelCredit)(nil),        // 45: paprika.TunnelCredit
+	(*TunnelAttach)(nil),        // 46: paprika.TunnelAttach
+	(*TunnelClose)(nil),         // 47: paprika.TunnelClose
+	(*LiveJoin)(nil),            // 48: paprika.LiveJoin
+	(*LiveLeave)(nil),           // 49: paprika.LiveLeave
+	(*LiveAck)(nil),             // 50: paprika.LiveAck
+	(*LiveInput)(nil),           // 51: paprika.LiveInput
+	(*LiveFrame)(nil),           // 52: paprika.LiveFrame
+	(*LiveStatus)(nil),          // 53: paprika.LiveStatus
+	(*LiveAttach)(nil),          // 54: paprika.LiveAttach
+	(*LiveEnd)(nil),             // 55: paprika.LiveEnd
+	(*LiveStop)(nil),            // 56: paprika.LiveStop
+	(*JobRecord)(nil),           // 57: paprika.JobRecord
+	(*GrainDeliver)(nil),        // 58: paprika.GrainDeliver
+	nil,                         // 59: paprika.SessionOpen.LabelsEntry
+	nil,                         // 60: paprika.JobRecord.LabelsEntry
 }
 var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 0: paprika.WorkerConnected.conn:type_name -> paprika.Ref
@@ -4041,9 +4114,9 @@ var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 4: paprika.WorkerAssign.job:type_name -> paprika.Ref
 	16, // 5: paprika.SchedWorkerState.removed:type_name -> paprika.SchedRemove
 	0,  // 6: paprika.SchedEnqueue.job:type_name -> paprika.Ref
-	56, // 7: paprika.JobEnsure.created:type_name -> paprika.JobRecord
+	57, // 7: paprika.JobEnsure.created:type_name -> paprika.JobRecord
 	0,  // 8: paprika.ConnSend.job:type_name -> paprika.Ref
-	58, // 9: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
+	59, // 9: paprika.SessionOpen.labels:type_name -> paprika.SessionOpen.LabelsEntry
 	0,  // 10: paprika.SessionTunnelOpen.client:type_name -> paprika.Ref
 	0,  // 11: paprika.SessionTunnelTouch.client:type_name -> paprika.Ref
 	0,  // 12: paprika.TunnelAttach.peer:type_name -> paprika.Ref
@@ -4052,7 +4125,7 @@ var file_paprika_cluster_proto_depIdxs = []int32{
 	0,  // 15: paprika.LiveAck.viewer:type_name -> paprika.Ref
 	0,  // 16: paprika.LiveInput.viewer:type_name -> paprika.Ref
 	0,  // 17: paprika.LiveAttach.source:type_name -> paprika.Ref
-	59, // 18: paprika.JobRecord.labels:type_name -> paprika.JobRecord.LabelsEntry
+	60, // 18: paprika.JobRecord.labels:type_name -> paprika.JobRecord.LabelsEntry
 	19, // 19: paprika.GrainDeliver.job_ensure:type_name -> paprika.JobEnsure
 	20, // [20:20] is the sub-list for method output_type
 	20, // [20:20] is the sub-list for method input_type
@@ -4067,7 +4140,7 @@ func file_paprika_cluster_proto_init() {
 		return
 	}
 	file_paprika_cluster_proto_msgTypes[13].OneofWrappers = []any{}
-	file_paprika_cluster_proto_msgTypes[57].OneofWrappers = []any{
+	file_paprika_cluster_proto_msgTypes[58].OneofWrappers = []any{
 		(*GrainDeliver_JobEnsure)(nil),
 	}
 	type x struct{}
@@ -4076,7 +4149,7 @@ func file_paprika_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paprika_cluster_proto_rawDesc), len(file_paprika_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   60,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paprika-hub/paprika/messages"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -17,11 +16,10 @@ func TestEndedAtTakesTheReadTimeWithinTheAttempt(t *testing.T) {
 	started := now.Add(-time.Second)
 	g := &jobGrain{deps: &Deps{Now: func() time.Time { return now }}, job: persistence.Job{StartedAt: started}}
 	at := func(read time.Time) time.Time {
-		m := &messages.JobFinished{}
-		if !read.IsZero() {
-			m.ReportedUnixNs = read.UnixNano()
+		if read.IsZero() {
+			return g.endedAt(0)
 		}
-		return g.endedAt(m)
+		return g.endedAt(read.UnixNano())
 	}
 	read := now.Add(-200 * time.Millisecond)
 	require.True(t, read.Equal(at(read)), "the read time, within the attempt")

@@ -52,8 +52,10 @@ type jobGrain struct {
 	laneSave    supervise.Stop
 	// freed is the attempt whose worker slot this grain has let go of
 	// already (0: none): the worker reported its end, so its lane is free
-	// whether or not the end is durable yet (finished).
-	freed int
+	// whether or not the end is durable yet (finished). freedAt is that
+	// end's finished_at, stamped when the slot went.
+	freed   int
+	freedAt time.Time
 }
 
 // storeRetry is how long a job waits before it is placed again after the
@@ -162,6 +164,12 @@ func (g *jobGrain) Receive(ctx actor.Context) {
 		g.place(ctx, msg)
 	case *messages.JobStarted:
 		reply(ctx, g.started(ctx, msg))
+	case *messages.JobLaneFreed:
+		// Not refreshed from the store when stale: JobFinished, right
+		// behind it, is, and frees the slot then if this did not.
+		if g.current(msg.WorkerId, msg.Attempt) {
+			g.free(ctx, int(msg.Attempt), g.endedAt(msg.ReportedUnixNs))
+		}
 	case *messages.JobFinished:
 		reply(ctx, g.finished(ctx, msg))
 	case *messages.JobCancel:
@@ -657,12 +665,12 @@ func (g *jobGrain) unsavedLane(attempt int) string {
 // cluster, which differ from job to job. A stamp outside the attempt
 // (another hub's clock off from this one's) is not taken: an end is never
 // before its start, nor after this turn.
-func (g *jobGrain) endedAt(m *messages.JobFinished) time.Time {
+func (g *jobGrain) endedAt(reportedUnixNs int64) time.Time {
 	now := g.deps.Clock()
-	if m.ReportedUnixNs <= 0 {
+	if reportedUnixNs <= 0 {
 		return now
 	}
-	if read := time.Unix(0, m.ReportedUnixNs); read.After(g.job.StartedAt) && read.Before(now) {
+	if read := time.Unix(0, reportedUnixNs); read.After(g.job.StartedAt) && read.Before(now) {
 		return read
 	}
 	return now
@@ -701,8 +709,11 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 	// The end is stamped before the slot goes: whatever the freed lane (or
 	// profile) runs next is claimed after this job's finished_at, never
 	// before it, however this turn is delayed between the two.
-	at := g.endedAt(m)
-	g.free(ctx, int(m.Attempt))
+	at := g.endedAt(m.ReportedUnixNs)
+	if g.freed == int(m.Attempt) {
+		at = g.freedAt // freed ahead (JobLaneFreed): the lane's next job may be claimed since
+	}
+	g.free(ctx, int(m.Attempt), at)
 	f := persistence.Finish{Status: persistence.StatusSucceeded, Result: m.Result, Assets: m.Assets, At: at}
 	if !m.Succeeded {
 		f = persistence.Finish{Status: persistence.StatusFailed, Reason: m.Reason, Error: m.Error, Result: m.Result, Assets: m.Assets, At: at}
@@ -793,12 +804,12 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish, 
 }
 
 // free lets go of the running attempt's worker slot ahead of its end's
-// write (see finished), once per attempt.
-func (g *jobGrain) free(ctx actor.Context, attempt int) {
+// write (see finished), once per attempt; at is the end's finished_at.
+func (g *jobGrain) free(ctx actor.Context, attempt int, at time.Time) {
 	if g.job.Status != persistence.StatusRunning || g.job.Attempts != attempt || g.freed == attempt {
 		return
 	}
-	g.freed = attempt
+	g.freed, g.freedAt = attempt, at
 	g.release(ctx, g.job.WorkerID, attempt, g.job.Lane)
 }
 

@@ -306,7 +306,7 @@ func (c *workerConn) readLoop(root *actor.RootContext, self *actor.PID) {
 		in := &inFrame{f: f}
 		if f.Type == messages.TypeJobDone || f.Type == messages.TypeJobFailed {
 			delete(streams, f.JobID)
-			in.read = time.Now()
+			in.read = c.deps.Clock()
 		}
 		if f.Type == messages.TypeHello || f.Type == messages.TypeHeartbeat {
 			in.raw = bytes.Clone(data) // data is buf's, reused for the next frame; only these go on as they came
@@ -500,6 +500,12 @@ func (c *workerConn) frame(ctx actor.Context, in *inFrame) {
 			c.logs.Rejected(f.JobID, f.Attempt, ctx.Self().Id) // the claim is rolled back
 			c.reportFinish(ctx, in, 0)                         // never ran: its log stays open
 			return
+		}
+		if f.Type == messages.TypeJobDone {
+			// The lane is free now, whatever the log's write takes: the
+			// grain lets the slot go ahead of the end it is told below.
+			grains.Send(ctx, cl, f.JobID, grains.KindJob, &messages.JobLaneFreed{WorkerId: c.workerID, Attempt: int32(f.Attempt),
+				ReportedUnixNs: in.read.UnixNano()})
 		}
 		// The result is reported only once the log, done sentinel included,
 		// is stored: a follower never sees "done" before the last line.

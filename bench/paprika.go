@@ -503,21 +503,20 @@ func (p *paprikaSystem) laneGaps(ctx context.Context, n int) (lane, slot []time.
 }
 
 // gapsOf measures how long freed capacity waited for a queued job, from
-// the hub's stamps: a job's finished_at (its job_done handled) and the
-// next one's started_at (the release, the placement, the claim, the
-// assignment, the worker's start and its job_started). Only a next job
-// that was already queued when the capacity was freed counts (its
-// created_at is not later than the finish), so capacity that waited for
-// a submission is not counted as slow.
+// the hubs' stamps: a job's finished_at (its job_done read off the
+// worker's link) and the next one's started_at (the release, the
+// placement, the claim, the assignment, the worker's start and its
+// job_started). Only a next job that was already queued when the
+// capacity was freed counts (its created_at is not later than the
+// finish), so capacity that waited for a submission is not counted as
+// slow.
 //
-// lane pairs two jobs in a row on one worker's lane. It can overstate
-// what a worker waits: a worker that put an assignment on its lowest free
-// lane (before it took the lane free the longest) passed a freed high
-// lane over for lower ones freed meanwhile; and the stamps are the hub's,
-// so with several hubs two jobs' ends may be stamped in another order
-// than their lanes were freed. slot counts a worker's capacity as the hub
-// does, in interchangeable slots: each start on a worker is paired with
-// the earliest of its freed slots not paired yet.
+// lane pairs two jobs in a row on one worker's lane. It overstated what
+// a worker waits while a worker put an assignment on its lowest free
+// lane (before it took the lane free the longest): a freed high lane was
+// passed over for lower ones freed meanwhile. slot counts a worker's
+// capacity as the hub does, in interchangeable slots: each start on a
+// worker is paired with the earliest of its freed slots not paired yet.
 func gapsOf(jobs []client.Job) (lane, slot []time.Duration) {
 	byLane := map[string][]client.Job{}
 	byWorker := map[string][]client.Job{}

@@ -709,11 +709,11 @@ func (g *jobGrain) finished(ctx actor.Context, m *messages.JobFinished) *message
 	// The end is stamped before the slot goes: whatever the freed lane (or
 	// profile) runs next is claimed after this job's finished_at, never
 	// before it, however this turn is delayed between the two.
-	at := g.endedAt(m.ReportedUnixNs)
-	if g.freed == int(m.Attempt) {
-		at = g.freedAt // freed ahead (JobLaneFreed): the lane's next job may be claimed since
+	at := g.freedAt // freed ahead (JobLaneFreed): the lane's next job may be claimed since
+	if g.freed != int(m.Attempt) {
+		at = g.endedAt(m.ReportedUnixNs)
+		g.free(ctx, int(m.Attempt), at)
 	}
-	g.free(ctx, int(m.Attempt), at)
 	f := persistence.Finish{Status: persistence.StatusSucceeded, Result: m.Result, Assets: m.Assets, At: at}
 	if !m.Succeeded {
 		f = persistence.Finish{Status: persistence.StatusFailed, Reason: m.Reason, Error: m.Error, Result: m.Result, Assets: m.Assets, At: at}

@@ -208,6 +208,14 @@ type Finish struct {
 	// with its finish, not on its own). Only with a real attempt: the
 	// fence says it is that attempt's; AnyAttempt ignores it.
 	Lane string
+	// From is the caller's copy of the job as stored while the attempt
+	// runs (the job grain's, read back from its claim), or nil: a hint. A
+	// store that reads the row to compute the end (its attempts log) may
+	// compute it from From instead and write it only where the row is
+	// still as From says in all the end is computed from; where it is not,
+	// the end is computed from the row as without From. Only with a real
+	// attempt; AnyAttempt ignores it.
+	From *Job
 }
 
 // AnyAttempt disables the attempt fence of Finish: the hub's own decisions

@@ -768,6 +768,14 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish, 
 		g.flushLane(ctx) // AnyAttempt cannot say whose lane it is
 	} else {
 		f.Lane = g.unsavedLane(attempt)
+		// The store may compute the end from this grain's copy instead
+		// of reading the row (one round trip on MariaDB, not two); it
+		// checks the row is still as the copy says.
+		from := g.job
+		if f.Lane != "" {
+			from.Lane = "" // as stored: the claim cleared it
+		}
+		f.From = &from
 	}
 	prev := g.job
 	rctx := deadline.Within(g.deps.Timing.GrainTimeout)

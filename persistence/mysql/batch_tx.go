@@ -143,6 +143,7 @@ func (s *JobStore) tryTx(ctx context.Context, calls []*txCall) (err error) {
 	} else {
 		q.WriteString("; COMMIT")
 	}
+	s.txRoundTrips.Add(1)
 	matched, rows, err := readTrip(ctx, conn, q.String(), args, len(cond))
 	if err != nil {
 		return err
@@ -276,6 +277,7 @@ func (s *JobStore) writeRows(ctx context.Context, conn *sql.Conn, after map[stri
 		if q.Len() == 0 {
 			return nil
 		}
+		s.txRoundTrips.Add(1)
 		if _, err := conn.ExecContext(ctx, q.String(), args...); err != nil {
 			return fmt.Errorf("write: %w", err)
 		}

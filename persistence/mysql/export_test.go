@@ -34,3 +34,6 @@ const TruncatedMark = truncatedMark
 func Trips(s *JobStore) (txs, gets, creates int64) {
 	return s.txs.trips.Load(), s.gets.trips.Load(), s.creates.trips.Load()
 }
+
+// TxRoundTrips counts the round trips of s's batched transactions so far.
+func TxRoundTrips(s *JobStore) int64 { return s.txRoundTrips.Load() }

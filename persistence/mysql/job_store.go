@@ -30,6 +30,10 @@ type JobStore struct {
 	txs     *batcher[txReq, persistence.Job]
 	gets    *batcher[string, persistence.Job]
 	creates *batcher[createReq, createResult]
+	// txRoundTrips counts the round trips of the batched transactions:
+	// one per batch, two when some transition of it was computed from
+	// its row (tryTx).
+	txRoundTrips atomic.Int64
 
 	closed atomic.Bool
 }

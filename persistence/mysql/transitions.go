@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -102,7 +103,64 @@ func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persist
 	// The ended attempt goes to the attempts log, computed from the row
 	// (mutate); f.At is fixed here so a retried transaction writes the same.
 	f.At = p.FinishedAt
+	if f.From != nil && attempt != persistence.AnyAttempt {
+		j, err := s.finishFrom(ctx, id, attempt, f)
+		if !errors.Is(err, errFromStale) {
+			return j, err
+		}
+	}
 	return s.mutate(ctx, "finish", id, func(j *persistence.Job) error { return persistence.ApplyFinish(j, attempt, f) })
+}
+
+// finishFromSQL ends a running attempt with the values finishFrom computed
+// from Finish.From, where the row is still as From says in everything
+// those values are computed from: the attempt (status, attempts, worker
+// and started_at say which claim it is, so its attempts log and ready time
+// are those of the claim) and the lane stored.
+const finishFromSQL = "UPDATE jobs SET status = ?, reason = ?, `error` = ?, lane = ?, finished_at = ?, result = ?, assets = ?, " +
+	"attempts_log = ?, updated_at = UTC_TIMESTAMP(6) " +
+	"WHERE id = ? AND status = 'running' AND attempts = ? AND worker_id = ? AND lane = ? AND started_at = ?"
+
+// errFromStale: the row is not as Finish.From says (or From is not a
+// running attempt's copy); the end is computed from the row instead.
+var errFromStale = errors.New("finish: the row is not as the caller's copy says")
+
+// finishFrom is Finish computed from the caller's copy of the row: one
+// conditional UPDATE, which batches with the other transitions in one
+// round trip, instead of the row read under its lock and written back
+// whole (mutate: a second round trip for its whole batch).
+func (s *JobStore) finishFrom(ctx context.Context, id string, attempt int, f persistence.Finish) (persistence.Job, error) {
+	from := f.From
+	if from.ID != id || from.Status != persistence.StatusRunning || from.Attempts != attempt ||
+		from.WorkerID == "" || from.StartedAt.IsZero() {
+		return persistence.Job{}, errFromStale
+	}
+	j := persistence.CloneJob(*from)
+	if err := persistence.ApplyFinish(&j, attempt, f); err != nil {
+		return persistence.Job{}, err
+	}
+	j.FinishedAt, j.Error = micro(j.FinishedAt), clipError(j.Error)
+	assets, err := encodeJSON(j.Assets, len(j.Assets) == 0)
+	if err != nil {
+		return persistence.Job{}, fmt.Errorf("finish job %s: encode assets: %w", id, err)
+	}
+	retry, err := encodeRetry(&j)
+	if err != nil {
+		return persistence.Job{}, fmt.Errorf("finish job %s: %w", id, err)
+	}
+	attemptsLog := retry[len(retry)-1]
+	check := func(cur *persistence.Job) error {
+		// Lost: the end as computed from the row decides. Where that
+		// would have been written, the row differs from From.
+		c := persistence.CloneJob(*cur)
+		if err := persistence.ApplyFinish(&c, attempt, f); err != nil {
+			return err
+		}
+		return errFromStale
+	}
+	return s.updateAndGet(ctx, "finish", id, check, finishFromSQL,
+		string(j.Status), j.Reason, j.Error, j.Lane, nullTime(j.FinishedAt), nullJSON(j.Result), assets, attemptsLog,
+		id, attempt, from.WorkerID, from.Lane, micro(from.StartedAt))
 }
 
 // updateAndGet runs update and reads the job back in one transaction, so

@@ -20,6 +20,7 @@ var jobTransitionTests = []jobTest{
 	{"FinishAnyAttempt", testJobFinishAnyAttempt},
 	{"FinishNotFinal", testJobFinishNotFinal},
 	{"LaneWithEnd", testJobLaneWithEnd},
+	{"FinishFrom", testJobFinishFrom},
 	{"TimesUTC", testJobTimesUTC},
 }
 
@@ -274,4 +275,91 @@ func testJobLaneWithEnd(t *testing.T, s persistence.JobStore) {
 	require.Empty(t, re.Lane, "the next attempt has no lane yet")
 	require.Len(t, re.AttemptsLog, 1)
 	require.Equal(t, "lane-2", re.AttemptsLog[0].Lane)
+}
+
+// testJobFinishFrom: Finish.From is a hint. A copy that is the stored row
+// gives the end Finish gives without it; a copy the row has moved on from
+// (another lane stored, another claim of the same attempt number, an
+// ended attempt) is not written: the end is the row's, or refused as
+// without the hint.
+func testJobFinishFrom(t *testing.T, s persistence.JobStore) {
+	ctx := t.Context()
+	end := func(at time.Time, from *persistence.Job, lane string) persistence.Finish {
+		return persistence.Finish{Status: persistence.StatusFailed, Reason: persistence.ReasonJobError, Error: "boom",
+			Result: json.RawMessage(`{"n":1}`), Assets: []string{"a.png"}, At: at, Hub: "hub-1", Lane: lane, From: from}
+	}
+	requireEnd := func(t *testing.T, want, got persistence.Job) {
+		t.Helper()
+		requireJob(t, want, got)
+		require.Len(t, got.AttemptsLog, len(want.AttemptsLog), "attempts log")
+		for i := range want.AttemptsLog {
+			requireAttempt(t, want.AttemptsLog[i], got.AttemptsLog[i])
+		}
+	}
+
+	// The copy is the row: the end is the one Finish gives without it.
+	for i, hinted := range []bool{false, true} {
+		j := mustCreate(t, s, newJob(i+1))
+		at := time.Now().In(zone)
+		claimed, err := s.Claim(ctx, j.ID, "w1", at.Add(-time.Second))
+		require.NoError(t, err)
+		var from *persistence.Job
+		if hinted {
+			from = &claimed
+		}
+		f := end(at, from, "lane-1")
+		fin, err := s.Finish(ctx, j.ID, 1, f)
+		require.NoError(t, err, "hinted %v", hinted)
+		want := claimed
+		want.Status, want.Reason, want.Error, want.Result, want.Assets = f.Status, f.Reason, f.Error, f.Result, f.Assets
+		want.Lane, want.FinishedAt = "lane-1", at
+		want.AttemptsLog = []persistence.Attempt{{Attempt: 1, WorkerID: "w1", Lane: "lane-1", Hub: "hub-1",
+			QueuedAt: claimed.CreatedAt, StartedAt: claimed.StartedAt, FinishedAt: at,
+			Status: f.Status, Reason: f.Reason, Error: f.Error}}
+		requireEnd(t, want, fin)
+		got, err := s.Get(ctx, j.ID)
+		require.NoError(t, err)
+		requireEnd(t, want, got)
+	}
+
+	// A lane stored since the copy: the stored one stays, in the log too.
+	j := mustCreate(t, s, newJob(3))
+	claimed, err := s.Claim(ctx, j.ID, "w1", time.Now())
+	require.NoError(t, err)
+	require.NoError(t, s.SetLane(ctx, j.ID, 1, "lane-0"))
+	fin, err := s.Finish(ctx, j.ID, 1, end(time.Now(), &claimed, "lane-9"))
+	require.NoError(t, err)
+	require.Equal(t, "lane-0", fin.Lane)
+	require.Len(t, fin.AttemptsLog, 1)
+	require.Equal(t, "lane-0", fin.AttemptsLog[0].Lane)
+
+	// The same attempt number claimed again (rolled back, then claimed by
+	// another worker): the end is the second claim's.
+	j = mustCreate(t, s, newJob(4))
+	first, err := s.Claim(ctx, j.ID, "w1", time.Now().Add(-time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, s.Unclaim(ctx, j.ID, "w1", 1))
+	second, err := s.Claim(ctx, j.ID, "w2", time.Now())
+	require.NoError(t, err)
+	_, err = s.Finish(ctx, j.ID, 1, end(time.Now(), &first, ""))
+	require.NoError(t, err, "the attempt is running, on w2: the fence is the attempt's, not the copy's")
+	got, err := s.Get(ctx, j.ID)
+	require.NoError(t, err)
+	require.Len(t, got.AttemptsLog, 1)
+	require.Equal(t, "w2", got.AttemptsLog[0].WorkerID)
+	requireTime(t, second.StartedAt, got.AttemptsLog[0].StartedAt, "the second claim's start")
+
+	// An ended attempt: refused as without the copy, and left as it is.
+	j = mustCreate(t, s, newJob(5))
+	claimed, err = s.Claim(ctx, j.ID, "w1", time.Now())
+	require.NoError(t, err)
+	done, err := s.Finish(ctx, j.ID, 1, persistence.Finish{Status: persistence.StatusSucceeded})
+	require.NoError(t, err)
+	_, err = s.Finish(ctx, j.ID, 1, end(time.Now(), &claimed, ""))
+	require.ErrorIs(t, err, persistence.ErrConflict)
+	_, err = s.Finish(ctx, j.ID, 2, end(time.Now(), &claimed, ""))
+	require.ErrorIs(t, err, persistence.ErrConflict, "another attempt than the copy's")
+	got, err = s.Get(ctx, j.ID)
+	require.NoError(t, err)
+	requireEnd(t, done, got)
 }

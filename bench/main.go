@@ -28,6 +28,7 @@ type options struct {
 	systems                               string
 	paprika, redisAddr, mysqlDSN, pgURL   string
 	pprof, base                           string
+	sqlTrips                              bool
 }
 
 func main() {
@@ -46,6 +47,7 @@ func main() {
 	flag.StringVar(&o.pgURL, "pg", "postgres://127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL for River")
 	flag.StringVar(&o.base, "base", "", "a second paprika binary (e.g. built from main): every Paprika system also runs with it, as \"<name>@base\", interleaved, for before/after ratios in one run")
 	flag.StringVar(&o.pprof, "pprof", "", "with a host:port, the first Paprika hub serves debug.pprof there (profile it while the bench runs)")
+	flag.BoolVar(&o.sqlTrips, "sqltrips", false, "Paprika on MariaDB connects through a proxy in the bench that counts the SQL round trips (commands sent), shown as sql-trips per job; it costs the bench process CPU")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

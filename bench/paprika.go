@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql"
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/paprika-hub/paprika/client"
@@ -50,6 +50,7 @@ type paprikaSystem struct {
 	rr       atomic.Uint64
 	rdb      *redis.Client
 	sqlDB    *sql.DB
+	trips    *sqlTripCounter // -sqltrips: the hubs' MariaDB connections
 	mu       sync.Mutex
 	record   bool
 	recorded []string
@@ -114,7 +115,13 @@ func (p *paprikaSystem) start(ctx context.Context) error {
 			return fmt.Errorf("create database: %w", err)
 		}
 		p.rdb = redis.NewClient(&redis.Options{Addr: p.o.redisAddr, DB: 6})
-		env = append(env, "PAPRIKA_MYSQL_DSN="+p.o.mysqlDSN+p.db+"?parseTime=true",
+		dsn := p.o.mysqlDSN
+		if p.o.sqlTrips {
+			if dsn, err = p.countTrips(dsn); err != nil {
+				return err
+			}
+		}
+		env = append(env, "PAPRIKA_MYSQL_DSN="+dsn+p.db+"?parseTime=true",
 			"PAPRIKA_REDIS_URL=redis://"+p.o.redisAddr+"/6", "PAPRIKA_REDIS_PREFIX="+prefix)
 	}
 	for i := 0; i < p.hubs; i++ {
@@ -226,6 +233,10 @@ func (p *paprikaSystem) stop() {
 	}
 	for _, c := range p.clients {
 		c.CloseIdleConnections()
+	}
+	if p.trips != nil {
+		p.trips.close()
+		p.trips = nil
 	}
 	if p.sqlDB != nil {
 		_, _ = p.sqlDB.Exec("DROP DATABASE IF EXISTS " + p.db)
@@ -348,6 +359,9 @@ func (p *paprikaSystem) stmts(ctx context.Context) map[string]float64 {
 		}
 		rows.Close()
 		m["sql-proto"] += m["sql"]
+	}
+	if p.trips != nil {
+		m["sql-trips"] = float64(p.trips.trips.Load())
 	}
 	m["redis"] = redisCalls(ctx, p.rdb)
 	p.grainMessages(ctx, m)
@@ -577,4 +591,21 @@ func gapsOf(jobs []client.Job) (lane, slot []time.Duration) {
 		}
 	}
 	return lane, slot
+}
+
+// countTrips starts the round-trip counter in front of the server dsn
+// names and returns dsn pointed at it.
+func (p *paprikaSystem) countTrips(dsn string) (string, error) {
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("-mysql: %w", err)
+	}
+	if cfg.Net != "tcp" || cfg.TLSConfig != "" && cfg.TLSConfig != "false" {
+		return "", fmt.Errorf("-sqltrips needs a plain tcp -mysql DSN, not %s", cfg.Net)
+	}
+	if p.trips, err = startSQLTripCounter(cfg.Addr); err != nil {
+		return "", err
+	}
+	cfg.Addr = p.trips.addr()
+	return cfg.FormatDSN(), nil
 }

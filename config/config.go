@@ -374,13 +374,13 @@ type JobsConfig struct {
 	// wait: fewer commits per job under a steady load, at up to this much
 	// latency per transition. 0 never waits. Default 1ms. Range 0..50ms.
 	GroupCommitWait time.Duration `yaml:"group_commit_wait"`
-	// FinishCommitWait is how long the embedded store lets a job's final
-	// state wait to ride a commit that another transition starts, instead
-	// of starting one: its worker's lane is freed before the write and the
-	// worker acknowledged after it, so only the final state's visibility
-	// waits. Fewer commits per job under a steady load. 0 never waits.
-	// MariaDB's store does not wait (see the README's "Final states ride
-	// other commits"). Default 5ms. Range 0..100ms.
+	// FinishCommitWait is how long a job store lets a job's final state
+	// wait to ride a commit that another transition starts (a bbolt
+	// transaction embedded, a batched transaction a claim leads on
+	// MariaDB), instead of starting one: its worker's lane is freed before
+	// the write and the worker acknowledged after it, so only the final
+	// state's visibility waits. Fewer commits per job under a steady load.
+	// 0 never waits. Default 5ms. Range 0..100ms.
 	FinishCommitWait time.Duration `yaml:"finish_commit_wait"`
 	// CreateCommitWait is how long the embedded store lets a new queued
 	// job's create wait to share a commit with its own claim, which its

@@ -70,7 +70,8 @@ func OpenStores(ctx context.Context, cfg *config.Config, log *slog.Logger) (s *S
 	defer cancel()
 
 	if dsn := cfg.MySQL.DSN; dsn != "" {
-		jobs, err := mysql.Open(ctx, dsn, mysql.WithLogger(log), mysql.WithGroupWait(cfg.Jobs.GroupCommitWait))
+		jobs, err := mysql.Open(ctx, dsn, mysql.WithLogger(log), mysql.WithGroupWait(cfg.Jobs.GroupCommitWait),
+			mysql.WithFinishWait(cfg.Jobs.FinishCommitWait))
 		if err != nil {
 			return nil, fmt.Errorf("open job store (mysql.dsn): %w", err)
 		}

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,6 +116,49 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req, size int) (Res, err
 		if gather != nil {
 			b.gatherFor(ctx, gather)
 		}
+		b.drain(c)
+	}
+	return b.await(ctx, c)
+}
+
+// ride sends req with the next trip another call leads, so it costs no
+// trip (no commit) of its own: it waits up to wait for one, then leads
+// its own if none took it. A caller whose ctx ends first is taken out, as
+// in do.
+func (b *batcher[Req, Res]) ride(ctx context.Context, req Req, size int, wait time.Duration) (Res, error) {
+	if wait <= 0 {
+		return b.do(ctx, req, size)
+	}
+	c := &call[Req, Res]{ctx: ctx, req: req, size: size, done: make(chan struct{})}
+	b.mu.Lock()
+	b.pending = append(b.pending, c)
+	if b.wait > 0 {
+		b.pace.Note(time.Now())
+	}
+	if b.gathering != nil && len(b.pending) >= waitGroup {
+		close(b.gathering)
+		b.gathering = nil
+	}
+	b.mu.Unlock()
+	t := time.NewTimer(wait)
+	select {
+	case <-c.done:
+		t.Stop()
+		return c.res, c.err
+	case <-ctx.Done():
+		t.Stop()
+		return b.await(ctx, c)
+	case <-t.C:
+	}
+	// No trip took it: it leads, unless a trip in flight or a gathering
+	// lead will (both take what is pending).
+	b.mu.Lock()
+	lead := b.gathering == nil && b.inFlight < maxTripsInFlight && slices.Contains(b.pending, c)
+	if lead {
+		b.inFlight++
+	}
+	b.mu.Unlock()
+	if lead {
 		b.drain(c)
 	}
 	return b.await(ctx, c)

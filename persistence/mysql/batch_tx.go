@@ -20,6 +20,8 @@ type txReq struct {
 	args   []any
 	check  func(*persistence.Job) error
 	apply  func(*persistence.Job) error
+	// ride: it may wait for a trip another call leads (WithFinishWait).
+	ride bool
 }
 
 type txCall = call[txReq, persistence.Job]
@@ -49,7 +51,15 @@ const mutateRowSize = 8 << 10
 // transact runs r in the next batched transaction (batch.go) and returns
 // the job as r left it.
 func (s *JobStore) transact(ctx context.Context, r txReq, size int) (persistence.Job, error) {
-	j, err := s.txs.do(ctx, r, size)
+	var (
+		j   persistence.Job
+		err error
+	)
+	if r.ride {
+		j, err = s.txs.ride(ctx, r, size, s.finishWait)
+	} else {
+		j, err = s.txs.do(ctx, r, size)
+	}
 	if err != nil && err == ctx.Err() { // left before its trip: nothing was written
 		return persistence.Job{}, s.fail(ctx, err, "%s job %s", r.op, r.id)
 	}

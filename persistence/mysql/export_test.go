@@ -37,3 +37,10 @@ func Trips(s *JobStore) (txs, gets, creates int64) {
 
 // TxRoundTrips counts the round trips of s's batched transactions so far.
 func TxRoundTrips(s *JobStore) int64 { return s.txRoundTrips.Load() }
+
+// PendingTxs is how many transitions wait for a trip in s now.
+func PendingTxs(s *JobStore) int {
+	s.txs.mu.Lock()
+	defer s.txs.mu.Unlock()
+	return len(s.txs.pending)
+}

@@ -1,6 +1,7 @@
 package mysql_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -50,4 +51,54 @@ func TestFinishFromIsOneRoundTrip(t *testing.T) {
 	require.Equal(t, int64(3), trips, "the copy missed: then from the row")
 	require.Equal(t, "lane-0", fin.Lane)
 	require.Equal(t, "lane-0", fin.AttemptsLog[0].Lane)
+}
+
+// TestFinishRidesAClaim: with a finish wait, an end waits for the
+// transaction the next claim leads and commits with it: two transitions,
+// one round trip. Alone, it goes once its wait passed.
+func TestFinishRidesAClaim(t *testing.T) {
+	s, _ := openStore(t, mysql.WithFinishWait(time.Minute)) // the claim comes long before
+	ctx := t.Context()
+	newRunning := func() persistence.Job {
+		j, _, err := s.Create(ctx, persistence.Job{Mode: "noop", MaxAttempts: 1, TimeoutS: 60})
+		require.NoError(t, err)
+		claimed, err := s.Claim(ctx, j.ID, "w1", time.Now())
+		require.NoError(t, err)
+		return claimed
+	}
+	running := newRunning()
+	next, _, err := s.Create(ctx, persistence.Job{Mode: "noop", MaxAttempts: 1, TimeoutS: 60})
+	require.NoError(t, err)
+
+	before := mysql.TxRoundTrips(s)
+	type end struct {
+		j   persistence.Job
+		err error
+	}
+	ended := make(chan end, 1)
+	go func() {
+		j, err := s.Finish(ctx, running.ID, 1, persistence.Finish{Status: persistence.StatusSucceeded, Lane: "0", From: &running})
+		ended <- end{j, err}
+	}()
+	require.Eventually(t, func() bool { return mysql.PendingTxs(s) == 1 }, 10*time.Second, time.Millisecond,
+		"the end waits for company")
+	_, err = s.Claim(ctx, next.ID, "w1", time.Now())
+	require.NoError(t, err)
+	e := <-ended
+	require.NoError(t, e.err)
+	require.Equal(t, persistence.StatusSucceeded, e.j.Status)
+	require.Equal(t, "0", e.j.Lane)
+	require.Equal(t, int64(1), mysql.TxRoundTrips(s)-before, "the claim's round trip carried the end")
+
+	// Alone, with a short wait: it goes by itself.
+	s2, _ := openStore(t, mysql.WithFinishWait(time.Millisecond))
+	j, _, err := s2.Create(ctx, persistence.Job{Mode: "noop", MaxAttempts: 1, TimeoutS: 60})
+	require.NoError(t, err)
+	claimed, err := s2.Claim(ctx, j.ID, "w1", time.Now())
+	require.NoError(t, err)
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	fin, err := s2.Finish(fctx, j.ID, 1, persistence.Finish{Status: persistence.StatusSucceeded, From: &claimed})
+	require.NoError(t, err)
+	require.Equal(t, persistence.StatusSucceeded, fin.Status)
 }

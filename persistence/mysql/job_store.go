@@ -34,6 +34,9 @@ type JobStore struct {
 	// one per batch, two when some transition of it was computed from
 	// its row (tryTx).
 	txRoundTrips atomic.Int64
+	// finishWait is how long an end or a lane waits for a trip another
+	// call leads (WithFinishWait).
+	finishWait time.Duration
 
 	closed atomic.Bool
 }
@@ -90,6 +93,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*JobStore, error) {
 
 	s := &JobStore{db: db, where: cfg.Addr + "/" + cfg.DBName, oneTrip: cfg.InterpolateParams}
 	s.txs, s.gets, s.creates = newBatcher(s.runTx, o.groupWait), newBatcher(s.runGets, o.groupWait), newBatcher(s.runCreates, o.groupWait)
+	s.finishWait = o.finishWait
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, s.fail(ctx, err, "open mysql job store")

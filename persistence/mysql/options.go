@@ -36,6 +36,7 @@ type options struct {
 	connMaxLifetime    time.Duration
 	migrateLockTimeout time.Duration
 	groupWait          time.Duration
+	finishWait         time.Duration
 	log                *slog.Logger
 }
 
@@ -56,6 +57,8 @@ func (o options) validate() error {
 		return fmt.Errorf("connection max lifetime %s: want more than 0", o.connMaxLifetime)
 	case o.groupWait < 0:
 		return fmt.Errorf("group wait %s: want 0 or more", o.groupWait)
+	case o.finishWait < 0:
+		return fmt.Errorf("finish wait %s: want 0 or more", o.finishWait)
 	case o.migrateLockTimeout < time.Second:
 		// GET_LOCK takes whole seconds.
 		return fmt.Errorf("migration lock timeout %s: want at least 1s", o.migrateLockTimeout)
@@ -94,4 +97,14 @@ func WithGroupWait(d time.Duration) Option {
 // driver's own connection errors (default: discard).
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.log = l }
+}
+
+// WithFinishWait lets a job's end computed from the caller's copy
+// (persistence.Finish.From) and a running attempt's lane (SetLane) wait
+// up to d for a batched transaction another call leads (a claim, most
+// often), instead of leading one of their own: one commit less per job
+// under a steady load. 0 (the default) never waits. Only with batching
+// (client-side interpolation, as Open sets).
+func WithFinishWait(d time.Duration) Option {
+	return func(o *options) { o.finishWait = d }
 }

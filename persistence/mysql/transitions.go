@@ -67,6 +67,12 @@ func (s *JobStore) SetLane(ctx context.Context, id string, attempt int, lane str
 		return fmt.Errorf("set lane of job %s: lane is %d bytes, at most %d", id, len(lane), maxLaneLen)
 	}
 	check := func(j *persistence.Job) error { return persistence.ApplySetLane(j, attempt, lane) }
+	if s.oneTrip {
+		args := []any{lane, id, attempt}
+		_, err := s.transact(ctx, txReq{op: "set lane of", id: id, query: setLaneSQL, args: args, check: check, ride: true},
+			condSize(setLaneSQL, args))
+		return err
+	}
 	return s.condUpdate(ctx, "set lane of", id, check, setLaneSQL, lane, id, attempt)
 }
 
@@ -158,9 +164,16 @@ func (s *JobStore) finishFrom(ctx context.Context, id string, attempt int, f per
 		}
 		return errFromStale
 	}
-	return s.updateAndGet(ctx, "finish", id, check, finishFromSQL,
-		string(j.Status), j.Reason, j.Error, j.Lane, nullTime(j.FinishedAt), nullJSON(j.Result), assets, attemptsLog,
-		id, attempt, from.WorkerID, from.Lane, micro(from.StartedAt))
+	args := []any{string(j.Status), j.Reason, j.Error, j.Lane, nullTime(j.FinishedAt), nullJSON(j.Result), assets, attemptsLog,
+		id, attempt, from.WorkerID, from.Lane, micro(from.StartedAt)}
+	if s.oneTrip {
+		// An end rides the next transaction a claim leads
+		// (WithFinishWait): its lane is free already, and what waits on
+		// the write is the worker's ack.
+		return s.transact(ctx, txReq{op: "finish", id: id, query: finishFromSQL, args: args, check: check, ride: true},
+			condSize(finishFromSQL, args))
+	}
+	return s.updateAndGet(ctx, "finish", id, check, finishFromSQL, args...)
 }
 
 // updateAndGet runs update and reads the job back in one transaction, so

@@ -106,8 +106,10 @@ func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persist
 	if len(f.Lane) > maxLaneLen {
 		return persistence.Job{}, fmt.Errorf("finish job %s: lane is %d bytes, at most %d", id, len(f.Lane), maxLaneLen)
 	}
-	// The ended attempt goes to the attempts log, computed from the row
-	// (mutate); f.At is fixed here so a retried transaction writes the same.
+	// The ended attempt goes to the attempts log, computed from the
+	// caller's copy where it is the row (finishFrom), else from the row
+	// (mutate); f.At is fixed here so a retried transaction writes the
+	// same.
 	f.At = p.FinishedAt
 	if f.From != nil && attempt != persistence.AnyAttempt {
 		j, err := s.finishFrom(ctx, id, attempt, f)

@@ -91,6 +91,9 @@ type Reschedule struct {
 	// Lane is the lane the attempt ran on, recorded when none is stored
 	// yet (as Finish.Lane).
 	Lane string
+	// From is the caller's copy of the running job, a hint as
+	// Finish.From is.
+	From *Job
 }
 
 // ApplyPromote applies JobStore.Promote: scheduled → queued (its run_at

@@ -61,7 +61,8 @@ func (g *jobGrain) retryLater(ctx actor.Context, m *messages.JobFinished) *messa
 	prev := g.job
 	rctx := deadline.Within(g.deps.Timing.GrainTimeout)
 	j, err := g.deps.Jobs.Reschedule(rctx, g.id, int(m.Attempt), persistence.Reschedule{
-		RunAt: now.Add(wait), Reason: m.Reason, Error: m.Error, At: now, Hub: g.deps.HubID, Lane: g.unsavedLane(int(m.Attempt))})
+		RunAt: now.Add(wait), Reason: m.Reason, Error: m.Error, At: now, Hub: g.deps.HubID, Lane: g.unsavedLane(int(m.Attempt)),
+		From: g.storedCopy(int(m.Attempt))})
 	if err != nil {
 		if errors.Is(err, persistence.ErrConflict) {
 			g.load(ctx)

@@ -649,6 +649,18 @@ func (g *jobGrain) laneSaved() {
 	}
 }
 
+// storedCopy is the job as the store holds it while attempt runs, for a
+// store to compute the attempt's end from instead of reading the row (one
+// round trip on MariaDB, not two: persistence.Finish.From); the store
+// checks the row is still as the copy says.
+func (g *jobGrain) storedCopy(attempt int) *persistence.Job {
+	from := g.job
+	if g.unsavedLane(attempt) != "" {
+		from.Lane = "" // as stored: the claim cleared it
+	}
+	return &from
+}
+
 // unsavedLane is the lane to write with the end of attempt, "" when the
 // store has it already (or it is another attempt's).
 func (g *jobGrain) unsavedLane(attempt int) string {
@@ -768,14 +780,7 @@ func (g *jobGrain) finish(ctx actor.Context, attempt int, f persistence.Finish, 
 		g.flushLane(ctx) // AnyAttempt cannot say whose lane it is
 	} else {
 		f.Lane = g.unsavedLane(attempt)
-		// The store may compute the end from this grain's copy instead
-		// of reading the row (one round trip on MariaDB, not two); it
-		// checks the row is still as the copy says.
-		from := g.job
-		if f.Lane != "" {
-			from.Lane = "" // as stored: the claim cleared it
-		}
-		f.From = &from
+		f.From = g.storedCopy(attempt)
 	}
 	prev := g.job
 	rctx := deadline.Within(g.deps.Timing.GrainTimeout)

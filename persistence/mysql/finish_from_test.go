@@ -102,3 +102,31 @@ func TestFinishRidesAClaim(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, persistence.StatusSucceeded, fin.Status)
 }
+
+// TestRescheduleFromIsOneRoundTrip: as TestFinishFromIsOneRoundTrip, for
+// an attempt tried again later.
+func TestRescheduleFromIsOneRoundTrip(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := t.Context()
+	for _, tc := range []struct {
+		from  bool
+		trips int64
+	}{{false, 2}, {true, 1}} {
+		j, _, err := s.Create(ctx, persistence.Job{Mode: "noop", MaxAttempts: 3, TimeoutS: 60})
+		require.NoError(t, err)
+		claimed, err := s.Claim(ctx, j.ID, "w1", time.Now())
+		require.NoError(t, err)
+		r := persistence.Reschedule{RunAt: time.Now().Add(time.Minute), Reason: persistence.ReasonJobError, Lane: "lane-1"}
+		if tc.from {
+			r.From = &claimed
+		}
+		before := mysql.TxRoundTrips(s)
+		got, err := s.Reschedule(ctx, j.ID, 1, r)
+		require.NoError(t, err)
+		require.Equal(t, tc.trips, mysql.TxRoundTrips(s)-before, "with the copy: %v", tc.from)
+		require.Equal(t, persistence.StatusScheduled, got.Status)
+		require.Empty(t, got.WorkerID)
+		require.Len(t, got.AttemptsLog, 1)
+		require.Equal(t, "lane-1", got.AttemptsLog[0].Lane)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -153,7 +154,33 @@ func (s *JobStore) Reschedule(ctx context.Context, id string, attempt int, r per
 	if len(r.Lane) > maxLaneLen {
 		return persistence.Job{}, fmt.Errorf("reschedule job %s: lane is %d bytes, at most %d", id, len(r.Lane), maxLaneLen)
 	}
-	return s.mutate(ctx, "reschedule", id, func(j *persistence.Job) error { return persistence.ApplyReschedule(j, attempt, r) })
+	if r.At.IsZero() {
+		r.At = time.Now() // fixed here, so the way from the row writes the same
+	}
+	apply := func(j *persistence.Job) error { return persistence.ApplyReschedule(j, attempt, r) }
+	if r.From != nil && usableFrom(r.From, id, attempt) {
+		j, err := s.rescheduleFrom(ctx, id, attempt, r.From, apply)
+		if !errors.Is(err, errFromStale) {
+			return j, err
+		}
+	}
+	return s.mutate(ctx, "reschedule", id, apply)
+}
+
+// rescheduleFrom is Reschedule computed from the caller's copy of the row
+// (see finishFrom): one conditional UPDATE in the batch's round trip.
+func (s *JobStore) rescheduleFrom(ctx context.Context, id string, attempt int, from *persistence.Job,
+	apply func(*persistence.Job) error) (persistence.Job, error) {
+	j := persistence.CloneJob(*from)
+	if err := apply(&j); err != nil {
+		return persistence.Job{}, err
+	}
+	retry, err := encodeRetry(&j) // run_at, retry_backoff, attempts_log
+	if err != nil {
+		return persistence.Job{}, fmt.Errorf("reschedule job %s: %w", id, err)
+	}
+	args := append([]any{retry[0], retry[2]}, fromArgs(id, attempt, from)...)
+	return s.updateAndGet(ctx, "reschedule", id, fromCheck(apply), rescheduleFromSQL, args...)
 }
 
 // Revive queues a failed job again (persistence.ApplyRevive).

@@ -120,14 +120,48 @@ func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persist
 	return s.mutate(ctx, "finish", id, func(j *persistence.Job) error { return persistence.ApplyFinish(j, attempt, f) })
 }
 
+// fromFence is the condition of a transition computed from the caller's
+// copy of a running job (Finish.From, Reschedule.From): the row is still
+// as the copy says in everything the change is computed from — the
+// attempt (status, attempts, worker and started_at say which claim it is,
+// so its attempts log and ready time are those of the claim) and the lane
+// stored. Its arguments are fromArgs'.
+const fromFence = " WHERE id = ? AND status = 'running' AND attempts = ? AND worker_id = ? AND lane = ? AND started_at = ?"
+
 // finishFromSQL ends a running attempt with the values finishFrom computed
-// from Finish.From, where the row is still as From says in everything
-// those values are computed from: the attempt (status, attempts, worker
-// and started_at say which claim it is, so its attempts log and ready time
-// are those of the claim) and the lane stored.
+// from Finish.From.
 const finishFromSQL = "UPDATE jobs SET status = ?, reason = ?, `error` = ?, lane = ?, finished_at = ?, result = ?, assets = ?, " +
-	"attempts_log = ?, updated_at = UTC_TIMESTAMP(6) " +
-	"WHERE id = ? AND status = 'running' AND attempts = ? AND worker_id = ? AND lane = ? AND started_at = ?"
+	"attempts_log = ?, updated_at = UTC_TIMESTAMP(6)" + fromFence
+
+// rescheduleFromSQL ends a running attempt that is tried again later with
+// the values rescheduleFrom computed from Reschedule.From.
+const rescheduleFromSQL = "UPDATE jobs SET status = 'scheduled', run_at = ?, worker_id = NULL, started_at = NULL, lane = '', " +
+	"attempts_log = ?, updated_at = UTC_TIMESTAMP(6)" + fromFence
+
+// usableFrom reports whether from is a copy of id running at attempt,
+// which a change may be computed from.
+func usableFrom(from *persistence.Job, id string, attempt int) bool {
+	return from.ID == id && from.Status == persistence.StatusRunning && from.Attempts == attempt &&
+		from.WorkerID != "" && !from.StartedAt.IsZero()
+}
+
+// fromArgs are fromFence's arguments for from.
+func fromArgs(id string, attempt int, from *persistence.Job) []any {
+	return []any{id, attempt, from.WorkerID, from.Lane, micro(from.StartedAt)}
+}
+
+// fromCheck explains a transition computed from a copy that matched no
+// row: apply's own error on the row as it is, or errFromStale where apply
+// would have changed it (the row differs from the copy).
+func fromCheck(apply func(*persistence.Job) error) func(*persistence.Job) error {
+	return func(cur *persistence.Job) error {
+		c := persistence.CloneJob(*cur)
+		if err := apply(&c); err != nil {
+			return err
+		}
+		return errFromStale
+	}
+}
 
 // errFromStale: the row is not as Finish.From says (or From is not a
 // running attempt's copy); the end is computed from the row instead.
@@ -139,12 +173,12 @@ var errFromStale = errors.New("finish: the row is not as the caller's copy says"
 // whole (mutate: a second round trip for its whole batch).
 func (s *JobStore) finishFrom(ctx context.Context, id string, attempt int, f persistence.Finish) (persistence.Job, error) {
 	from := f.From
-	if from.ID != id || from.Status != persistence.StatusRunning || from.Attempts != attempt ||
-		from.WorkerID == "" || from.StartedAt.IsZero() {
+	if !usableFrom(from, id, attempt) {
 		return persistence.Job{}, errFromStale
 	}
+	apply := func(j *persistence.Job) error { return persistence.ApplyFinish(j, attempt, f) }
 	j := persistence.CloneJob(*from)
-	if err := persistence.ApplyFinish(&j, attempt, f); err != nil {
+	if err := apply(&j); err != nil {
 		return persistence.Job{}, err
 	}
 	j.FinishedAt, j.Error = micro(j.FinishedAt), clipError(j.Error)
@@ -157,17 +191,9 @@ func (s *JobStore) finishFrom(ctx context.Context, id string, attempt int, f per
 		return persistence.Job{}, fmt.Errorf("finish job %s: %w", id, err)
 	}
 	attemptsLog := retry[len(retry)-1]
-	check := func(cur *persistence.Job) error {
-		// Lost: the end as computed from the row decides. Where that
-		// would have been written, the row differs from From.
-		c := persistence.CloneJob(*cur)
-		if err := persistence.ApplyFinish(&c, attempt, f); err != nil {
-			return err
-		}
-		return errFromStale
-	}
-	args := []any{string(j.Status), j.Reason, j.Error, j.Lane, nullTime(j.FinishedAt), nullJSON(j.Result), assets, attemptsLog,
-		id, attempt, from.WorkerID, from.Lane, micro(from.StartedAt)}
+	check := fromCheck(apply)
+	args := append([]any{string(j.Status), j.Reason, j.Error, j.Lane, nullTime(j.FinishedAt), nullJSON(j.Result), assets, attemptsLog},
+		fromArgs(id, attempt, from)...)
 	if s.oneTrip {
 		// An end rides the next transaction a claim leads
 		// (WithFinishWait): its lane is free already, and what waits on

@@ -14,6 +14,7 @@ var jobRetryTests = []jobTest{
 	{"ScheduledCreatePromote", testJobScheduledCreatePromote},
 	{"ScheduledCreateRejects", testJobScheduledCreateRejects},
 	{"Reschedule", testJobReschedule},
+	{"RescheduleFrom", testJobRescheduleFrom},
 	{"Revive", testJobRevive},
 	{"AttemptsLogBounded", testJobAttemptsLogBounded},
 	{"CancelScheduled", testJobCancelScheduled},
@@ -232,4 +233,53 @@ func testJobCancelScheduled(t *testing.T, s persistence.JobStore) {
 	require.Empty(t, got.AttemptsLog, "no attempt ran")
 	_, err = s.Promote(ctx, j.ID)
 	require.ErrorIs(t, err, persistence.ErrConflict, "a canceled job is not promoted")
+}
+
+// testJobRescheduleFrom: Reschedule.From is a hint as Finish.From is (see
+// testJobFinishFrom).
+func testJobRescheduleFrom(t *testing.T, s persistence.JobStore) {
+	ctx := t.Context()
+	j := mustCreate(t, s, newJob(1))
+	started := time.Now().Add(-time.Second).In(zone)
+	claimed, err := s.Claim(ctx, j.ID, "w1", started)
+	require.NoError(t, err)
+	require.NoError(t, s.SetLane(ctx, j.ID, 1, "lane-1"))
+	copied := claimed
+	copied.Lane = "lane-1" // as stored
+	ended := time.Now().In(zone)
+	runAt := ended.Add(16 * time.Second)
+	r := persistence.Reschedule{RunAt: runAt, Reason: persistence.ReasonJobError, Error: "boom", At: ended, Hub: "hub-a", From: &copied}
+	got, err := s.Reschedule(ctx, j.ID, 1, r)
+	require.NoError(t, err)
+	want := j
+	want.Status, want.Attempts = persistence.StatusScheduled, 1
+	first := persistence.Attempt{Attempt: 1, WorkerID: "w1", Lane: "lane-1", Hub: "hub-a", QueuedAt: j.CreatedAt,
+		StartedAt: started, FinishedAt: ended, Status: persistence.StatusFailed, Reason: persistence.ReasonJobError, Error: "boom"}
+	for _, job := range []persistence.Job{got, mustGet(t, s, j.ID)} {
+		requireJob(t, want, job)
+		requireTime(t, runAt, job.RunAt, "run_at")
+		require.Len(t, job.AttemptsLog, 1)
+		requireAttempt(t, first, job.AttemptsLog[0])
+	}
+
+	// A lane stored since the copy: the stored one goes to the log.
+	j = mustCreate(t, s, newJob(2))
+	claimed, err = s.Claim(ctx, j.ID, "w1", time.Now())
+	require.NoError(t, err)
+	require.NoError(t, s.SetLane(ctx, j.ID, 1, "lane-0"))
+	got, err = s.Reschedule(ctx, j.ID, 1, persistence.Reschedule{RunAt: time.Now().Add(time.Hour), Lane: "lane-9", From: &claimed})
+	require.NoError(t, err)
+	require.Equal(t, persistence.StatusScheduled, got.Status)
+	require.Len(t, got.AttemptsLog, 1)
+	require.Equal(t, "lane-0", got.AttemptsLog[0].Lane)
+
+	// An ended attempt: refused, and left as it is.
+	j = mustCreate(t, s, newJob(3))
+	claimed, err = s.Claim(ctx, j.ID, "w1", time.Now())
+	require.NoError(t, err)
+	done, err := s.Finish(ctx, j.ID, 1, persistence.Finish{Status: persistence.StatusSucceeded})
+	require.NoError(t, err)
+	_, err = s.Reschedule(ctx, j.ID, 1, persistence.Reschedule{RunAt: time.Now().Add(time.Hour), From: &claimed})
+	require.ErrorIs(t, err, persistence.ErrConflict)
+	requireJob(t, done, mustGet(t, s, j.ID))
 }

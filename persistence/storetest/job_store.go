@@ -61,6 +61,13 @@ func mustCreate(t *testing.T, s persistence.JobStore, j persistence.Job) persist
 	return stored
 }
 
+func mustGet(t *testing.T, s persistence.JobStore, id string) persistence.Job {
+	t.Helper()
+	j, err := s.Get(t.Context(), id)
+	require.NoError(t, err)
+	return j
+}
+
 func testJobCreateGet(t *testing.T, s persistence.JobStore) {
 	before := time.Now()
 	in := newJob(1)

@@ -90,20 +90,9 @@ func newBatcher[Req, Res any](run func(context.Context, []*call[Req, Res]), wait
 func (b *batcher[Req, Res]) do(ctx context.Context, req Req, size int) (Res, error) {
 	c := &call[Req, Res]{ctx: ctx, req: req, size: size, done: make(chan struct{})}
 	b.mu.Lock()
-	b.pending = append(b.pending, c)
 	var gather chan struct{}
 	lead := false
-	if b.wait > 0 {
-		b.pace.Note(time.Now())
-	}
-	switch {
-	case b.gathering != nil:
-		// A lead gathers: this call goes in its trip.
-		if len(b.pending) >= waitGroup {
-			close(b.gathering)
-			b.gathering = nil
-		}
-	case b.inFlight < maxTripsInFlight:
+	if !b.queue(c) && b.inFlight < maxTripsInFlight {
 		lead = true
 		b.inFlight++
 		if b.wait > 0 && b.pace.Faster(b.wait) && len(b.pending) == 1 {
@@ -121,6 +110,24 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req, size int) (Res, err
 	return b.await(ctx, c)
 }
 
+// queue adds c to pending (mu held) and reports whether a lead gathers,
+// which c then goes with; it ends the gathering once waitGroup calls
+// are pending.
+func (b *batcher[Req, Res]) queue(c *call[Req, Res]) (gathering bool) {
+	b.pending = append(b.pending, c)
+	if b.wait > 0 {
+		b.pace.Note(time.Now())
+	}
+	if b.gathering == nil {
+		return false
+	}
+	if len(b.pending) >= waitGroup {
+		close(b.gathering)
+		b.gathering = nil
+	}
+	return true
+}
+
 // ride sends req with the next trip another call leads, so it costs no
 // trip (no commit) of its own: it waits up to wait for one, then leads
 // its own if none took it. A caller whose ctx ends first is taken out, as
@@ -131,14 +138,7 @@ func (b *batcher[Req, Res]) ride(ctx context.Context, req Req, size int, wait ti
 	}
 	c := &call[Req, Res]{ctx: ctx, req: req, size: size, done: make(chan struct{})}
 	b.mu.Lock()
-	b.pending = append(b.pending, c)
-	if b.wait > 0 {
-		b.pace.Note(time.Now())
-	}
-	if b.gathering != nil && len(b.pending) >= waitGroup {
-		close(b.gathering)
-		b.gathering = nil
-	}
+	b.queue(c)
 	b.mu.Unlock()
 	t := time.NewTimer(wait)
 	select {

@@ -180,7 +180,7 @@ func (s *JobStore) rescheduleFrom(ctx context.Context, id string, attempt int, f
 		return persistence.Job{}, fmt.Errorf("reschedule job %s: %w", id, err)
 	}
 	args := append([]any{retry[0], retry[2]}, fromArgs(id, attempt, from)...)
-	return s.updateAndGet(ctx, "reschedule", id, fromCheck(apply), rescheduleFromSQL, args...)
+	return s.updateAndGet(ctx, txReq{op: "reschedule", id: id, query: rescheduleFromSQL, args: args, check: fromCheck(apply)})
 }
 
 // Revive queues a failed job again (persistence.ApplyRevive).

@@ -45,7 +45,7 @@ func (s *JobStore) Claim(ctx context.Context, id, workerID string, at time.Time)
 		return persistence.Job{}, fmt.Errorf("claim job %s: worker id is %d bytes, at most %d", id, len(workerID), maxWorkerIDLen)
 	}
 	check := func(j *persistence.Job) error { return persistence.ApplyClaim(j, workerID, at) }
-	return s.updateAndGet(ctx, "claim", id, check, claimSQL, workerID, micro(p.StartedAt), id)
+	return s.updateAndGet(ctx, txReq{op: "claim", id: id, query: claimSQL, args: []any{workerID, micro(p.StartedAt), id}, check: check})
 }
 
 // Unclaim rolls back a claim whose send failed: running on workerID at
@@ -55,7 +55,7 @@ func (s *JobStore) Unclaim(ctx context.Context, id, workerID string, attempt int
 		return fmt.Errorf("unclaim job %s: %w", id, err)
 	}
 	check := func(j *persistence.Job) error { return persistence.ApplyUnclaim(j, workerID, attempt) }
-	return s.condUpdate(ctx, "unclaim", id, check, unclaimSQL, id, workerID, attempt)
+	return s.condUpdate(ctx, txReq{op: "unclaim", id: id, query: unclaimSQL, args: []any{id, workerID, attempt}, check: check})
 }
 
 // SetLane records the lane of a running attempt.
@@ -67,13 +67,9 @@ func (s *JobStore) SetLane(ctx context.Context, id string, attempt int, lane str
 		return fmt.Errorf("set lane of job %s: lane is %d bytes, at most %d", id, len(lane), maxLaneLen)
 	}
 	check := func(j *persistence.Job) error { return persistence.ApplySetLane(j, attempt, lane) }
-	if s.oneTrip {
-		args := []any{lane, id, attempt}
-		_, err := s.transact(ctx, txReq{op: "set lane of", id: id, query: setLaneSQL, args: args, check: check, ride: true},
-			condSize(setLaneSQL, args))
-		return err
-	}
-	return s.condUpdate(ctx, "set lane of", id, check, setLaneSQL, lane, id, attempt)
+	// A lane written on its own rides the next transaction
+	// (WithFinishWait): nobody waits on it.
+	return s.condUpdate(ctx, txReq{op: "set lane of", id: id, query: setLaneSQL, args: []any{lane, id, attempt}, check: check, ride: true})
 }
 
 // Requeue puts a running attempt back in the queue; the attempt stays
@@ -111,7 +107,7 @@ func (s *JobStore) Finish(ctx context.Context, id string, attempt int, f persist
 	// (mutate); f.At is fixed here so a retried transaction writes the
 	// same.
 	f.At = p.FinishedAt
-	if f.From != nil && attempt != persistence.AnyAttempt {
+	if f.From != nil && attempt != persistence.AnyAttempt && usableFrom(f.From, id, attempt) {
 		j, err := s.finishFrom(ctx, id, attempt, f)
 		if !errors.Is(err, errFromStale) {
 			return j, err
@@ -170,12 +166,10 @@ var errFromStale = errors.New("finish: the row is not as the caller's copy says"
 // finishFrom is Finish computed from the caller's copy of the row: one
 // conditional UPDATE, which batches with the other transitions in one
 // round trip, instead of the row read under its lock and written back
-// whole (mutate: a second round trip for its whole batch).
+// whole (mutate: a second round trip for its whole batch). f.From is
+// usable (usableFrom).
 func (s *JobStore) finishFrom(ctx context.Context, id string, attempt int, f persistence.Finish) (persistence.Job, error) {
 	from := f.From
-	if !usableFrom(from, id, attempt) {
-		return persistence.Job{}, errFromStale
-	}
 	apply := func(j *persistence.Job) error { return persistence.ApplyFinish(j, attempt, f) }
 	j := persistence.CloneJob(*from)
 	if err := apply(&j); err != nil {
@@ -194,30 +188,27 @@ func (s *JobStore) finishFrom(ctx context.Context, id string, attempt int, f per
 	check := fromCheck(apply)
 	args := append([]any{string(j.Status), j.Reason, j.Error, j.Lane, nullTime(j.FinishedAt), nullJSON(j.Result), assets, attemptsLog},
 		fromArgs(id, attempt, from)...)
-	if s.oneTrip {
-		// An end rides the next transaction a claim leads
-		// (WithFinishWait): its lane is free already, and what waits on
-		// the write is the worker's ack.
-		return s.transact(ctx, txReq{op: "finish", id: id, query: finishFromSQL, args: args, check: check, ride: true},
-			condSize(finishFromSQL, args))
-	}
-	return s.updateAndGet(ctx, "finish", id, check, finishFromSQL, args...)
+	// An end rides the next transaction a claim leads (WithFinishWait):
+	// its lane is free already, and what waits on the write is the
+	// worker's ack.
+	return s.updateAndGet(ctx, txReq{op: "finish", id: id, query: finishFromSQL, args: args, check: check, ride: true})
 }
 
-// updateAndGet runs update and reads the job back in one transaction, so
+// updateAndGet runs r's conditional UPDATE and reads the job back in one
+// transaction (batched with others when it can), so
 // the job returned is the one this call wrote: the UPDATE's row lock keeps
 // other writers out until the commit. A transaction the server rolled back
 // as a deadlock victim runs again.
-func (s *JobStore) updateAndGet(ctx context.Context, op, id string, check func(*persistence.Job) error, query string, args ...any) (persistence.Job, error) {
+func (s *JobStore) updateAndGet(ctx context.Context, r txReq) (persistence.Job, error) {
 	if s.oneTrip {
-		return s.transact(ctx, txReq{op: op, id: id, query: query, args: args, check: check}, condSize(query, args))
+		return s.transact(ctx, r, condSize(r.query, r.args))
 	}
 	var (
 		out persistence.Job
 		err error
 	)
 	for try := 1; ; try++ {
-		out, err = s.tryUpdateAndGet(ctx, op, id, check, query, args...)
+		out, err = s.tryUpdateAndGet(ctx, r.op, r.id, r.check, r.query, r.args...)
 		if err == nil || !retryable(err) || try == maxTxTries || ctx.Err() != nil {
 			return out, err
 		}
@@ -248,12 +239,12 @@ func (s *JobStore) tryUpdateAndGet(ctx context.Context, op, id string, check fun
 
 // condUpdate is a transition that returns no job: one conditional UPDATE,
 // batched with others when the connection allows multi-statement trips.
-func (s *JobStore) condUpdate(ctx context.Context, op, id string, check func(*persistence.Job) error, query string, args ...any) error {
+func (s *JobStore) condUpdate(ctx context.Context, r txReq) error {
 	if s.oneTrip {
-		_, err := s.transact(ctx, txReq{op: op, id: id, query: query, args: args, check: check}, condSize(query, args))
+		_, err := s.transact(ctx, r, condSize(r.query, r.args))
 		return err
 	}
-	return s.update(ctx, s.db, op, id, check, query, args...)
+	return s.update(ctx, s.db, r.op, r.id, r.check, r.query, r.args...)
 }
 
 // update runs one conditional UPDATE of job id. When it matches no row, it

@@ -181,7 +181,12 @@ func TestGroupWaitSharesTrips(t *testing.T) {
 	s, _ = openStore(t, mysql.WithGroupWait(50*time.Millisecond))
 	storetest.CreatePaced(t, s, n, 2*time.Millisecond)
 	t.Logf("group wait 50ms: %d creates in %d trips", n, creates(s))
-	require.LessOrEqual(t, creates(s), int64(n/2), "paced creates shared trips")
+	// Alone, each create would take a trip of its own (as the 20 below
+	// do). Gathering leads take about n/4 on a quiet machine; on a loaded
+	// one (CI runs packages side by side under -race) the trips last
+	// longer than the pace and a freed trip takes the one or two calls
+	// pending without gathering: runs there saw up to 101.
+	require.LessOrEqual(t, creates(s), int64(3*n/4), "paced creates shared trips")
 
 	s, _ = openStore(t)
 	storetest.CreatePaced(t, s, 20, 20*time.Millisecond)

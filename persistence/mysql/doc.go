@@ -30,9 +30,9 @@
 // goes at once; calls arriving meanwhile wait for one and go together in
 // the next.
 // Transitions of a batch share one transaction (batch_tx.go): START
-// TRANSACTION, each conditional UPDATE with its own SELECT ROW_COUNT(),
-// one read of every job of the batch and COMMIT, all one multi-statement
-// trip; the transitions computed from their row (Finish, Requeue and the
+// TRANSACTION, each conditional UPDATE stamping its own op_token (the
+// read tells which matched, see tripOne), one read of every job of the
+// batch and COMMIT, all one multi-statement trip; the transitions computed from their row (Finish, Requeue and the
 // retry ones, which write the attempts log) read the rows FOR UPDATE in
 // that trip and write them back with the COMMIT in a second. Reads of a
 // batch are one SELECT … WHERE id IN, creates one multi-row INSERT. Each

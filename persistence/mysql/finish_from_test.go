@@ -130,3 +130,53 @@ func TestRescheduleFromIsOneRoundTrip(t *testing.T) {
 		require.Equal(t, "lane-1", got.AttemptsLog[0].Lane)
 	}
 }
+
+// TestTwoTransitionsOfOneJobInOneTrip: a lane write and the end of one
+// job, both matching, share a trip with another job's claim, and each is
+// answered as matched — the end's token overwrites the lane write's, so
+// those two are told by their row counts.
+func TestTwoTransitionsOfOneJobInOneTrip(t *testing.T) {
+	s, _ := openStore(t, mysql.WithFinishWait(time.Minute)) // both wait for the claim
+	ctx := t.Context()
+	j, _, err := s.Create(ctx, persistence.Job{Mode: "noop", MaxAttempts: 1, TimeoutS: 60})
+	require.NoError(t, err)
+	running, err := s.Claim(ctx, j.ID, "w1", time.Now())
+	require.NoError(t, err)
+	next, _, err := s.Create(ctx, persistence.Job{Mode: "noop", MaxAttempts: 1, TimeoutS: 60})
+	require.NoError(t, err)
+
+	laned := make(chan error, 1)
+	go func() { laned <- s.SetLane(ctx, j.ID, 1, "0") }()
+	require.Eventually(t, func() bool { return mysql.PendingTxs(s) == 1 }, 10*time.Second, time.Millisecond)
+	copyWithLane := running
+	copyWithLane.Lane = "0" // as the grain's copy once its lane write is sent
+	type end struct {
+		j   persistence.Job
+		err error
+	}
+	ended := make(chan end, 1)
+	go func() {
+		fin, err := s.Finish(ctx, j.ID, 1, persistence.Finish{Status: persistence.StatusSucceeded, Lane: "0", From: &copyWithLane})
+		ended <- end{fin, err}
+	}()
+	require.Eventually(t, func() bool { return mysql.PendingTxs(s) == 2 }, 10*time.Second, time.Millisecond)
+
+	before := mysql.TxRoundTrips(s)
+	claimed, err := s.Claim(ctx, next.ID, "w1", time.Now())
+	require.NoError(t, err)
+	require.Equal(t, persistence.StatusRunning, claimed.Status)
+	require.NoError(t, <-laned, "the lane write matched")
+	e := <-ended
+	require.NoError(t, e.err, "the end matched")
+	require.Equal(t, persistence.StatusSucceeded, e.j.Status)
+	require.Equal(t, "0", e.j.Lane)
+	require.Equal(t, int64(1), mysql.TxRoundTrips(s)-before, "all three in one round trip")
+
+	// A transition that loses its condition in a stamped trip is still
+	// told apart: the job ended, so a second end is refused.
+	_, err = s.Finish(ctx, j.ID, 1, persistence.Finish{Status: persistence.StatusSucceeded, From: &copyWithLane})
+	require.Error(t, err)
+	got, err := s.Get(ctx, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, persistence.StatusSucceeded, got.Status)
+}

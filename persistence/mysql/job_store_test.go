@@ -106,7 +106,8 @@ func TestOpenForcesDSNParams(t *testing.T) {
 	require.NoError(t, s.SetLane(ctx, j.ID, 1, "lane-1"))
 }
 
-// TestSchema: the jobs table has exactly the columns a job needs and the
+// TestSchema: the jobs table has exactly the columns a job needs (and the
+// op_token the batched transitions stamp) and the
 // indexes the queries use.
 func TestSchema(t *testing.T) {
 	t.Parallel()
@@ -117,7 +118,7 @@ func TestSchema(t *testing.T) {
 		WHERE table_schema = DATABASE() AND table_name = 'jobs' ORDER BY ordinal_position`)
 	require.Equal(t, []string{"id", "mode", "params", "status", "reason", "error", "worker_id", "lane",
 		"attempts", "max_attempts", "timeout_s", "created_at", "started_at", "finished_at", "result",
-		"assets", "labels", "idempotency_key", "updated_at", "priority", "run_at", "retry_backoff", "attempts_log", "tenant"}, cols)
+		"assets", "labels", "idempotency_key", "updated_at", "priority", "run_at", "retry_backoff", "attempts_log", "tenant", "op_token"}, cols)
 
 	rows, err := db.admin.QueryContext(ctx, `SELECT index_name, non_unique,
 		GROUP_CONCAT(column_name ORDER BY seq_in_index SEPARATOR ',')

@@ -224,6 +224,11 @@ const updateJobsSet = "UPDATE jobs SET "
 // others' token.
 func tripOne(cond []*txCall, ids []string, lock bool, seed uint64) (query string, args []any, tokens []uint64, counted []bool) {
 	var q strings.Builder
+	size := 160 + len(jobColumns) + 4*len(ids)
+	for _, c := range cond {
+		size += len(c.req.query) + 40
+	}
+	q.Grow(size) // one allocation, not one per doubling
 	args = make([]any, 0, len(cond)*5+len(ids))
 	tokens, counted = make([]uint64, len(cond)), make([]bool, len(cond))
 	base := seed | 1 // odd tokens: never the column's default 0, distinct within the trip
@@ -289,7 +294,7 @@ func readTrip(ctx context.Context, conn *sql.Conn, query string, args []any, cou
 	rows, stamps := map[string]persistence.Job{}, map[string]uint64{}
 	for rs.Next() {
 		var token uint64
-		j, err := scanJob(withToken{rs, &token})
+		j, err := scanJobAnd(rs, &token)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("read: %w", err)
 		}
@@ -308,13 +313,6 @@ func readTrip(ctx context.Context, conn *sql.Conn, query string, args []any, cou
 	return counts, rows, stamps, nil
 }
 
-// withToken scans a job row followed by its op_token.
-type withToken struct {
-	rs    *sql.Rows
-	token *uint64
-}
-
-func (w withToken) Scan(dest ...any) error { return w.rs.Scan(append(dest, w.token)...) }
 
 // writeRows is trip two: every changed row written whole, then COMMIT. A
 // trip that would outgrow maxBatchBytes is cut into several statements'

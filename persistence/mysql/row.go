@@ -39,7 +39,11 @@ type rowScanner interface {
 }
 
 // scanJob reads one row of jobColumns.
-func scanJob(sc rowScanner) (persistence.Job, error) {
+func scanJob(sc rowScanner) (persistence.Job, error) { return scanJobAnd(sc, nil) }
+
+// scanJobAnd reads one row of jobColumns followed, when more is not nil,
+// by one more column into more.
+func scanJobAnd(sc rowScanner, more any) (persistence.Job, error) {
 	var (
 		j                              persistence.Job
 		status                         string
@@ -48,10 +52,13 @@ func scanJob(sc rowScanner) (persistence.Job, error) {
 		started, finished              sql.NullTime
 		retry                          retryColumns
 	)
-	err := sc.Scan(&j.ID, &j.Mode, &params, &status, &j.Reason, &j.Error, &workerID, &j.Lane,
+	dest := []any{&j.ID, &j.Mode, &params, &status, &j.Reason, &j.Error, &workerID, &j.Lane,
 		&j.Attempts, &j.MaxAttempts, &j.TimeoutS, &j.CreatedAt, &started, &finished,
-		&result, &assets, &labels, &key, &j.Priority, &j.Tenant, &retry.runAt, &retry.backoff, &retry.log)
-	if err != nil {
+		&result, &assets, &labels, &key, &j.Priority, &j.Tenant, &retry.runAt, &retry.backoff, &retry.log, more}
+	if more == nil {
+		dest = dest[:len(dest)-1]
+	}
+	if err := sc.Scan(dest...); err != nil {
 		return persistence.Job{}, err
 	}
 	if err := retry.decode(&j); err != nil {

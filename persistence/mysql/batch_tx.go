@@ -313,7 +313,6 @@ func readTrip(ctx context.Context, conn *sql.Conn, query string, args []any, cou
 	return counts, rows, stamps, nil
 }
 
-
 // writeRows is trip two: every changed row written whole, then COMMIT. A
 // trip that would outgrow maxBatchBytes is cut into several statements'
 // worth, all in the one transaction.

@@ -25,13 +25,32 @@ const DefaultSubscriberBuffer = 256
 // one job's share each event's Lines: treat them as read-only. With
 // WithRetention, a log not written for the retention is dropped (as Redis
 // expires it), so a long-running embedded hub does not grow without bound.
+//
+// Most short jobs write no line: their log is the done marker alone. Those
+// are kept apart (ended), at less than half a full log's bytes — a day's
+// retention of an embedded hub at a few hundred jobs a second is millions
+// of them — and pruned oldest first as writes come, never by a scan.
 type LogStore struct {
-	buffer    int           // channel capacity of each subscription; fixed
-	retention time.Duration // 0 = keep forever; fixed
+	buffer    int              // channel capacity of each subscription; fixed
+	retention time.Duration    // 0 = keep forever; fixed
+	now       func() time.Time // the clock of the writes (tests set it); fixed
 
 	mu        sync.Mutex
 	logs      map[string]*jobLog
 	lastPrune time.Time
+	// ended is the logs that are a done marker alone, by when it was
+	// written (UnixNano); a line or a subscriber makes one a jobLog.
+	ended map[string]int64
+	// endedOrder is ended's writes oldest first from endedHead, for the
+	// retention; an entry whose time ended no longer holds is stale.
+	endedOrder []endedMark
+	endedHead  int
+}
+
+// endedMark is one write of a done marker alone.
+type endedMark struct {
+	id string
+	at int64
 }
 
 // jobLog is one job's log; guarded by LogStore.mu.
@@ -59,7 +78,7 @@ func WithSubscriberBuffer(n int) LogStoreOption {
 
 // NewLogStore returns an empty LogStore.
 func NewLogStore(opts ...LogStoreOption) *LogStore {
-	s := &LogStore{buffer: DefaultSubscriberBuffer, logs: make(map[string]*jobLog)}
+	s := &LogStore{buffer: DefaultSubscriberBuffer, logs: make(map[string]*jobLog), ended: make(map[string]int64), now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
@@ -83,9 +102,14 @@ func (s *LogStore) Write(ctx context.Context, batches []persistence.LogBatch) er
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
+	now := s.now()
 	s.pruneLocked(now)
 	for _, b := range batches {
+		if len(b.Lines) == 0 && b.Done && s.logs[b.JobID] == nil {
+			// Nobody follows it (a subscriber has a jobLog): nothing to publish.
+			s.markEnded(b.JobID, now)
+			continue
+		}
 		l := s.log(b.JobID)
 		l.written = now
 		lines := b.Lines
@@ -113,10 +137,38 @@ func (s *LogStore) Write(ctx context.Context, batches []persistence.LogBatch) er
 	return nil
 }
 
-// pruneLocked drops logs not written for the retention, at most once per
-// tenth of it (a scan of all logs, amortised over the writes).
+// markEnded notes jobID's log as a done marker alone, written at now;
+// s.mu is held.
+func (s *LogStore) markEnded(jobID string, now time.Time) {
+	at := now.UnixNano()
+	s.ended[jobID] = at
+	if s.retention > 0 {
+		s.endedOrder = append(s.endedOrder, endedMark{id: jobID, at: at})
+	}
+}
+
+// pruneLocked drops logs not written for the retention: the done markers
+// alone oldest first, the others at most once per tenth of it (a scan of
+// them, amortised over the writes).
 func (s *LogStore) pruneLocked(now time.Time) {
-	if s.retention <= 0 || now.Sub(s.lastPrune) < s.retention/10 {
+	if s.retention <= 0 {
+		return
+	}
+	cut := now.Add(-s.retention).UnixNano()
+	for s.endedHead < len(s.endedOrder) && s.endedOrder[s.endedHead].at < cut {
+		m := s.endedOrder[s.endedHead]
+		if at, ok := s.ended[m.id]; ok && at == m.at {
+			delete(s.ended, m.id)
+		}
+		s.endedOrder[s.endedHead] = endedMark{}
+		s.endedHead++
+	}
+	if s.endedHead > 1024 && s.endedHead*2 > len(s.endedOrder) {
+		// Keep the slice's dead front from outgrowing the live marks.
+		s.endedOrder = append(s.endedOrder[:0], s.endedOrder[s.endedHead:]...)
+		s.endedHead = 0
+	}
+	if now.Sub(s.lastPrune) < s.retention/10 {
 		return
 	}
 	s.lastPrune = now
@@ -140,7 +192,8 @@ func (s *LogStore) Read(ctx context.Context, jobID string, from int64, max int) 
 	defer s.mu.Unlock()
 	l, ok := s.logs[jobID]
 	if !ok {
-		return nil, false, nil
+		_, done := s.ended[jobID]
+		return nil, done, nil
 	}
 	if from >= int64(len(l.lines)) {
 		return nil, l.done, nil
@@ -180,11 +233,16 @@ func (s *LogStore) Subscribe(ctx context.Context, jobID string) (persistence.Log
 	return sub, nil
 }
 
-// log returns jobID's log, creating it; s.mu is held.
+// log returns jobID's log, creating it (from its done marker, if it is
+// one); s.mu is held.
 func (s *LogStore) log(jobID string) *jobLog {
 	l, ok := s.logs[jobID]
 	if !ok {
 		l = &jobLog{subs: make(map[*logSubscription]struct{})}
+		if at, done := s.ended[jobID]; done {
+			l.done, l.written = true, time.Unix(0, at)
+			delete(s.ended, jobID) // its endedOrder entry goes stale
+		}
 		s.logs[jobID] = l
 	}
 	return l

@@ -48,3 +48,21 @@ func TestGapsOf(t *testing.T) {
 		t.Errorf("slot gaps %v, want %v", got, want)
 	}
 }
+
+// TestGapsOfLaneInRunOrder: on lane l0, job b was claimed (started_at 5)
+// before job a (6) but reached the worker after it, so the lane ran a
+// (finished 10), then b (finished 20), then c (claimed 22). The lane's
+// pairs are a→b (b claimed before a finished: not a wait for the lane)
+// and b→c, 2 ms — ordered by claim instead, c's gap would span b's run
+// and read 12 ms.
+func TestGapsOfLaneInRunOrder(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	job := func(started, finished int) client.Job {
+		return client.Job{WorkerID: "w", Lane: "l0", CreatedAt: at(0), StartedAt: at(started), FinishedAt: at(finished)}
+	}
+	lane, _ := gapsOf([]client.Job{job(6, 10), job(5, 20), job(22, 30)})
+	if len(lane) != 1 || lane[0] != 2*time.Millisecond {
+		t.Errorf("lane gaps %v, want [2ms]", lane)
+	}
+}

@@ -528,16 +528,14 @@ func (p *paprikaSystem) laneGaps(ctx context.Context, n int) (lane, slot []time.
 // lane pairs two jobs in a row on one worker's lane. It overstated what
 // a worker waits while a worker put an assignment on its lowest free
 // lane (before it took the lane free the longest): a freed high lane was
-// passed over for lower ones freed meanwhile. A lane's jobs are put in
-// the order they finished, which is the order the lane ran them (one at
-// a time, its reports read in the order it sent them), not in the order
-// of their started_at: that is the claim, stamped before the assignment
-// travels to the worker, and with several hubs a job claimed first can
-// reach the worker after one claimed later and run after it on the
-// same lane — ordered by the claim, the lane's later job came between a
-// pair whose gap then spanned it (the three-hub per-lane tail). slot counts a worker's
-// capacity as the hub does, in interchangeable slots: each start on a
-// worker is paired with the earliest of its freed slots not paired yet.
+// passed over for lower ones freed meanwhile. A lane's jobs are paired
+// in the order they finished, which is the order the lane ran them; their
+// started_at is the claim, and with several hubs a job claimed first can
+// reach the worker after one claimed later and run after it.
+//
+// slot counts a worker's capacity as the hub does, in interchangeable
+// slots: each start on a worker is paired with the earliest of its freed
+// slots not paired yet.
 func gapsOf(jobs []client.Job) (lane, slot []time.Duration) {
 	byLane := map[string][]client.Job{}
 	byWorker := map[string][]client.Job{}

@@ -56,7 +56,10 @@ const maxIdleClasses = 16
 // that is today's FIFO. A FIFO's head is its oldest job, hence its highest
 // effective priority, so comparing heads finds the job to place.
 // With tenants, that order holds within each tenant's lane; whose lane
-// goes in a class is decided first, by weight (tenants.go).
+// goes in a class is decided first, by weight (tenants.go). One exception,
+// bounded: a worker's lane may take a job at most nearWindow younger than
+// the next one, of the same level, whose grain is on the worker's hub
+// (nearer).
 type jobQueue struct {
 	classes []*queueClass
 	byClass map[string]*queueClass // mode → its class
@@ -248,11 +251,60 @@ func (q *jobQueue) nextPlacement(now time.Time, served func(mode string) bool, p
 		}
 		if served == nil || served(j.mode) {
 			if c := pick(j); c != nil {
+				if c.LinkHub != "" && j.near != "" && j.near != c.LinkHub {
+					if k, ok := q.nearer(j, c.LinkHub, now); ok {
+						return k, c, true
+					}
+				}
 				return j, c, true
 			}
 		}
 		class.skip = q.pass
 	}
+}
+
+// A worker's lane is best filled by a job whose grain is on the hub that
+// holds the worker's socket: its job_started and job_done then go from the
+// link to the job grain without crossing the cluster (about four of a
+// job's remote messages, answers included, with three hubs). When the lane
+// freed is the only one free (a saturated fleet), PickWorkerNear has no
+// tie to break, so the queue's next job is as likely on any hub. nearer
+// lets such a job go second to one a moment younger on the worker's hub.
+const (
+	// nearWindow bounds the wait a job can be given for another: only
+	// jobs created at most this long after it may go first, and each
+	// such job once, so the job is placed at the latest once those have
+	// gone.
+	nearWindow = 10 * time.Millisecond
+	// nearScan is how many jobs behind it are looked at: a placement's
+	// cost stays bounded whatever the queue holds.
+	nearScan = 32
+)
+
+// nearer returns the job to place on a worker linked to hub instead of j,
+// the head of its FIFO: the first of the next nearScan jobs of that FIFO
+// (same mode, tenant and priority) whose grain is on hub, created within
+// nearWindow of j and of the same effective priority now (aging never
+// lets a younger job pass an older one of a higher level). False when
+// there is none: j goes.
+func (q *jobQueue) nearer(j queuedJob, hub string, now time.Time) (queuedJob, bool) {
+	e, ok := q.byID[j.id]
+	if !ok {
+		return j, false
+	}
+	level := q.effective(j, now)
+	x := e.Next()
+	for n := 0; x != nil && n < nearScan; n++ {
+		k := x.Value.(queuedJob)
+		if k.created.Sub(j.created) > nearWindow {
+			break
+		}
+		if k.near == hub && q.effective(k, now) == level {
+			return k, true
+		}
+		x = x.Next()
+	}
+	return j, false
 }
 
 // All yields every waiting job (by class, by tenant, highest priority

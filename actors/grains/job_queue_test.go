@@ -188,3 +188,58 @@ func TestJobQueueRequeueLearnsTheNearHub(t *testing.T) {
 	require.Equal(t, map[string]string{"a": "hub-2", "b": "hub-1"}, near)
 	require.Equal(t, []string{"a", "b"}, drain(&q, t0), "the job stays where it was")
 }
+
+// TestJobQueueNearJobForTheLane: a lane on hub-2's worker takes the first
+// job of hub-2 behind the head, if it is of the same level and at most
+// nearWindow younger; otherwise the head goes, as does a head whose hub
+// or whose worker's hub is unknown.
+func TestJobQueueNearJobForTheLane(t *testing.T) {
+	on := func(hub string) func(queuedJob) *Candidate {
+		return func(queuedJob) *Candidate { return &Candidate{ID: "w", LinkHub: hub} }
+	}
+	next := func(q *jobQueue, pick func(queuedJob) *Candidate) string {
+		q.BeginPass()
+		j, _, ok := q.nextPlacement(t0, nil, pick)
+		require.True(t, ok)
+		return j.id
+	}
+	q := newJobQueue(30 * time.Second)
+	q.PushBack(queuedJob{id: "a1", priority: 5, created: t0, near: "hub-1"})
+	q.PushBack(queuedJob{id: "b1", priority: 5, created: t0.Add(time.Millisecond), near: "hub-1"})
+	q.PushBack(queuedJob{id: "c2", priority: 5, created: t0.Add(nearWindow), near: "hub-2"})
+	q.PushBack(queuedJob{id: "d2", priority: 5, created: t0.Add(nearWindow + time.Millisecond), near: "hub-2"})
+	require.Equal(t, "c2", next(&q, on("hub-2")), "the near job within the window")
+	require.Equal(t, "a1", next(&q, on("hub-1")), "the head is near already")
+	require.Equal(t, "a1", next(&q, on("")), "a worker's hub unknown: the head")
+	q.Remove("c2")
+	require.Equal(t, "a1", next(&q, on("hub-2")), "d2 is past the window")
+	q.Remove("a1")
+	require.Equal(t, "d2", next(&q, on("hub-2")), "within the window of the new head")
+
+	// A head whose hub is unknown goes first whatever is behind it.
+	q = newJobQueue(30 * time.Second)
+	q.PushBack(queuedJob{id: "x", priority: 5, created: t0})
+	q.PushBack(queuedJob{id: "y2", priority: 5, created: t0, near: "hub-2"})
+	require.Equal(t, "x", next(&q, on("hub-2")))
+
+	// Aging: a younger job one level below the head does not pass it.
+	q = newJobQueue(time.Second)
+	now := t0.Add(time.Second + nearWindow/2)
+	q.PushBack(queuedJob{id: "old", priority: 5, created: t0, near: "hub-1"})
+	q.PushBack(queuedJob{id: "young", priority: 5, created: t0.Add(nearWindow), near: "hub-2"})
+	q.BeginPass()
+	j, _, ok := q.nextPlacement(now, nil, on("hub-2"))
+	require.True(t, ok)
+	require.Equal(t, "old", j.id, "old has aged a level past young")
+
+	// Only nearScan jobs behind the head are looked at.
+	q = newJobQueue(30 * time.Second)
+	q.PushBack(queuedJob{id: "head", priority: 5, created: t0, near: "hub-1"})
+	for i := range nearScan {
+		q.PushBack(queuedJob{id: fmt.Sprintf("f%d", i), priority: 5, created: t0, near: "hub-1"})
+	}
+	q.PushBack(queuedJob{id: "far2", priority: 5, created: t0, near: "hub-2"})
+	require.Equal(t, "head", next(&q, on("hub-2")))
+	q.Remove("f0")
+	require.Equal(t, "far2", next(&q, on("hub-2")))
+}

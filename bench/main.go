@@ -29,6 +29,7 @@ type options struct {
 	paprika, redisAddr, mysqlDSN, pgURL   string
 	pprof, base                           string
 	sqlTrips                              bool
+	hubEnv                                []string // -hub-env: for the hubs of the systems that are not @base
 }
 
 func main() {
@@ -47,6 +48,13 @@ func main() {
 	flag.StringVar(&o.pgURL, "pg", "postgres://127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL for River")
 	flag.StringVar(&o.base, "base", "", "a second paprika binary (e.g. built from main): every Paprika system also runs with it, as \"<name>@base\", interleaved, for before/after ratios in one run")
 	flag.StringVar(&o.pprof, "pprof", "", "with a host:port, the first Paprika hub serves debug.pprof there (profile it while the bench runs)")
+	flag.Func("hub-env", "KEY=VALUE set in the environment of the Paprika hubs of every system but the @base twins (repeat it for more), so that -base with the same binary measures a setting: -hub-env GOGC=400, -hub-env GOMAXPROCS=1", func(v string) error {
+		if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+			return fmt.Errorf("want KEY=VALUE, not %q", v)
+		}
+		o.hubEnv = append(o.hubEnv, v)
+		return nil
+	})
 	flag.BoolVar(&o.sqlTrips, "sqltrips", false, "Paprika on MariaDB connects through a proxy in the bench that counts the SQL round trips (commands sent), shown as sql-trips per job; it costs the bench process CPU")
 	flag.Parse()
 
@@ -114,7 +122,8 @@ func run(ctx context.Context, o options) error {
 		}
 		systems = append(systems, s)
 		if p, ok := s.(*paprikaSystem); ok && o.base != "" {
-			systems = append(systems, &paprikaSystem{label: p.label + "@base", bin: o.base, o: p.o, hubs: p.hubs, real: p.real, cports: p.cports})
+			systems = append(systems, &paprikaSystem{label: p.label + "@base", bin: o.base, o: p.o, hubs: p.hubs, real: p.real, cports: p.cports,
+				base: true})
 		}
 	}
 	res := map[string][]result{}

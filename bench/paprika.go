@@ -30,6 +30,7 @@ import (
 type paprikaSystem struct {
 	label string
 	bin   string // this system's own binary (-base); "" = binary()
+	base  bool   // the @base twin: no -hub-env
 	o     *options
 	hubs  int
 	real  bool // MariaDB + Redis; embedded otherwise
@@ -142,6 +143,9 @@ func (p *paprikaSystem) start(ctx context.Context) error {
 			"PAPRIKA_ASSETS_DIR="+filepath.Join(p.dir, fmt.Sprintf("hub-%d", i), "assets"))
 		if i == 0 && p.o.pprof != "" {
 			henv = append(henv, "PAPRIKA_DEBUG_PPROF="+p.o.pprof)
+		}
+		if !p.base {
+			henv = append(henv, p.o.hubEnv...)
 		}
 		cmd := exec.Command(bin, "hub", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--log-level", "warn")
 		cmd.Env = henv

@@ -274,7 +274,8 @@ const (
 	// nearWindow bounds the wait a job can be given for another: only
 	// jobs created at most this long after it may go first, and each
 	// such job once, so the job is placed at the latest once those have
-	// gone.
+	// gone. Each job's creation is stamped by the hub that took it: one
+	// whose clock lags the others' lets its jobs in by that much more.
 	nearWindow = 10 * time.Millisecond
 	// nearScan is how many jobs behind it are looked at: a placement's
 	// cost stays bounded whatever the queue holds.

@@ -28,8 +28,9 @@ func (s *JobStore) runGets(ctx context.Context, calls []*getCall) {
 		}
 		defer rows.Close()
 		found := make(map[string]persistence.Job, len(ids))
+		scan := newJobScanner(nil)
 		for rows.Next() {
-			j, err := scanJob(rows)
+			j, err := scan.scan(rows)
 			if err != nil {
 				return nil, err
 			}

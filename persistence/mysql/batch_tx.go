@@ -292,9 +292,10 @@ func readTrip(ctx context.Context, conn *sql.Conn, query string, args []any, cou
 		return nil, nil, nil, fmt.Errorf("read: %w", rowsErr(rs))
 	}
 	rows, stamps := map[string]persistence.Job{}, map[string]uint64{}
+	var token uint64
+	scan := newJobScanner(&token)
 	for rs.Next() {
-		var token uint64
-		j, err := scanJobAnd(rs, &token)
+		j, err := scan.scan(rs)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("read: %w", err)
 		}

@@ -327,6 +327,7 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 	defer rows.Close()
 	page := make([]persistence.Job, 0, min(limit, 64))
 	next := ""
+	scan := newJobScanner(nil)
 	for rows.Next() {
 		if len(page) == limit {
 			// A further job exists, so there is a next page; it starts
@@ -335,7 +336,7 @@ func (s *JobStore) List(ctx context.Context, q persistence.ListQuery) ([]persist
 			next = encodeCursor(last.CreatedAt, last.ID)
 			break
 		}
-		j, err := scanJob(rows)
+		j, err := scan.scan(rows)
 		if err != nil {
 			return nil, "", s.fail(ctx, err, "list jobs")
 		}

@@ -39,54 +39,75 @@ type rowScanner interface {
 }
 
 // scanJob reads one row of jobColumns.
-func scanJob(sc rowScanner) (persistence.Job, error) { return scanJobAnd(sc, nil) }
+func scanJob(sc rowScanner) (persistence.Job, error) { return newJobScanner(nil).scan(sc) }
 
-// scanJobAnd reads one row of jobColumns followed, when more is not nil,
-// by one more column into more.
-func scanJobAnd(sc rowScanner, more any) (persistence.Job, error) {
-	var (
-		j                              persistence.Job
-		status                         string
-		params, result, assets, labels []byte
-		workerID, key                  sql.NullString
-		started, finished              sql.NullTime
-		retry                          retryColumns
-	)
-	dest := []any{&j.ID, &j.Mode, &params, &status, &j.Reason, &j.Error, &workerID, &j.Lane,
-		&j.Attempts, &j.MaxAttempts, &j.TimeoutS, &j.CreatedAt, &started, &finished,
-		&result, &assets, &labels, &key, &j.Priority, &j.Tenant, &retry.runAt, &retry.backoff, &retry.log, more}
+// jobScanner reads rows of jobColumns, followed by one more column when
+// made with one, into fields of its own: a query's rows share them.
+// Scan's destinations escape to the heap, so reading a row into locals
+// cost an allocation per field and one for the list of them, per row.
+type jobScanner struct {
+	j                              persistence.Job
+	status                         string
+	params, result, assets, labels []byte
+	workerID, key                  sql.NullString
+	started, finished              sql.NullTime
+	retry                          retryColumns
+	destArr                        [24]any
+	dest                           []any
+}
+
+// newJobScanner makes a scanner whose rows end with the column more
+// points at (nil: jobColumns alone).
+func newJobScanner(more any) *jobScanner {
+	s := &jobScanner{}
+	s.destArr = [24]any{&s.j.ID, &s.j.Mode, &s.params, &s.status, &s.j.Reason, &s.j.Error, &s.workerID, &s.j.Lane,
+		&s.j.Attempts, &s.j.MaxAttempts, &s.j.TimeoutS, &s.j.CreatedAt, &s.started, &s.finished,
+		&s.result, &s.assets, &s.labels, &s.key, &s.j.Priority, &s.j.Tenant, &s.retry.runAt, &s.retry.backoff,
+		&s.retry.log, more}
+	s.dest = s.destArr[:]
 	if more == nil {
-		dest = dest[:len(dest)-1]
+		s.dest = s.dest[:len(s.dest)-1]
 	}
-	if err := sc.Scan(dest...); err != nil {
+	return s
+}
+
+// scan reads the next row: the job (a value of its own: no field of it is
+// shared with the scanner's next row) and, when the scanner has one, the
+// more column.
+func (s *jobScanner) scan(sc rowScanner) (persistence.Job, error) {
+	// Every destination is written by each row; the fields of s.j that
+	// are not destinations are never written, so they stay zero.
+	if err := sc.Scan(s.dest...); err != nil {
 		return persistence.Job{}, err
 	}
-	if err := retry.decode(&j); err != nil {
+	j := s.j
+	if err := s.retry.decode(&j); err != nil {
 		return persistence.Job{}, err
 	}
-	j.Status = persistence.Status(status)
-	j.WorkerID = workerID.String
-	j.IdempotencyKey = key.String
+	j.Status = persistence.Status(s.status)
+	j.WorkerID = s.workerID.String
+	j.IdempotencyKey = s.key.String
 	j.CreatedAt = persistence.UTC(j.CreatedAt)
-	if started.Valid {
-		j.StartedAt = persistence.UTC(started.Time)
+	if s.started.Valid {
+		j.StartedAt = persistence.UTC(s.started.Time)
 	}
-	if finished.Valid {
-		j.FinishedAt = persistence.UTC(finished.Time)
+	if s.finished.Valid {
+		j.FinishedAt = persistence.UTC(s.finished.Time)
 	}
-	if params != nil {
-		j.Params = json.RawMessage(params)
+	// Scan gave each []byte a copy of its own (not sql.RawBytes).
+	if s.params != nil {
+		j.Params = json.RawMessage(s.params)
 	}
-	if result != nil {
-		j.Result = json.RawMessage(result)
+	if s.result != nil {
+		j.Result = json.RawMessage(s.result)
 	}
-	if assets != nil {
-		if err := json.Unmarshal(assets, &j.Assets); err != nil {
+	if s.assets != nil {
+		if err := json.Unmarshal(s.assets, &j.Assets); err != nil {
 			return persistence.Job{}, fmt.Errorf("job %s: decode assets: %w", j.ID, err)
 		}
 	}
-	if labels != nil {
-		if err := json.Unmarshal(labels, &j.Labels); err != nil {
+	if s.labels != nil {
+		if err := json.Unmarshal(s.labels, &j.Labels); err != nil {
 			return persistence.Job{}, fmt.Errorf("job %s: decode labels: %w", j.ID, err)
 		}
 	}

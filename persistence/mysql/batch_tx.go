@@ -137,7 +137,7 @@ func (s *JobStore) tryTx(ctx context.Context, calls []*txCall) (err error) {
 
 	query, args, tokens, counted := tripOne(cond, ids, len(mut) > 0, rand.Uint64())
 	s.txRoundTrips.Add(1)
-	counts, rows, stamps, err := readTrip(ctx, conn, query, args, counted)
+	counts, rows, stamps, err := readTrip(ctx, conn, query, args, counted, len(ids))
 	if err != nil {
 		return err
 	}
@@ -224,12 +224,13 @@ const updateJobsSet = "UPDATE jobs SET "
 // others' token.
 func tripOne(cond []*txCall, ids []string, lock bool, seed uint64) (query string, args []any, tokens []uint64, counted []bool) {
 	var q strings.Builder
-	size := 160 + len(jobColumns) + 4*len(ids)
+	size, nargs := 160+len(jobColumns)+4*len(ids), len(ids)
 	for _, c := range cond {
 		size += len(c.req.query) + 40
+		nargs += 1 + len(c.req.args) // its token, its own
 	}
 	q.Grow(size) // one allocation, not one per doubling
-	args = make([]any, 0, len(cond)*5+len(ids))
+	args = make([]any, 0, nargs)
 	tokens, counted = make([]uint64, len(cond)), make([]bool, len(cond))
 	base := seed | 1 // odd tokens: never the column's default 0, distinct within the trip
 	q.WriteString("START TRANSACTION")
@@ -249,7 +250,11 @@ func tripOne(cond []*txCall, ids []string, lock bool, seed uint64) (query string
 		}
 		args = append(args, c.req.args...)
 	}
-	q.WriteString("; SELECT " + jobColumns + ", op_token FROM jobs WHERE id IN (?" + strings.Repeat(", ?", len(ids)-1) + ")")
+	q.WriteString("; SELECT " + jobColumns + ", op_token FROM jobs WHERE id IN (?")
+	for range len(ids) - 1 {
+		q.WriteString(", ?")
+	}
+	q.WriteString(")")
 	for _, id := range ids {
 		args = append(args, id)
 	}
@@ -264,8 +269,8 @@ func tripOne(cond []*txCall, ids []string, lock bool, seed uint64) (query string
 // readTrip sends trip one and reads its answers: the matched-row count of
 // each conditional UPDATE counted[i] says has one (the others' are 0),
 // then the jobs read, by id, with their op_token; then whatever follows
-// (the COMMIT's answer).
-func readTrip(ctx context.Context, conn *sql.Conn, query string, args []any, counted []bool) ([]int64, map[string]persistence.Job, map[string]uint64, error) {
+// (the COMMIT's answer). jobs is how many the read may return.
+func readTrip(ctx context.Context, conn *sql.Conn, query string, args []any, counted []bool, jobs int) ([]int64, map[string]persistence.Job, map[string]uint64, error) {
 	rs, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, nil, nil, err
@@ -291,7 +296,9 @@ func readTrip(ctx context.Context, conn *sql.Conn, query string, args []any, cou
 	if sets > 0 && !rs.NextResultSet() {
 		return nil, nil, nil, fmt.Errorf("read: %w", rowsErr(rs))
 	}
-	rows, stamps := map[string]persistence.Job{}, map[string]uint64{}
+	// Sized for the batch's jobs: a row is some hundred bytes, and maps
+	// grown row by row copied them.
+	rows, stamps := make(map[string]persistence.Job, jobs), make(map[string]uint64, jobs)
 	var token uint64
 	scan := newJobScanner(&token)
 	for rs.Next() {

@@ -159,13 +159,13 @@ func newCreate(j persistence.Job) (createReq, error) {
 		return createReq{}, fmt.Errorf("create job %s: encode labels: %w", j.ID, err)
 	}
 
-	args := []any{j.ID, j.Mode, nullJSON(j.Params), string(j.Status), j.Reason, j.Error, nullString(j.WorkerID), j.Lane,
-		j.Attempts, j.MaxAttempts, j.TimeoutS, j.CreatedAt, nullTime(j.StartedAt), nullTime(j.FinishedAt),
-		nullJSON(j.Result), assets, labels, nullString(j.IdempotencyKey), j.Priority, j.Tenant}
 	retry, err := encodeRetry(&j)
 	if err != nil {
 		return createReq{}, fmt.Errorf("create job %s: %w", j.ID, err)
 	}
+	args := append(make([]any, 0, 20+len(retry)), j.ID, j.Mode, nullJSON(j.Params), string(j.Status), j.Reason, j.Error,
+		nullString(j.WorkerID), j.Lane, j.Attempts, j.MaxAttempts, j.TimeoutS, j.CreatedAt, nullTime(j.StartedAt),
+		nullTime(j.FinishedAt), nullJSON(j.Result), assets, labels, nullString(j.IdempotencyKey), j.Priority, j.Tenant)
 	return createReq{j: j, args: append(args, retry...)}, nil
 }
 

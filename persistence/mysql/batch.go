@@ -76,9 +76,8 @@ type batcher[Req, Res any] struct {
 	wait time.Duration
 	slow time.Duration // slowTrip (tests set their own)
 
-	mu       sync.Mutex
-	pending  []*call[Req, Res]
-	inFlight int
+	mu      sync.Mutex
+	pending []*call[Req, Res]
 	// wire is what each of the maxTripsInFlight places for a trip holds:
 	// whether a drain has it, when its current trip left, and that
 	// trip's number (the slack timer's check that it is still the same).
@@ -274,7 +273,6 @@ func (b *batcher[Req, Res]) lead(now time.Time) int {
 	}
 	if free >= 0 {
 		b.wire[free] = wirePlace{busy: true, left: now, trip: b.wire[free].trip}
-		b.inFlight++
 	}
 	return free
 }
@@ -337,9 +335,17 @@ func (b *batcher[Req, Res]) drain(own *call[Req, Res], place int) {
 }
 
 // leave gives place up (mu held).
-func (b *batcher[Req, Res]) leave(place int) {
-	b.wire[place].busy = false
-	b.inFlight--
+func (b *batcher[Req, Res]) leave(place int) { b.wire[place].busy = false }
+
+// inFlight is how many trips are on the wire (mu held).
+func (b *batcher[Req, Res]) inFlight() int {
+	n := 0
+	for _, w := range b.wire {
+		if w.busy {
+			n++
+		}
+	}
+	return n
 }
 
 // take removes the next batch from pending (mu held): oldest first, at

@@ -76,7 +76,7 @@ func TestRideGoesWithTheNextTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [][]string{{"finish", "claim"}, {"lane"}, {"next"}}, rec.got(), "the call that left was not sent")
 
-	require.Zero(t, b.inFlight)
+	require.Zero(t, b.inFlight())
 }
 
 // TestSecondTripOnlyWhenTheFirstIsSlow: while a trip is on the wire, the
@@ -116,7 +116,7 @@ func TestSecondTripOnlyWhenTheFirstIsSlow(t *testing.T) {
 	require.Eventually(t, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return b.inFlight == 1
+		return b.inFlight() == 1
 	}, 10*time.Second, time.Millisecond)
 	ask("b")
 	ask("c")
@@ -131,7 +131,7 @@ func TestSecondTripOnlyWhenTheFirstIsSlow(t *testing.T) {
 	require.Eventually(t, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return b.inFlight == 0
+		return b.inFlight() == 0
 	}, 10*time.Second, time.Millisecond)
 }
 
@@ -161,7 +161,7 @@ func TestOneTripAtATime(t *testing.T) {
 	require.Eventually(t, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return b.inFlight == 1 && len(b.pending) == 0
+		return b.inFlight() == 1 && len(b.pending) == 0
 	}, 10*time.Second, time.Millisecond)
 	for _, r := range []string{"b", "c", "d"} {
 		do(r)
@@ -172,7 +172,7 @@ func TestOneTripAtATime(t *testing.T) {
 		return len(b.pending) == 3
 	}, 10*time.Second, time.Millisecond)
 	b.mu.Lock()
-	require.Equal(t, 1, b.inFlight, "no second trip while the first is quick")
+	require.Equal(t, 1, b.inFlight(), "no second trip while the first is quick")
 	b.mu.Unlock()
 	close(gate)
 	wg.Wait()

@@ -135,8 +135,9 @@ func (s *JobStore) tryTx(ctx context.Context, calls []*txCall) (err error) {
 		_ = conn.Close()
 	}()
 
-	query, args, tokens, counted := tripOne(cond, ids, len(mut) > 0, rand.Uint64())
+	query, args, tokens, counted, merged := tripOne(cond, ids, len(mut) > 0, rand.Uint64())
 	s.txRoundTrips.Add(1)
+	s.mergedRows.Add(int64(merged))
 	counts, rows, stamps, err := readTrip(ctx, conn, query, args, counted, len(ids))
 	if err != nil {
 		return err
@@ -221,34 +222,59 @@ const updateJobsSet = "UPDATE jobs SET "
 // with two conditional UPDATEs in one batch keeps only the later's token,
 // so those two (and a query that is not an UPDATE of jobs) are counted
 // with a ROW_COUNT() instead: counted[i] says which, tokens[i] is the
-// others' token.
-func tripOne(cond []*txCall, ids []string, lock bool, seed uint64) (query string, args []any, tokens []uint64, counted []bool) {
+// others' token. A run of stamped UPDATEs of one query goes as one
+// statement (merge.go).
+func tripOne(cond []*txCall, ids []string, lock bool, seed uint64) (query string, args []any, tokens []uint64, counted []bool, merged int) {
 	var q strings.Builder
 	size, nargs := 160+len(jobColumns)+4*len(ids), len(ids)
 	for _, c := range cond {
-		size += len(c.req.query) + 40
-		nargs += 1 + len(c.req.args) // its token, its own
+		// Merged (merge.go), a row's token and each value that differs by
+		// row go with its id: at most twice its arguments, and one more.
+		size += len(c.req.query) + 40 + 16*len(c.req.args)
+		nargs += 3 + 2*len(c.req.args)
 	}
 	q.Grow(size) // one allocation, not one per doubling
 	args = make([]any, 0, nargs)
 	tokens, counted = make([]uint64, len(cond)), make([]bool, len(cond))
 	base := seed | 1 // odd tokens: never the column's default 0, distinct within the trip
 	q.WriteString("START TRANSACTION")
-	for i, c := range cond {
+	stamps := func(i int) bool {
+		_, stamped := strings.CutPrefix(cond[i].req.query, updateJobsSet)
+		id := cond[i].req.id
+		return stamped && (i == 0 || cond[i-1].req.id != id) && (i+1 == len(cond) || cond[i+1].req.id != id)
+	}
+	for i := 0; i < len(cond); {
+		c := cond[i]
 		q.WriteString("; ")
-		rest, stamped := strings.CutPrefix(c.req.query, updateJobsSet)
-		shared := (i > 0 && cond[i-1].req.id == c.req.id) || (i+1 < len(cond) && cond[i+1].req.id == c.req.id)
-		if stamped && !shared {
-			tokens[i] = base + 2*uint64(i)
-			q.WriteString(updateJobsSet + "op_token = ?, ")
-			q.WriteString(rest)
-			args = append(args, tokens[i])
-		} else {
+		if !stamps(i) {
 			counted[i] = true
 			q.WriteString(c.req.query)
 			q.WriteString("; SELECT ROW_COUNT()")
+			args = append(args, c.req.args...)
+			i++
+			continue
 		}
+		// The stamped UPDATEs of this one's query that follow it (on
+		// distinct jobs, in id order) go with it as one statement.
+		end := i + 1
+		sh := mergeable[c.req.query]
+		for sh != nil && end < len(cond) && cond[end].req.query == c.req.query && stamps(end) {
+			end++
+		}
+		for k := i; k < end; k++ {
+			tokens[k] = base + 2*uint64(k)
+		}
+		if end-i > 1 {
+			args = writeMerged(&q, args, sh, cond[i:end], tokens[i:end])
+			merged += end - i
+			i = end
+			continue
+		}
+		q.WriteString(updateJobsSet + "op_token = ?, ")
+		q.WriteString(strings.TrimPrefix(c.req.query, updateJobsSet))
+		args = append(args, tokens[i])
 		args = append(args, c.req.args...)
+		i++
 	}
 	q.WriteString("; SELECT " + jobColumns + ", op_token FROM jobs WHERE id IN (?")
 	for range len(ids) - 1 {
@@ -263,7 +289,7 @@ func tripOne(cond []*txCall, ids []string, lock bool, seed uint64) (query string
 	} else {
 		q.WriteString("; COMMIT")
 	}
-	return q.String(), args, tokens, counted
+	return q.String(), args, tokens, counted, merged
 }
 
 // readTrip sends trip one and reads its answers: the matched-row count of

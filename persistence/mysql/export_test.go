@@ -1,5 +1,7 @@
 package mysql
 
+import "time"
+
 // Internals the external tests need.
 var (
 	MigrateLockName = migrateLockName
@@ -43,4 +45,18 @@ func PendingTxs(s *JobStore) int {
 	s.txs.mu.Lock()
 	defer s.txs.mu.Unlock()
 	return len(s.txs.pending)
+}
+
+// MergedRows counts the transitions s wrote by a merged UPDATE so far.
+func MergedRows(s *JobStore) int64 { return s.mergedRows.Load() }
+
+// NeverSlow keeps every trip of s's transitions alone on the wire however
+// long it takes (see slowTrip). Call it before s is used.
+func NeverSlow(s *JobStore) { s.txs.slow = time.Hour }
+
+// TxsInFlight is how many trips of s's transitions are on the wire now.
+func TxsInFlight(s *JobStore) int {
+	s.txs.mu.Lock()
+	defer s.txs.mu.Unlock()
+	return s.txs.inFlight()
 }

@@ -34,6 +34,9 @@ type JobStore struct {
 	// one per batch, two when some transition of it was computed from
 	// its row (tryTx).
 	txRoundTrips atomic.Int64
+	// mergedRows counts the transitions written by a merged UPDATE
+	// (merge.go), for tests.
+	mergedRows atomic.Int64
 	// finishWait is how long an end or a lane waits for a trip another
 	// call leads (WithFinishWait).
 	finishWait time.Duration

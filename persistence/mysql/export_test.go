@@ -1,6 +1,11 @@
 package mysql
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"github.com/paprika-hub/paprika/persistence"
+)
 
 // Internals the external tests need.
 var (
@@ -59,4 +64,29 @@ func TxsInFlight(s *JobStore) int {
 	s.txs.mu.Lock()
 	defer s.txs.mu.Unlock()
 	return s.txs.inFlight()
+}
+
+// MergedUpdate is the one UPDATE a trip sends for query's transitions on
+// ids (args[i] is ids[i]'s arguments, as the store passes them), with
+// tokens 1, 3, 5…
+func MergedUpdate(query string, ids []string, args [][]any) (string, []any) {
+	run := make([]*txCall, len(ids))
+	tokens := make([]uint64, len(ids))
+	for i, id := range ids {
+		run[i] = &txCall{req: txReq{id: id, query: query, args: args[i]}}
+		tokens[i] = uint64(2*i + 1)
+	}
+	var q strings.Builder
+	out := writeMerged(&q, nil, mergeable[query], run, tokens)
+	return q.String(), out
+}
+
+// FinishFromSQL is the conditional UPDATE of an end computed from the
+// caller's copy; FinishFromArgs its arguments.
+const FinishFromSQL = finishFromSQL
+
+// FinishFromArgs are FinishFromSQL's arguments for ending from (running
+// at attempt 1) as succeeded at at.
+func FinishFromArgs(from *persistence.Job, at time.Time) []any {
+	return append([]any{"succeeded", "", "", from.Lane, at, nil, nil, nil}, fromArgs(from.ID, 1, from)...)
 }

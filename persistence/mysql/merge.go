@@ -17,6 +17,14 @@ import (
 // list in the same order (MariaDB assigns left to right), the same
 // constant conditions, each row's own values and fence.
 
+// mergedUpdate begins a merged UPDATE. Its rows are found by the primary
+// key, whatever the optimizer makes of the rest: with a long id list and
+// few jobs of the status the fence names (an end's 'running', in a small
+// fleet), MariaDB would rather scan that status's range of
+// jobs_status_created — and lock it, gaps and all, holding up every
+// other hub's claim into that range — than look up each id.
+const mergedUpdate = "UPDATE jobs FORCE INDEX (PRIMARY) SET "
+
 // updateShape is a conditional UPDATE of one job by id taken apart: its
 // SET assignments and its WHERE conjuncts other than "id = ?", each
 // either constant text or "col = ?" with the index of its argument.
@@ -115,7 +123,7 @@ func writeMerged(q *strings.Builder, args []any, sh *updateShape, run []*txCall,
 		}
 		q.WriteString(" END")
 	}
-	q.WriteString(updateJobsSet + "op_token = ")
+	q.WriteString(mergedUpdate + "op_token = ")
 	whens(func(i int) any { return tokens[i] })
 	for _, p := range sh.sets {
 		q.WriteString(", ")

@@ -159,3 +159,60 @@ func TestMergedTransitionsKeepTheirOwnAnswers(t *testing.T) {
 		require.Equal(t, ends[i].Status, got.Status, "the refused end wrote nothing")
 	}
 }
+
+// TestMergedUpdateFindsRowsByPrimaryKey: a merged end of more jobs than
+// are running is still planned as lookups by id. Left to itself the
+// server scans (and locks) the running range of jobs_status_created
+// instead, which a small fleet's long batch of ends makes the cheaper
+// plan on paper.
+func TestMergedUpdateFindsRowsByPrimaryKey(t *testing.T) {
+	s, db := openStore(t)
+	ctx := t.Context()
+	var running []persistence.Job
+	for i := range 40 {
+		j, _, err := s.Create(ctx, persistence.Job{Mode: "noop", MaxAttempts: 1, TimeoutS: 60})
+		require.NoError(t, err)
+		if i < 4 {
+			j, err = s.Claim(ctx, j.ID, "w1", time.Now())
+			require.NoError(t, err)
+			running = append(running, j)
+		}
+	}
+	// The batch names the four running jobs and 60 others.
+	ids := make([]string, 0, 64)
+	args := make([][]any, 0, 64)
+	at := time.Now().UTC()
+	for i := range 64 {
+		from := persistence.Job{ID: "gone-" + string(rune('A'+i)), WorkerID: "w1", StartedAt: at}
+		if i < len(running) {
+			from = running[i]
+		}
+		ids = append(ids, from.ID)
+		args = append(args, mysql.FinishFromArgs(&from, at))
+	}
+	_, err := db.admin.ExecContext(ctx, "ANALYZE TABLE jobs")
+	require.NoError(t, err)
+	query, qargs := mysql.MergedUpdate(mysql.FinishFromSQL, ids, args)
+	rows, err := db.admin.QueryContext(ctx, "EXPLAIN "+query, qargs...)
+	require.NoError(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	var keys []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		require.NoError(t, rows.Scan(ptrs...))
+		for i, c := range cols {
+			if c == "key" {
+				k, _ := vals[i].([]byte)
+				keys = append(keys, string(k))
+			}
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"PRIMARY"}, keys, "%s", query)
+}

@@ -83,7 +83,7 @@ func TestTripOneMergesARunOfOneTransition(t *testing.T) {
 
 	stmts := strings.Split(query, "; ")
 	require.Equal(t, "START TRANSACTION", stmts[0])
-	require.Equal(t, "UPDATE jobs SET op_token = CASE id WHEN ? THEN ? WHEN ? THEN ? WHEN ? THEN ? END, "+
+	require.Equal(t, "UPDATE jobs FORCE INDEX (PRIMARY) SET op_token = CASE id WHEN ? THEN ? WHEN ? THEN ? WHEN ? THEN ? END, "+
 		"status = 'running', worker_id = CASE id WHEN ? THEN ? WHEN ? THEN ? WHEN ? THEN ? END, attempts = attempts + 1, "+
 		"started_at = CASE id WHEN ? THEN ? WHEN ? THEN ? WHEN ? THEN ? END, lane = '', updated_at = UTC_TIMESTAMP(6) "+
 		"WHERE id IN (?, ?, ?) AND status = 'queued' AND worker_id IS NULL", stmts[1])
@@ -96,7 +96,7 @@ func TestTripOneMergesARunOfOneTransition(t *testing.T) {
 	// The ends share their reason, error, finished_at, result, assets,
 	// attempts log, attempt, worker and started_at: written once. Their
 	// status and lane differ, in the SET list and in the fence.
-	require.Equal(t, "UPDATE jobs SET op_token = CASE id WHEN ? THEN ? WHEN ? THEN ? END, "+
+	require.Equal(t, "UPDATE jobs FORCE INDEX (PRIMARY) SET op_token = CASE id WHEN ? THEN ? WHEN ? THEN ? END, "+
 		"status = CASE id WHEN ? THEN ? WHEN ? THEN ? END, reason = ?, `error` = ?, lane = CASE id WHEN ? THEN ? WHEN ? THEN ? END, "+
 		"finished_at = ?, result = ?, assets = ?, attempts_log = ?, updated_at = UTC_TIMESTAMP(6) "+
 		"WHERE id IN (?, ?) AND status = 'running' AND attempts = ? AND worker_id = ? AND started_at = ? "+

@@ -58,7 +58,7 @@ func encodeRetry(j *persistence.Job) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode retry_backoff: %w", err)
 	}
-	log, err := encodeJSON(j.AttemptsLog, len(j.AttemptsLog) == 0)
+	log, err := encodeAttemptsLog(j.AttemptsLog)
 	if err != nil {
 		return nil, fmt.Errorf("encode attempts_log: %w", err)
 	}

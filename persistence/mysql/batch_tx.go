@@ -258,7 +258,8 @@ func tripOne(cond []*txCall, ids []string, lock bool, seed uint64) (query string
 		// distinct jobs, in id order) go with it as one statement.
 		end := i + 1
 		sh := mergeable[c.req.query]
-		for sh != nil && end < len(cond) && cond[end].req.query == c.req.query && stamps(end) {
+		fits := func(k int) bool { return len(cond[k].req.args) == sh.nargs }
+		for sh != nil && fits(i) && end < len(cond) && cond[end].req.query == c.req.query && stamps(end) && fits(end) {
 			end++
 		}
 		for k := i; k < end; k++ {

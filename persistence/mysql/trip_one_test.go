@@ -118,6 +118,19 @@ func TestTripOneMergesARunOfOneTransition(t *testing.T) {
 	require.Len(t, slices.Compact(slices.Sorted(slices.Values(stamped))), len(stamped), "tokens distinct")
 }
 
+// TestTripOneMergesOnlyWholeArguments: a transition whose arguments are
+// not the ones its UPDATE takes goes alone, as written (the server then
+// refuses it), instead of being cut into a merged statement.
+func TestTripOneMergesOnlyWholeArguments(t *testing.T) {
+	req := func(id string, args ...any) *txCall {
+		return &txCall{req: txReq{id: id, query: claimSQL, args: args}}
+	}
+	cond := []*txCall{req("a", "w1", "t", "a"), req("b", "w1", "b"), req("c", "w1", "t", "c")}
+	query, _, _, _, merged := tripOne(cond, []string{"a", "b", "c"}, false, 1)
+	require.Zero(t, merged)
+	require.Equal(t, 3, strings.Count(query, updateJobsSet+"op_token = ?, "))
+}
+
 // TestMergeShapes: every mergeable transition's UPDATE is taken apart
 // with its id condition found and every argument placed; a query of
 // another form is refused, so it goes as written.

@@ -196,23 +196,24 @@ func sameValue(a, b any) bool {
 	case nil:
 		return b == nil
 	case string:
-		y, ok := b.(string)
-		return ok && x == y
+		return equalTo(x, b)
 	case int:
-		y, ok := b.(int)
-		return ok && x == y
+		return equalTo(x, b)
 	case int64:
-		y, ok := b.(int64)
-		return ok && x == y
+		return equalTo(x, b)
 	case uint64:
-		y, ok := b.(uint64)
-		return ok && x == y
+		return equalTo(x, b)
 	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
+		return equalTo(x, b)
 	case time.Time:
 		y, ok := b.(time.Time)
 		return ok && x.Equal(y)
 	}
 	return false
+}
+
+// equalTo reports whether b is a T equal to x.
+func equalTo[T comparable](x T, b any) bool {
+	y, ok := b.(T)
+	return ok && x == y
 }

@@ -159,3 +159,22 @@ func TestMergeShapes(t *testing.T) {
 		require.Error(t, err, q)
 	}
 }
+
+// TestSameValue: values are the same only with one type and one value (a
+// time by its instant); a type the driver's writing is not known for is
+// never the same, which only costs a CASE.
+func TestSameValue(t *testing.T) {
+	at := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		a, b any
+		same bool
+	}{
+		{nil, nil, true}, {nil, "", false}, {"x", "x", true}, {"x", "y", false},
+		{1, 1, true}, {1, int64(1), false}, {int64(2), int64(2), true}, {uint64(3), uint64(3), true},
+		{true, true, true}, {true, false, false},
+		{at, at.In(time.FixedZone("x", 3600)), true}, {at, at.Add(1), false},
+		{[]byte("x"), []byte("x"), false}, {1.5, 1.5, false},
+	} {
+		require.Equal(t, c.same, sameValue(c.a, c.b), "%#v %#v", c.a, c.b)
+	}
+}

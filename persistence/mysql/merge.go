@@ -61,7 +61,7 @@ var shapeParam = regexp.MustCompile("^(`?[a-z_]+`?) = \\?$")
 
 // parseShape takes query apart: "UPDATE jobs SET a, b … WHERE c AND d …"
 // with exactly one conjunct "id = ?", every part holding a "?" being
-// "col = ?" and no "?" elsewhere.
+// "col = ?", no "?" elsewhere and no OR in the WHERE.
 func parseShape(query string) (*updateShape, error) {
 	q := strings.Join(strings.Fields(query), " ")
 	rest, ok := strings.CutPrefix(q, updateJobsSet)
@@ -71,6 +71,11 @@ func parseShape(query string) (*updateShape, error) {
 	set, where, ok := strings.Cut(rest, " WHERE ")
 	if !ok || strings.Contains(where, " WHERE ") {
 		return nil, fmt.Errorf("merge %q: not one WHERE", query)
+	}
+	if strings.Contains(where, " OR ") {
+		// The merged WHERE appends conditions with AND, which would bind
+		// tighter than the OR and change what it says.
+		return nil, fmt.Errorf("merge %q: an OR in the WHERE", query)
 	}
 	sh := &updateShape{id: -1}
 	part := func(text string) (shapePart, error) {

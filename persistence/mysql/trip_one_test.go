@@ -154,6 +154,7 @@ func TestMergeShapes(t *testing.T) {
 		"UPDATE jobs SET x = ? WHERE id = ? OR y = ?",
 		"UPDATE jobs SET x = ? WHERE id = ? AND id = ?",
 		"UPDATE jobs SET x = ? WHERE id = ? AND y = (SELECT 1 WHERE z = ?)",
+		"UPDATE jobs SET x = ? WHERE id = ? AND y = 1 OR z = 2",
 	} {
 		_, err := parseShape(q)
 		require.Error(t, err, q)

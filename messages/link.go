@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/paprika-hub/paprika/internal/credential"
+	"github.com/paprika-hub/paprika/internal/jsonenc"
 	"github.com/paprika-hub/paprika/persistence"
 )
 
@@ -679,27 +680,13 @@ func JobAckFrame(jobID string, attempt int) []byte {
 	b = append(b, `{"type":"job_ack"`...)
 	if jobID != "" {
 		b = append(b, `,"job_id":`...)
-		b = appendJSONString(b, jobID)
+		b = jsonenc.AppendString(b, jobID)
 	}
 	if attempt != 0 {
 		b = append(b, `,"attempt":`...)
 		b = strconv.AppendInt(b, int64(attempt), 10)
 	}
 	return append(b, '}')
-}
-
-// appendJSONString appends s as a JSON string: as is when it needs no
-// escaping (an id), else as encoding/json writes it.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // Encode renders a frame for the wire.

@@ -239,9 +239,9 @@ func tripOne(cond []*txCall, ids []string, lock bool, seed uint64) (query string
 	base := seed | 1 // odd tokens: never the column's default 0, distinct within the trip
 	q.WriteString("START TRANSACTION")
 	stamps := func(i int) bool {
-		_, stamped := strings.CutPrefix(cond[i].req.query, updateJobsSet)
 		id := cond[i].req.id
-		return stamped && (i == 0 || cond[i-1].req.id != id) && (i+1 == len(cond) || cond[i+1].req.id != id)
+		return strings.HasPrefix(cond[i].req.query, updateJobsSet) &&
+			(i == 0 || cond[i-1].req.id != id) && (i+1 == len(cond) || cond[i+1].req.id != id)
 	}
 	for i := 0; i < len(cond); {
 		c := cond[i]

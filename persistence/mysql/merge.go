@@ -79,14 +79,15 @@ func parseShape(query string) (*updateShape, error) {
 	}
 	sh := &updateShape{id: -1}
 	part := func(text string) (shapePart, error) {
-		switch n := strings.Count(text, "?"); {
-		case n == 0:
+		if !strings.Contains(text, "?") {
 			return shapePart{text: text, arg: -1}, nil
-		case n == 1 && shapeParam.MatchString(text):
-			sh.nargs++
-			return shapePart{col: shapeParam.FindStringSubmatch(text)[1], arg: sh.nargs - 1}, nil
 		}
-		return shapePart{}, fmt.Errorf("merge %q: part %q is not col = ?", query, text)
+		m := shapeParam.FindStringSubmatch(text) // holds exactly one "?"
+		if m == nil {
+			return shapePart{}, fmt.Errorf("merge %q: part %q is not col = ?", query, text)
+		}
+		sh.nargs++
+		return shapePart{col: m[1], arg: sh.nargs - 1}, nil
 	}
 	for _, text := range strings.Split(set, ", ") {
 		p, err := part(text)

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"log/slog"
 	"net/url"
 	"strings"
 
@@ -8,11 +9,6 @@ import (
 	"github.com/paprika-hub/paprika/internal/deadline"
 	"github.com/paprika-hub/paprika/messages"
 )
-
-// owner is what homeURL asks of the identity lookup (membership.Lookup).
-type owner interface {
-	OwnerOf(identity, kind string) string
-}
 
 // homeURL returns the entry of hello's hub_urls that names the hub whose
 // member owns this worker's grain, when that is another hub: the link is
@@ -31,20 +27,16 @@ func (c *workerConn) homeURL(hello messages.Frame) string {
 		return ""
 	}
 	cl := c.deps.Cluster()
-	if cl == nil || cl.MemberList.Length() < 2 {
+	if cl == nil {
 		return ""
 	}
-	o, ok := cl.Config.IdentityLookup.(owner)
-	if !ok {
-		return ""
-	}
-	member := o.OwnerOf(c.workerID, grains.KindWorker)
+	member := grains.OwnerOf(cl, c.workerID, grains.KindWorker)
 	if member == "" || member == cl.ActorSystem.Address() {
 		return ""
 	}
 	hubs, err := c.deps.Hubs.List(deadline.Within(c.deps.Timing.GrainTimeout))
 	if err != nil {
-		c.log.Debug("hub registry unreadable; the link stays here", "err", err)
+		c.log.Debug("hub registry unreadable; the link stays here", slog.Any("err", err))
 		return ""
 	}
 	for _, h := range hubs {

@@ -657,28 +657,22 @@ func validSkipReason(r string) bool {
 }
 
 // checkURLs bounds the lane addresses a worker reports.
-func checkURLs(urls []string) error {
-	if len(urls) > maxLanes {
-		return fmt.Errorf("lane_urls has %d entries, limit %d", len(urls), maxLanes)
-	}
-	for i, u := range urls {
-		if len(u) > maxURLBytes {
-			return fmt.Errorf("lane_urls[%d] has %d bytes, limit %d", i, len(u), maxURLBytes)
-		}
-	}
-	return nil
-}
+func checkURLs(urls []string) error { return checkURLList("lane_urls", urls, maxLanes) }
 
 // checkHubURLs bounds hello's hub_urls: at most MaxHubURLs, each at most
 // maxURLBytes. What they say is only ever compared with the hubs' own
 // addresses, never dialled by the hub.
-func checkHubURLs(urls []string) error {
-	if len(urls) > MaxHubURLs {
-		return fmt.Errorf("hub_urls has %d entries, limit %d", len(urls), MaxHubURLs)
+func checkHubURLs(urls []string) error { return checkURLList("hub_urls", urls, MaxHubURLs) }
+
+// checkURLList bounds the list field of a frame: at most limit entries,
+// each at most maxURLBytes.
+func checkURLList(field string, urls []string, limit int) error {
+	if len(urls) > limit {
+		return fmt.Errorf("%s has %d entries, limit %d", field, len(urls), limit)
 	}
 	for i, u := range urls {
 		if len(u) > maxURLBytes {
-			return fmt.Errorf("hub_urls[%d] has %d bytes, limit %d", i, len(u), maxURLBytes)
+			return fmt.Errorf("%s[%d] has %d bytes, limit %d", field, i, len(u), maxURLBytes)
 		}
 	}
 	return nil

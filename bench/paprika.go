@@ -167,9 +167,9 @@ func (p *paprikaSystem) start(ctx context.Context) error {
 	}
 	// One worker per hub (all on the one hub when alone) unless -workers
 	// says how many, the lanes split between them, so every setup has the
-	// same slots. Each is given every
-	// hub, starting at its own, as a fleet behind a round-robin list would
-	// be: a hub that takes relink sends it on to its grain's hub.
+	// same slots. Each is given every hub, starting at its own, as a fleet
+	// behind a round-robin list would be: a hub that sends relink sends it
+	// on to its grain's hub.
 	workers := max(p.hubs, 2)
 	if p.o.workers > 0 {
 		workers = p.o.workers

@@ -322,53 +322,17 @@ func TestCDPHubKilledUnderClient(t *testing.T) {
 }
 
 // linkHub is the index, among candidates, of the hub holding worker's
-// link, as GET /workers and GET /hubs through the first candidate tell:
-// a worker given several hubs links where its grain lives when it was
-// given that hub, so a test that kills "the worker's hub" asks.
+// link (fleet.linkIndexes through the first candidate): a worker given
+// several hubs links where its grain lives when it was given that hub, so
+// a test that kills "the worker's hub" asks.
 func linkHub(t *testing.T, f *fleet, worker string, candidates ...int) int {
 	t.Helper()
 	var at int
 	require.Eventually(t, func() bool {
-		st, b := httpDo(t, "GET", f.urls[candidates[0]]+"/workers", "")
-		if st != http.StatusOK {
-			return false
-		}
-		var ws struct {
-			Workers []struct {
-				ID, Hub string
-				Alive   bool
-			} `json:"workers"`
-		}
-		if json.Unmarshal(b, &ws) != nil {
-			return false
-		}
-		st, b = httpDo(t, "GET", f.urls[candidates[0]]+"/hubs", "")
-		if st != http.StatusOK {
-			return false
-		}
-		var hs struct {
-			Hubs []struct{ ID, Address string } `json:"hubs"`
-		}
-		if json.Unmarshal(b, &hs) != nil {
-			return false
-		}
-		for _, w := range ws.Workers {
-			if w.ID != worker || !w.Alive {
-				continue
-			}
-			for _, h := range hs.Hubs {
-				if h.ID != w.Hub {
-					continue
-				}
-				for _, i := range candidates {
-					if strings.TrimSuffix(h.Address, "/") == f.urls[i] {
-						at = i
-						return true
-					}
-				}
-			}
-		}
-		return false
+		idx, ok := f.linkIndexes(f.urls[candidates[0]])
+		i, found := idx[worker]
+		at = i
+		return ok && found && slices.Contains(candidates, i)
 	}, 20*time.Second, 200*time.Millisecond, "the hub holding %s's link, among %v", worker, candidates)
 	return at
 }

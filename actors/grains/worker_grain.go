@@ -327,7 +327,7 @@ func (g *workerGrain) accept(ctx actor.Context, msg *messages.WorkerConnected, h
 	g.applyHealth(hello.LaneHealth, hello.Stats)
 	g.readApproval(ctx)
 	g.adoptRunning(ctx, hello.Running)
-	g.pruneUnreported(ctx, hello.Running)
+	g.pruneUnreported(ctx, hello.Running, true)
 	g.rejectHolds = 0 // the report says what is free now
 	g.info.LastSeen = g.deps.Clock()
 	g.info.Reported, g.info.ReportedAt = hello.Running, g.info.LastSeen
@@ -374,7 +374,7 @@ func (g *workerGrain) heartbeat(ctx actor.Context, msg *messages.WorkerHeartbeat
 		g.readApproval(ctx) // the last read failed: try again
 	}
 	g.adoptRunning(ctx, f.Running)
-	g.pruneUnreported(ctx, f.Running)
+	g.pruneUnreported(ctx, f.Running, false)
 	g.rejectHolds = 0 // the report says what is free now
 	g.info.LastSeen = g.deps.Clock()
 	g.info.Reported, g.info.ReportedAt = f.Running, g.info.LastSeen
@@ -396,13 +396,26 @@ func laneStatuses(n int, states []string) []persistence.LaneStatus {
 	return out
 }
 
-// pruneUnreported frees the slots of jobs the worker's report leaves out
-// (see SlotPruneAfter). Sessions are not in the report: their slots end by
-// close or disconnect.
-func (g *workerGrain) pruneUnreported(ctx actor.Context, reported []string) {
+// pruneUnreported frees the slots of jobs the worker's report leaves out.
+// Sessions are not in the report: their slots end by close or disconnect.
+//
+// A heartbeat may have been composed before an assignment it crosses on
+// the socket arrived, so there a slot goes only SlotPruneAfter after it
+// was taken. A hello (hello true) is composed before its link carries any
+// assignment: a job it leaves out was never delivered (sent down a link
+// that failed) or has ended, and its slot goes at once — unless its frame
+// is still being handed to an older link (sending). Waiting for the age
+// there kept a worker whose grain moved with its link's hub full of
+// slots the registry still listed (its last write, made within
+// registryFlushDelay, died with that hub), taking no job until a
+// heartbeat 15 s later.
+func (g *workerGrain) pruneUnreported(ctx actor.Context, reported []string, hello bool) {
 	now := g.deps.Clock()
 	for id := range g.running {
-		if isSessionSlot(id) || slices.Contains(reported, id) || now.Sub(g.heldAt[id]) < SlotPruneAfter {
+		if isSessionSlot(id) || slices.Contains(reported, id) {
+			continue
+		}
+		if _, handing := g.sending[id]; handing || (!hello && now.Sub(g.heldAt[id]) < SlotPruneAfter) {
 			continue
 		}
 		g.deps.Metrics.WorkerSlotsPruned.Inc()
@@ -640,6 +653,13 @@ func (g *workerGrain) released(ctx actor.Context, msg *messages.WorkerRelease) {
 	}
 	if removed != nil {
 		Send(ctx, g.cl, SchedulerID, KindScheduler, removed)
+	}
+	if !msg.Rejected {
+		// The worker may list the job until its end is acknowledged, and
+		// a check of such a listing may be out now (verifying) with a
+		// store read older than this end: neither may adopt the slot the
+		// job's grain has just let go (worker_adopt.go, acking).
+		g.freedReported(msg.JobId)
 	}
 }
 

@@ -294,6 +294,66 @@ func TestReconnectResendsKeptFrames(t *testing.T) {
 	require.Equal(t, []string{"j#1"}, b.execLines(t), "ran once")
 }
 
+// TestRelinkGoesToTheGrainsHub: a hub that answers hello with relink to
+// another of the worker's hubs is left at once for that one, whose hello
+// lists no hub URLs (so it cannot be sent on again); jobs then run there.
+// A relink to a URL the worker was not given is not followed: the worker
+// takes its next hub as after any failed link. A worker given one hub
+// lists none.
+func TestRelinkGoesToTheGrainsHub(t *testing.T) {
+	t.Parallel()
+	t.Run("followed once", func(t *testing.T) {
+		t.Parallel()
+		hub1, hub2 := newFakeHub(t), newFakeHub(t)
+		hub1.relink(hub2.url())
+		hub2.relink(hub1.url()) // a hub of another view: never asked
+		b := setup(t, Config{}, hub1, hub2)
+		first := hub1.waitType(messages.TypeHello).f
+		require.Equal(t, []string{hub1.url(), hub2.url()}, first.HubURLs)
+		second := hub2.waitType(messages.TypeHello).f
+		require.Nil(t, second.HubURLs, "a followed link lists no URLs")
+		hub2.waitType(messages.TypeHeartbeat)
+		hub2.assign("r", `{"lines": 1}`)
+		frames := hub2.jobFrames("r")
+		require.Equal(t, messages.TypeJobDone, frames[len(frames)-1].f.Type)
+		require.Equal(t, 1, hub1.connCount(), "not sent back")
+		require.Equal(t, 1, hub2.connCount())
+		require.Equal(t, []string{"r#1"}, b.execLines(t))
+	})
+	t.Run("not given", func(t *testing.T) {
+		t.Parallel()
+		hub1, hub2 := newFakeHub(t), newFakeHub(t)
+		hub1.relink("http://127.0.0.1:1")
+		setup(t, Config{}, hub1, hub2)
+		hub1.waitType(messages.TypeHello)
+		hello := hub2.waitType(messages.TypeHello).f
+		require.Equal(t, []string{hub1.url(), hub2.url()}, hello.HubURLs, "next in turn, as after a failed link")
+		hub2.waitType(messages.TypeHeartbeat)
+	})
+	t.Run("followed link fails", func(t *testing.T) {
+		t.Parallel()
+		hub1, hub2 := newFakeHub(t), newFakeHub(t)
+		const dead = "http://127.0.0.1:1"
+		hub1.relink(dead)
+		hub2.relink(dead)
+		setup(t, Config{HubURLs: []string{hub1.url(), dead, hub2.url()}})
+		hub1.waitType(messages.TypeHello)
+		// Sent to dead, which refuses: the next hub is not asked to send
+		// the worker there again.
+		require.Nil(t, hub2.waitType(messages.TypeHello).f.HubURLs)
+		hub2.waitType(messages.TypeHeartbeat)
+		require.Equal(t, 1, hub2.connCount())
+	})
+	t.Run("one hub", func(t *testing.T) {
+		t.Parallel()
+		hub := newFakeHub(t)
+		hub.relink(hub.url())
+		setup(t, Config{}, hub)
+		require.Nil(t, hub.waitType(messages.TypeHello).f.HubURLs)
+		hub.waitType(messages.TypeHeartbeat)
+	})
+}
+
 func TestJobAckStopsResending(t *testing.T) {
 	t.Parallel()
 	hub1, hub2 := newFakeHub(t), newFakeHub(t)

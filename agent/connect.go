@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -30,14 +31,25 @@ const CodeIDTaken = string(messages.CodeIDTaken)
 // errIDTaken marks a session ended by an id_taken answer.
 var errIDTaken = errors.New("worker id taken by another host")
 
+// relinkError ends a session the hub answered with relink: the worker's
+// grain lives on the hub at URL, one of Config.HubURLs.
+type relinkError struct{ URL string }
+
+func (e *relinkError) Error() string { return "hub asked to link to " + e.URL + " instead" }
+
 // connectLoop keeps one link up until ctx ends, moving to the next hub URL
 // after every failed dial or lost link, with exponential backoff and jitter.
 func (a *Agent) connectLoop(ctx context.Context) {
 	failures := 0 // since the last link that worked
 	idx := 0
+	// follow: hello lists the hub URLs, so a hub may send the link on. Off
+	// on the link that follows a relink, and after that link failed before
+	// its welcome until a link is welcomed: a hub URL the worker cannot
+	// reach is never chosen for it again and again.
+	follow := true
 	for ctx.Err() == nil {
 		base := a.cfg.HubURLs[idx]
-		welcomed, retryNow, err := a.session(ctx, base)
+		welcomed, retryNow, err := a.session(ctx, base, follow)
 		if ctx.Err() != nil {
 			return
 		}
@@ -46,8 +58,20 @@ func (a *Agent) connectLoop(ctx context.Context) {
 			a.lg().Info("worker id taken; retrying with the long form", "hub_url", base, "err", err)
 			continue
 		}
+		var rl *relinkError
+		if errors.As(err, &rl) {
+			if to := slices.Index(a.cfg.HubURLs, rl.URL); to >= 0 {
+				// At once, and once: that link's hello lists no URLs, so
+				// two hubs that disagree on the owner cannot bounce it.
+				a.lg().Info("hub asked the worker to link where its grain lives", "hub_url", base, "next_hub_url", rl.URL)
+				idx, follow = to, false
+				continue
+			}
+			err = fmt.Errorf("hub asked to link to %q, which this worker was not given: %w", rl.URL, err)
+		}
 		if welcomed {
 			failures = 0
+			follow = true
 		}
 		idx = (idx + 1) % len(a.cfg.HubURLs)
 		delay := reconnectBackoff.Delay(failures)
@@ -62,8 +86,10 @@ func (a *Agent) connectLoop(ctx context.Context) {
 // session dials one hub, says hello, waits for welcome, then attaches the
 // outbox and sends heartbeats until the link fails or ctx ends (then it
 // closes the link normally). welcomed reports whether the hub accepted the
-// worker; retryNow asks for an immediate redial (the id changed).
-func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bool, err error) {
+// worker; retryNow asks for an immediate redial (the id changed). With
+// follow, hello lists the worker's hub URLs, and a hub may answer relink
+// instead of welcome (a *relinkError).
+func (a *Agent) session(ctx context.Context, base string, follow bool) (welcomed, retryNow bool, err error) {
 	id := a.ID()
 	u, err := linkURL(base, id)
 	if err != nil {
@@ -101,6 +127,9 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 		Stats:      stats,
 		Running:    running,
 	}
+	if follow && len(a.cfg.HubURLs) > 1 {
+		hello.HubURLs = a.cfg.HubURLs
+	}
 	health.hello(&hello)
 	l.send(hello)
 
@@ -108,6 +137,10 @@ func (a *Agent) session(ctx context.Context, base string) (welcomed, retryNow bo
 	defer wt.Stop()
 	select {
 	case f := <-l.hs:
+		if f.Type == messages.TypeRelink {
+			l.closeNormal(closeWait)
+			return false, false, &relinkError{URL: f.HubURL}
+		}
 		if f.Type != messages.TypeWelcome {
 			l.closeNormal(closeWait)
 			switched := a.onIDTaken(id)

@@ -52,6 +52,9 @@ type fakeHub struct {
 	noPong      bool // swallow pings, like a hub that hangs
 	// onLeaving answers a leaving frame; nil: a leave_ack at once.
 	onLeaving func(c *fakeConn)
+	// relinkTo, when set, answers a hello that lists hub_urls with relink
+	// to it, as a hub that does not own the worker's grain does.
+	relinkTo string
 }
 
 // fakeConn is one worker link on the fake hub.
@@ -126,9 +129,11 @@ func (h *fakeHub) serveLink(w http.ResponseWriter, r *http.Request) {
 		h.consumed = append(h.consumed, false)
 		close(h.changed)
 		h.changed = make(chan struct{})
-		taken, ack, hb, onLeaving := h.taken[f.WorkerID], h.autoAck, h.heartbeatMS, h.onLeaving
+		taken, ack, hb, onLeaving, relinkTo := h.taken[f.WorkerID], h.autoAck, h.heartbeatMS, h.onLeaving, h.relinkTo
 		h.mu.Unlock()
 		switch {
+		case f.Type == messages.TypeHello && relinkTo != "" && len(f.HubURLs) > 0:
+			c.send(h.t, messages.Frame{Type: messages.TypeRelink, HubURL: relinkTo})
 		case f.Type == messages.TypeLeaving && onLeaving != nil:
 			onLeaving(c)
 		case f.Type == messages.TypeLeaving:
@@ -166,6 +171,13 @@ func (h *fakeHub) takeID(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.taken[id] = true
+}
+
+// relink makes the hub answer a hello that lists hub_urls with relink to u.
+func (h *fakeHub) relink(u string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.relinkTo = u
 }
 
 // swallowPings makes the hub stop answering pings, like a hung hub.

@@ -15,6 +15,8 @@ func (a *Agent) handleFrame(l *link, f messages.Frame) {
 	case messages.TypeWelcome:
 		a.onWelcome(f)
 		l.handshake(f)
+	case messages.TypeRelink:
+		l.handshake(f)
 	case messages.TypeError:
 		if f.Code == CodeIDTaken {
 			l.handshake(f)

@@ -23,6 +23,7 @@ import (
 
 type options struct {
 	jobs, producers, rounds, paced, lanes int
+	workers                               int
 	batch                                 int
 	rate                                  float64
 	systems                               string
@@ -41,6 +42,7 @@ func main() {
 	flag.IntVar(&o.paced, "paced", 600, "jobs of the paced latency run (0: none)")
 	flag.Float64Var(&o.rate, "rate", 200, "jobs/s of the paced latency run")
 	flag.IntVar(&o.lanes, "lanes", 32, "concurrent job slots: Paprika lanes over its workers, Asynq concurrency, River MaxWorkers")
+	flag.IntVar(&o.workers, "workers", 0, "Paprika worker processes the lanes are split over (0: one per hub, at least 2)")
 	flag.StringVar(&o.systems, "systems", "asynq,river,paprika-embedded,paprika-mariadb,paprika-3hubs", "comma list of systems to run")
 	flag.StringVar(&o.paprika, "paprika", "", "paprika binary (default: built from the repository root into a temp dir)")
 	flag.StringVar(&o.redisAddr, "redis", "127.0.0.1:6379", "Redis host:port (Asynq; Paprika's coordination store, db 6)")

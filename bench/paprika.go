@@ -165,15 +165,25 @@ func (p *paprikaSystem) start(ctx context.Context) error {
 		}
 		p.clients = append(p.clients, c)
 	}
-	// One worker per hub (all on the one hub when alone), the lanes split
-	// between them, so every setup has the same slots.
+	// One worker per hub (all on the one hub when alone) unless -workers
+	// says how many, the lanes split between them, so every setup has the
+	// same slots. Each is given every hub, starting at its own, as a fleet
+	// behind a round-robin list would be: a hub that sends relink sends it
+	// on to its grain's hub.
 	workers := max(p.hubs, 2)
+	if p.o.workers > 0 {
+		workers = p.o.workers
+	}
 	for i := 0; i < workers; i++ {
 		lanes := p.o.lanes / workers
 		if i < p.o.lanes%workers {
 			lanes++
 		}
-		cmd := exec.Command(bin, "worker", "--hub", p.urls[i%len(p.urls)], "--id", fmt.Sprintf("wb%d", i),
+		hubs := make([]string, 0, len(p.urls))
+		for j := range p.urls {
+			hubs = append(hubs, p.urls[(i+j)%len(p.urls)])
+		}
+		cmd := exec.Command(bin, "worker", "--hub", strings.Join(hubs, ","), "--id", fmt.Sprintf("wb%d", i),
 			"--lanes", strconv.Itoa(lanes), "--log-level", "warn")
 		cmd.Env = env
 		cmd.Stderr = prefixed(fmt.Sprintf("[%s worker-%d] ", p.label, i))

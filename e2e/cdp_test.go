@@ -265,7 +265,8 @@ func TestCDPHubKilledUnderClient(t *testing.T) {
 	needChromium(t)
 	page := serveFormPage(t)
 	f := newFleet(t, 3)
-	// The worker links to hub 1 (then hub 2 when hub 1 is gone).
+	// The worker links to hub 1, or is sent on to hub 2 when its grain is
+	// there, and to the other of the two when its hub is gone.
 	startChromiumWorker(t, "wc", f.urls[1], f.urls[2])
 	waitLaneFree(t, f.urls[0])
 	s := openSession(t, f.urls[0])
@@ -288,12 +289,17 @@ func TestCDPHubKilledUnderClient(t *testing.T) {
 	require.Eventually(t, func() bool { return hasPage(t, cdpOn(2), page.URL, "Form") }, 30*time.Second, 500*time.Millisecond,
 		"the same page, through another hub")
 
-	// 2. The hub carrying the worker's tunnel (1) is killed under a client
-	// on hub 2: 1011, and the worker moves to hub 2.
-	// The cluster may still be settling after hub 0 left (the worker's and
-	// the session's grains moving): a tunnel that does not open is retried.
+	// 2. The hub carrying the worker's tunnel — its link's: hub 1, or hub
+	// 2 when hub 1 sent it on to its grain's hub (relink) — is killed
+	// under a client on the other: 1011, and the worker moves to that
+	// other hub. The cluster may still be settling after hub 0 left (the
+	// worker's and the session's grains moving): a tunnel that does not
+	// open is retried.
+	tunnel := linkHub(t, f, "wc", 1, 2)
+	other := 3 - tunnel
+	t.Logf("the worker's link is on hub %d; the client goes through hub %d", tunnel, other)
 	require.Eventually(t, func() bool {
-		c, _, err := websocket.DefaultDialer.Dial(cdpOn(2), nil)
+		c, _, err := websocket.DefaultDialer.Dial(cdpOn(other), nil)
 		if err != nil {
 			return false
 		}
@@ -303,16 +309,32 @@ func TestCDPHubKilledUnderClient(t *testing.T) {
 		}
 		ws = c
 		return true
-	}, 30*time.Second, 500*time.Millisecond, "a tunnel through hub 2 before the kill")
-	f.hubs[1].kill()
+	}, 30*time.Second, 500*time.Millisecond, "a tunnel through the other hub before the kill")
+	f.hubs[tunnel].kill()
 	ce = waitClose(t, ws)
 	require.Equal(t, websocket.CloseInternalServerErr, ce.Code, ce.Text)
 	require.Contains(t, ce.Text, "went away", "the reason says the tunnel's hub is gone")
-	require.Eventually(t, func() bool { return hasPage(t, cdpOn(2), page.URL, "Form") }, 60*time.Second, time.Second,
+	require.Eventually(t, func() bool { return hasPage(t, cdpOn(other), page.URL, "Form") }, 60*time.Second, time.Second,
 		"after the worker reconnected, the same page")
-	st, b = httpDo(t, "GET", f.urls[2]+"/sessions/"+s.ID, "")
+	st, b = httpDo(t, "GET", f.urls[other]+"/sessions/"+s.ID, "")
 	require.Equal(t, http.StatusOK, st, string(b))
 	require.Contains(t, string(b), `"status":"open"`)
+}
+
+// linkHub is the index, among candidates, of the hub holding worker's
+// link (fleet.linkIndexes through the first candidate): a worker given
+// several hubs links where its grain lives when it was given that hub, so
+// a test that kills "the worker's hub" asks.
+func linkHub(t *testing.T, f *fleet, worker string, candidates ...int) int {
+	t.Helper()
+	var at int
+	require.Eventually(t, func() bool {
+		idx, ok := f.linkIndexes(f.urls[candidates[0]])
+		i, found := idx[worker]
+		at = i
+		return ok && found && slices.Contains(candidates, i)
+	}, 20*time.Second, 200*time.Millisecond, "the hub holding %s's link, among %v", worker, candidates)
+	return at
 }
 
 // rssMiB reads a process's resident set size.

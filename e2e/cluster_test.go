@@ -105,6 +105,42 @@ func (f *fleet) startWorkers(n, lanes int) {
 	waitWorkers(f.t, c, n)
 }
 
+// linkIndexes maps each live worker to the index of the hub holding its
+// link, as GET /workers and GET /hubs through url tell; false when either
+// does not answer.
+func (f *fleet) linkIndexes(url string) (map[string]int, bool) {
+	var ws struct{ Workers []client.Worker }
+	var hs struct{ Hubs []client.Hub }
+	if !tryJSON(url+"/workers", &ws) || !tryJSON(url+"/hubs", &hs) {
+		return nil, false
+	}
+	at := map[string]int{}
+	for i, u := range f.urls {
+		for _, h := range hs.Hubs {
+			if strings.TrimSuffix(h.Address, "/") == u {
+				at[h.ID] = i
+			}
+		}
+	}
+	out := map[string]int{}
+	for _, w := range ws.Workers {
+		if i, ok := at[w.Hub]; ok && w.Alive {
+			out[w.ID] = i
+		}
+	}
+	return out, true
+}
+
+// tryJSON is getJSON for a poll: false instead of failing the test.
+func tryJSON(url string, v any) bool {
+	res, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	defer res.Body.Close()
+	return res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(v) == nil
+}
+
 func joinComma(s []string) string {
 	out := ""
 	for i, v := range s {
@@ -320,30 +356,31 @@ func TestClusterHubKilledDefaultTimings(t *testing.T) {
 func clusterHubKilled(t *testing.T, f *fleet) {
 	f.startWorkers(6, 2)
 	c := f.client()
-	// which workers does hub 0 hold?
-	var ws struct{ Workers []client.Worker }
-	getJSON(t, f.urls[1]+"/workers", &ws)
-	var hub0 struct{ Hubs []client.Hub }
-	getJSON(t, f.urls[0]+"/hubs", &hub0)
-	localID := ""
-	for _, h := range hub0.Hubs {
-		if h.Local {
-			localID = h.ID
+	// Which workers does each hub hold? Each worker links where its grain
+	// lives (it was given every hub), so the hash says; the hub killed is
+	// one that holds some.
+	idx, ok := f.linkIndexes(f.urls[0])
+	require.True(t, ok, "GET /workers and /hubs")
+	victim := -1
+	for _, i := range idx {
+		if victim < 0 || i < victim {
+			victim = i
 		}
 	}
 	orphans := map[string]bool{}
-	for _, w := range ws.Workers {
-		if w.Hub == localID {
-			orphans[w.ID] = true
+	for id, i := range idx {
+		if i == victim {
+			orphans[id] = true
 		}
 	}
-	require.NotEmpty(t, orphans, "hub 0 holds some workers")
+	require.GreaterOrEqual(t, victim, 0, "some hub holds workers: %v", idx)
+	t.Logf("hub %d holds %d of the %d workers", victim, len(orphans), len(idx))
 
 	stop := make(chan struct{})
 	collect := load(t, c, 40*time.Millisecond, map[string]any{"lines": 20, "interval_ms": 20}, stop)
 	time.Sleep(3 * time.Second)
 	killed := time.Now()
-	f.hubs[0].kill()
+	f.hubs[victim].kill()
 	time.Sleep(12 * time.Second)
 	close(stop)
 	ids := collect()

@@ -56,7 +56,13 @@ func startAgent(t *testing.T, url, id string, lanes int) (stop func()) {
 
 // startAgentB runs an in-process worker agent until stop is called.
 func startAgentB(t testing.TB, url, id string, lanes int) (stop func()) {
-	a, err := agent.New(agent.Config{HubURLs: []string{url}, ID: id, Lanes: lanes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return startAgentHubs(t, []string{url}, id, lanes)
+}
+
+// startAgentHubs runs an in-process worker agent given urls (its --hub
+// list) until stop is called.
+func startAgentHubs(t testing.TB, urls []string, id string, lanes int) (stop func()) {
+	a, err := agent.New(agent.Config{HubURLs: urls, ID: id, Lanes: lanes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,6 +77,14 @@ const (
 	// never crosses the close unanswered (which the hub, after the worker's
 	// restart, could only take for a lost attempt).
 	TypeLeaveAck = "leave_ack"
+	// TypeRelink answers hello, instead of welcome, when the worker's
+	// grain lives on another hub of the cluster and hello's hub_urls
+	// lists that hub: HubURL is that entry, as the worker wrote it. The
+	// hub accepts nothing on the link and closes it; the worker links to
+	// HubURL at once, so its socket and its grain share a hub and the
+	// grain's frames to the link are local messages. Only a worker that
+	// sent hub_urls is ever told to relink.
+	TypeRelink = "relink"
 	// TypeError answers a malformed or unknown frame; the link stays open.
 	TypeError = "error"
 )
@@ -101,6 +109,8 @@ const (
 	// one (TruncateError) rather than have the report refused.
 	MaxErrorBytes = 8 << 10
 	maxURLBytes   = 2 << 10
+	// MaxHubURLs bounds hello's hub_urls.
+	MaxHubURLs = 32
 )
 
 // TruncateError cuts s to MaxErrorBytes, on a rune boundary.
@@ -127,6 +137,10 @@ type Frame struct {
 	LanIP        string        `json:"lan_ip,omitempty"`
 	Version      string        `json:"version,omitempty"`
 	Capabilities *Capabilities `json:"capabilities,omitempty"`
+	// HubURLs (hello) is every hub URL the worker was given, as given:
+	// it says the worker follows a relink to one of them. A worker sends
+	// none on a link it took by following one, so it is never sent on.
+	HubURLs []string `json:"hub_urls,omitempty"`
 
 	// heartbeat (and hello, so a reconnecting worker reports at once)
 	Stats   *Stats   `json:"stats,omitempty"`
@@ -196,6 +210,9 @@ type Frame struct {
 	HeartbeatIntervalMS int64  `json:"heartbeat_interval_ms,omitempty"`
 	AliveWindowMS       int64  `json:"alive_window_ms,omitempty"`
 	HubID               string `json:"hub_id,omitempty"`
+
+	// relink: the hub URL to link to, one of hello's hub_urls.
+	HubURL string `json:"hub_url,omitempty"`
 
 	// error
 	Code    string `json:"code,omitempty"`
@@ -327,6 +344,7 @@ var knownTypes = map[string]bool{
 	TypeSessionCommand: true, TypeDrain: true, TypeJobAck: true, TypeError: true,
 	TypeJobQuery: true, TypeJobStatus: true, TypeTunnelOpen: true,
 	TypeLiveOpen: true, TypeLaneSkip: true, TypeLeaving: true, TypeLeaveAck: true,
+	TypeRelink: true,
 }
 
 // DecodeFrame parses one frame and checks the fields its type needs. It never
@@ -513,6 +531,16 @@ func (f *Frame) validate() error {
 		if err := checkRunning(f.Running); err != nil {
 			return err
 		}
+		if err := checkHubURLs(f.HubURLs); err != nil {
+			return err
+		}
+	case TypeRelink:
+		if f.HubURL == "" {
+			return errors.New("hub_url missing")
+		}
+		if len(f.HubURL) > maxURLBytes {
+			return fmt.Errorf("hub_url has %d bytes, limit %d", len(f.HubURL), maxURLBytes)
+		}
 	case TypeHeartbeat:
 		if f.Stats == nil {
 			return errors.New("stats missing")
@@ -629,13 +657,22 @@ func validSkipReason(r string) bool {
 }
 
 // checkURLs bounds the lane addresses a worker reports.
-func checkURLs(urls []string) error {
-	if len(urls) > maxLanes {
-		return fmt.Errorf("lane_urls has %d entries, limit %d", len(urls), maxLanes)
+func checkURLs(urls []string) error { return checkURLList("lane_urls", urls, maxLanes) }
+
+// checkHubURLs bounds hello's hub_urls: at most MaxHubURLs, each at most
+// maxURLBytes. What they say is only ever compared with the hubs' own
+// addresses, never dialled by the hub.
+func checkHubURLs(urls []string) error { return checkURLList("hub_urls", urls, MaxHubURLs) }
+
+// checkURLList bounds the list field of a frame: at most limit entries,
+// each at most maxURLBytes.
+func checkURLList(field string, urls []string, limit int) error {
+	if len(urls) > limit {
+		return fmt.Errorf("%s has %d entries, limit %d", field, len(urls), limit)
 	}
 	for i, u := range urls {
 		if len(u) > maxURLBytes {
-			return fmt.Errorf("lane_urls[%d] has %d bytes, limit %d", i, len(u), maxURLBytes)
+			return fmt.Errorf("%s[%d] has %d bytes, limit %d", field, i, len(u), maxURLBytes)
 		}
 	}
 	return nil

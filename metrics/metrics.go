@@ -77,6 +77,7 @@ type Metrics struct {
 	LinksClosed      prometheus.Counter // paprika_links_closed_total
 	LinkBadFrames    prometheus.Counter // paprika_link_bad_frames_total
 	LinksRefused     prometheus.Counter // paprika_links_refused_total
+	LinksRelinked    prometheus.Counter // paprika_links_relinked_total
 	LinkSlowConsumer prometheus.Counter // paprika_link_slow_consumer_total
 
 	// Actors and cluster.
@@ -217,6 +218,8 @@ func NewMetrics() *Metrics {
 		"Frames from workers that did not decode or have a type a worker does not send.")
 	m.LinksRefused = counter("paprika_links_refused_total",
 		"Second links for a worker whose link answers a ping, refused (id_taken).")
+	m.LinksRelinked = counter("paprika_links_relinked_total",
+		"Hellos answered with relink: the worker's grain lives on another hub the worker was given, and it links there instead.")
 	m.LinkSlowConsumer = counter("paprika_link_slow_consumer_total",
 		"Worker links closed because the worker did not read its outgoing frames.")
 

@@ -138,8 +138,12 @@ type WorkerRegistry interface {
 
 // HubInfo is one hub as the fleet sees it (API.md, GET /hubs).
 type HubInfo struct {
-	ID        string    `json:"id"`
-	Address   string    `json:"address"`
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	// Member is the hub's address in the cluster (its remoting
+	// host:port), by which a hub finds the API address of the member that
+	// owns a grain; empty in a record of an older hub.
+	Member    string    `json:"member,omitempty"`
 	Alive     bool      `json:"alive"`
 	Local     bool      `json:"local"`
 	StartedAt time.Time `json:"started_at"`

@@ -52,6 +52,9 @@ func (b *hubBeat) Receive(ctx actor.Context) {
 func (b *hubBeat) beat() {
 	ctx := deadline.Within(b.deps.storeTimeout())
 	info := persistence.HubInfo{ID: b.deps.HubID, Address: b.address(), Alive: true, StartedAt: b.started, LastSeen: time.Now()}
+	if cl := b.deps.Cluster(); cl != nil {
+		info.Member = cl.ActorSystem.Address()
+	}
 	if err := b.deps.Hubs.Beat(ctx, info, b.deps.Timing.HubTTL); err != nil {
 		b.deps.Log.Warn("hub heartbeat failed", slog.Any("err", err))
 	}

@@ -25,6 +25,17 @@ func ownedHere(cl *cluster.Cluster, kind string) func(identity string) bool {
 	return func(identity string) bool { return o.OwnerOf(identity, kind) == self }
 }
 
+// OwnerOf is the cluster address of the member that places the grain of
+// kind by identity under this member's view of the topology; "" when the
+// lookup cannot tell or the cluster has one member.
+func OwnerOf(cl *cluster.Cluster, identity, kind string) string {
+	o, ok := cl.Config.IdentityLookup.(owner)
+	if !ok || cl.MemberList.Length() < 2 {
+		return ""
+	}
+	return o.OwnerOf(identity, kind)
+}
+
 // mintLocal draws job ids until one's grain is this hub's (owns), at most
 // mintTries, and returns the last. A job minted here lives on the hub that
 // took it: its wake (which carries the record just stored) is a local

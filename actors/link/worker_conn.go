@@ -563,6 +563,16 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 		c.closeWith(ctx, "id_taken", fmt.Sprintf("worker id %s belongs to another machine", c.workerID))
 		return
 	}
+	if to := c.homeURL(f); to != "" {
+		// Nothing of the worker is taken here: its grain hears of the
+		// link on its own hub.
+		c.log.Info("worker's grain lives on another hub it was given; asking it to link there", slog.String("hub_url", to))
+		c.deps.Metrics.LinksRelinked.Inc()
+		c.sendFrame(ctx, messages.Frame{Type: messages.TypeRelink, HubURL: to})
+		c.closing = true
+		c.timers.After(200*time.Millisecond, &closeNow{})
+		return
+	}
 	// The grain's answer is a continuation; frames that come meanwhile
 	// are kept (in order, bounded) and handled once the link is accepted.
 	c.helloing = true

@@ -25,6 +25,7 @@ func newHub(id string) persistence.HubInfo {
 	return persistence.HubInfo{
 		ID:        id,
 		Address:   "10.0.0.9:8080",
+		Member:    "10.0.0.9:7946",
 		Alive:     true,
 		Local:     true,
 		StartedAt: now.Add(-time.Hour),
@@ -52,7 +53,7 @@ func testHubBeatList(t *testing.T, r persistence.HubRegistry) {
 	require.Empty(t, list)
 
 	a, b := newHub("hub-a"), newHub("hub-b")
-	b.Address = "10.0.0.10:8080"
+	b.Address, b.Member = "10.0.0.10:8080", ""
 	require.NoError(t, r.Beat(ctx, a, longTTL))
 	require.NoError(t, r.Beat(ctx, b, longTTL))
 
@@ -61,6 +62,7 @@ func testHubBeatList(t *testing.T, r persistence.HubRegistry) {
 	for _, want := range []persistence.HubInfo{a, b} {
 		got := hubs[want.ID]
 		require.Equal(t, want.Address, got.Address)
+		require.Equal(t, want.Member, got.Member, "the cluster address, empty when the beat had none")
 		require.True(t, got.Alive)
 		require.False(t, got.Local, "Local is the caller's to set")
 		requireTime(t, want.StartedAt, got.StartedAt, "started_at")

@@ -161,11 +161,20 @@ func TestMultiMemberSchedulerHandsOverOnATopologyChange(t *testing.T) {
 func portTakingScheduler(t *testing.T, host string, portA int) int {
 	id := &cluster.ClusterIdentity{Identity: grains.SchedulerID, Kind: grains.KindScheduler}
 	kinds := []string{grains.KindScheduler}
+	// Each drawn port is held until the search ends: closed at once, the
+	// kernel may hand the same port back on the next draw, and 64 draws
+	// were once one (CI).
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+	}()
 	for range 64 {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		require.NoError(t, err)
+		held = append(held, l)
 		p := l.Addr().(*net.TCPAddr).Port
-		require.NoError(t, l.Close())
 		rdv := cluster.NewRendezvous()
 		rdv.UpdateMembers(cluster.Members{{Host: host, Port: int32(portA), Id: "a", Kinds: kinds}, {Host: host, Port: int32(p), Id: "b", Kinds: kinds}})
 		if rdv.GetByClusterIdentity(id) == net.JoinHostPort(host, strconv.Itoa(p)) {

@@ -165,13 +165,24 @@ func (s *gatedJobs) Finish(ctx context.Context, id string, attempt int, f persis
 // the test names in gatedJobs.id.
 func startGatedHub(t *testing.T) (*Hub, *gatedJobs) {
 	t.Helper()
+	var jobs *gatedJobs
+	h := startHubWrappingJobs(t, func(s persistence.JobStore) persistence.JobStore {
+		jobs = &gatedJobs{JobStore: s, entered: make(chan struct{}), open: make(chan struct{})}
+		return jobs
+	})
+	return h, jobs
+}
+
+// startHubWrappingJobs starts a test hub whose job store is wrap's
+// wrapper of the one it built.
+func startHubWrappingJobs(t *testing.T, wrap func(persistence.JobStore) persistence.JobStore) *Hub {
+	t.Helper()
 	h, err := New(testConfig(t), testLogger(t))
 	require.NoError(t, err)
-	jobs := &gatedJobs{JobStore: h.deps.Jobs, entered: make(chan struct{}), open: make(chan struct{})}
-	h.deps.Jobs = jobs
+	h.deps.Jobs = wrap(h.deps.Jobs)
 	require.NoError(t, h.Start(context.Background()))
 	t.Cleanup(func() { _ = h.Stop(context.Background()) })
-	return h, jobs
+	return h
 }
 
 // waitEntered waits until the gated Finish began.

@@ -55,18 +55,17 @@ func TestHelloFreesRegistrySlotsItDoesNotList(t *testing.T) {
 // must not take the slot the release let go. It did, and the worker's
 // only lane sat idle with a job queued until the next heartbeat.
 func TestReleaseCrossingAReportCheckHoldsNoSlot(t *testing.T) {
-	h, err := New(testConfig(t), testLogger(t))
-	require.NoError(t, err)
-	jobs := &lateReads{JobStore: h.deps.Jobs, entered: make(chan struct{}), open: make(chan struct{})}
-	h.deps.Jobs = jobs
-	require.NoError(t, h.Start(context.Background()))
-	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	var jobs *lateReads
+	h := startHubWrappingJobs(t, func(s persistence.JobStore) persistence.JobStore {
+		jobs = &lateReads{JobStore: s, entered: make(chan struct{}), open: make(chan struct{})}
+		return jobs
+	})
 	url := h.URL()
 
 	// Job A is running on w-late by the store, as a grain of a hub that
 	// died had claimed it.
 	a := submit(t, url, `{"mode":"noop","max_attempts":1}`)
-	_, err = h.deps.Jobs.Claim(context.Background(), a.ID, "w-late", time.Now())
+	_, err := h.deps.Jobs.Claim(context.Background(), a.ID, "w-late", time.Now())
 	require.NoError(t, err)
 	jobs.id.Store(a.ID)
 	open := sync.OnceFunc(func() { close(jobs.open) })

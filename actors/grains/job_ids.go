@@ -17,8 +17,8 @@ type owner interface {
 // under its current view of the topology; nil when the lookup cannot tell
 // or the cluster has one member (every id is this hub's then).
 func ownedHere(cl *cluster.Cluster, kind string) func(identity string) bool {
-	o, ok := cl.Config.IdentityLookup.(owner)
-	if !ok || cl.MemberList.Length() < 2 {
+	o := ownerLookup(cl)
+	if o == nil {
 		return nil
 	}
 	self := cl.ActorSystem.Address()
@@ -29,11 +29,21 @@ func ownedHere(cl *cluster.Cluster, kind string) func(identity string) bool {
 // kind by identity under this member's view of the topology; "" when the
 // lookup cannot tell or the cluster has one member.
 func OwnerOf(cl *cluster.Cluster, identity, kind string) string {
-	o, ok := cl.Config.IdentityLookup.(owner)
-	if !ok || cl.MemberList.Length() < 2 {
+	o := ownerLookup(cl)
+	if o == nil {
 		return ""
 	}
 	return o.OwnerOf(identity, kind)
+}
+
+// ownerLookup is the cluster's identity lookup when it can tell a grain's
+// owner and there is more than one member to choose from; nil otherwise.
+func ownerLookup(cl *cluster.Cluster) owner {
+	o, ok := cl.Config.IdentityLookup.(owner)
+	if !ok || cl.MemberList.Length() < 2 {
+		return nil
+	}
+	return o
 }
 
 // mintLocal draws job ids until one's grain is this hub's (owns), at most

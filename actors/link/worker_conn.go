@@ -455,7 +455,13 @@ func (c *workerConn) closeWith(ctx actor.Context, code, message string) {
 		return
 	}
 	c.log.Info("closing worker link", slog.String("code", code), slog.String("reason", message))
-	c.sendFrame(ctx, messages.Frame{Type: messages.TypeError, Code: code, Message: message})
+	c.lastWord(ctx, messages.Frame{Type: messages.TypeError, Code: code, Message: message})
+}
+
+// lastWord sends the link's last frame and closes the link shortly after,
+// so the frame reaches the worker before the close does.
+func (c *workerConn) lastWord(ctx actor.Context, f messages.Frame) {
+	c.sendFrame(ctx, f)
 	c.closing = true
 	c.timers.After(200*time.Millisecond, &closeNow{})
 }
@@ -568,9 +574,7 @@ func (c *workerConn) hello(ctx actor.Context, in *inFrame) {
 		// link on its own hub.
 		c.log.Info("worker's grain lives on another hub it was given; asking it to link there", slog.String("hub_url", to))
 		c.deps.Metrics.LinksRelinked.Inc()
-		c.sendFrame(ctx, messages.Frame{Type: messages.TypeRelink, HubURL: to})
-		c.closing = true
-		c.timers.After(200*time.Millisecond, &closeNow{})
+		c.lastWord(ctx, messages.Frame{Type: messages.TypeRelink, HubURL: to})
 		return
 	}
 	// The grain's answer is a continuation; frames that come meanwhile
